@@ -1,0 +1,6 @@
+//! sea-orm entities of Bowline's schema: `Model`, `Relation` and `Linked` only, one module
+//! per table. No HTTP or actor types live here, and no entity is ever serialized as an API
+//! body: the `http` layer maps models to its own response types.
+
+pub mod prelude;
+pub mod scheduled_tasks;

@@ -1,0 +1,21 @@
+//! Bowline's schema history.
+//!
+//! Migrations are frozen: once one has been applied anywhere it is never edited, only
+//! followed by a new one. Each migration declares its own identifiers (`DeriveIden` enums)
+//! and never imports the `entities` crate, so history does not move when today's model does.
+//! Names follow `mYYYYMMDD_NNNNNN_<verb>_<noun>` and run in the order listed below, on
+//! SQLite and PostgreSQL alike.
+
+pub use sea_orm_migration::prelude::*;
+
+mod m20261122_000001_create_scheduled_tasks;
+
+/// The ordered list of every migration Bowline has shipped.
+pub struct Migrator;
+
+#[async_trait::async_trait]
+impl MigratorTrait for Migrator {
+    fn migrations() -> Vec<Box<dyn MigrationTrait>> {
+        vec![Box::new(m20261122_000001_create_scheduled_tasks::Migration)]
+    }
+}

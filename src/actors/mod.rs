@@ -1,0 +1,170 @@
+//! The supervised actor tree (ractor): one actor per file, and the only place that spawns
+//! tasks.
+//!
+//! ```text
+//! root (RootActor)                restart budget + backoff for its children
+//!  └─ scheduler (SchedulerActor)  periodic tasks: cleanup, metrics upkeep; skip-if-running
+//! ```
+//!
+//! The HTTP edge talks to actors through [`ask`]: a typed command carrying an
+//! `RpcReplyPort<Result<T, AppError>>`. Domain errors travel back in that port; an actor
+//! fails (returns `Err` or panics) only when its own state is broken, and then its supervisor
+//! counts the failure and restarts it. A caller whose actor died or did not answer within the
+//! configured timeout gets [`AppError::Unavailable`] (503), never a hang.
+
+pub mod root;
+pub mod scheduler;
+pub mod supervision;
+
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use ractor::rpc::CallResult;
+use ractor::{ActorRef, Message, RpcReplyPort};
+
+use crate::error::AppError;
+use crate::metrics::Metrics;
+
+pub use supervision::SupervisionStats;
+
+/// The kinds of actor, used as the `actor` label of the `svc_actor_*` metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ActorKind {
+    /// The root supervisor.
+    Root,
+    /// The periodic-task scheduler.
+    Scheduler,
+}
+
+impl ActorKind {
+    /// The metric label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Root => "root",
+            Self::Scheduler => "scheduler",
+        }
+    }
+}
+
+/// The current reference to a supervised child; empty while it is down or restarting.
+#[derive(Debug)]
+pub struct ChildSlot<M>(Arc<RwLock<Option<ActorRef<M>>>>);
+
+impl<M> Clone for ChildSlot<M> {
+    fn clone(&self) -> Self {
+        Self(self.0.clone())
+    }
+}
+
+impl<M> Default for ChildSlot<M> {
+    fn default() -> Self {
+        Self(Arc::new(RwLock::new(None)))
+    }
+}
+
+impl<M> ChildSlot<M> {
+    /// The live actor, if any.
+    pub fn get(&self) -> Option<ActorRef<M>> {
+        self.0
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    pub(crate) fn set(&self, actor: Option<ActorRef<M>>) {
+        *self
+            .0
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = actor;
+    }
+}
+
+/// Handles to a server's supervised actors, filled in by the root supervisor.
+#[derive(Debug, Default)]
+pub struct Actors {
+    /// The root supervisor.
+    pub root: ChildSlot<root::RootMsg>,
+    /// The scheduler.
+    pub scheduler: ChildSlot<scheduler::SchedulerMsg>,
+    /// Restart and failure counts, observable without scraping metrics.
+    pub stats: SupervisionStats,
+}
+
+/// Sends a command built by `build` to `actor` and waits up to `timeout` for its reply.
+/// A dead actor, a reply port dropped by a failing actor, or a timeout all give
+/// [`AppError::Unavailable`].
+pub async fn ask<M, T>(
+    actor: &ActorRef<M>,
+    kind: ActorKind,
+    timeout: Duration,
+    build: impl FnOnce(RpcReplyPort<Result<T, AppError>>) -> M,
+) -> Result<T, AppError>
+where
+    M: Message,
+    T: Send + 'static,
+{
+    match actor.call(build, Some(timeout)).await {
+        Ok(CallResult::Success(result)) => result,
+        Ok(CallResult::Timeout) => {
+            tracing::warn!(actor = kind.label(), "actor.call.timeout");
+            Err(AppError::Unavailable(
+                format!("{} did not answer in time", kind.label()).into(),
+            ))
+        }
+        Ok(CallResult::SenderError) | Err(_) => {
+            tracing::warn!(actor = kind.label(), "actor.call.unavailable");
+            Err(AppError::Unavailable(
+                format!("{} is not running", kind.label()).into(),
+            ))
+        }
+    }
+}
+
+/// Asks the actor in `slot`, or answers 503 at once if it is down.
+pub async fn ask_slot<M, T>(
+    slot: &ChildSlot<M>,
+    kind: ActorKind,
+    timeout: Duration,
+    build: impl FnOnce(RpcReplyPort<Result<T, AppError>>) -> M,
+) -> Result<T, AppError>
+where
+    M: Message,
+    T: Send + 'static,
+{
+    let actor = slot
+        .get()
+        .ok_or_else(|| AppError::Unavailable(format!("{} is restarting", kind.label()).into()))?;
+    ask(&actor, kind, timeout, build).await
+}
+
+/// Sends a reply, ignoring a caller that has gone away (not an error for the actor).
+pub fn reply<T>(port: RpcReplyPort<T>, value: T) {
+    if port.send(value).is_err() {
+        tracing::debug!("actor.reply.caller_gone");
+    }
+}
+
+/// Records `svc_actor_message_duration_seconds` for one message when dropped.
+pub struct MessageTimer<'a> {
+    metrics: &'a Metrics,
+    kind: ActorKind,
+    started: Instant,
+}
+
+impl<'a> MessageTimer<'a> {
+    /// Starts timing a message handled by an actor of `kind`.
+    pub fn start(metrics: &'a Metrics, kind: ActorKind) -> Self {
+        Self {
+            metrics,
+            kind,
+            started: Instant::now(),
+        }
+    }
+}
+
+impl Drop for MessageTimer<'_> {
+    fn drop(&mut self) {
+        self.metrics
+            .actor_message(self.kind.label(), self.started.elapsed());
+    }
+}

@@ -1,0 +1,218 @@
+//! [`RootActor`]: the top of the tree. It spawns the long-lived children linked to itself,
+//! restarts a failed child after a backoff within its restart budget, keeps the child's
+//! [`ChildSlot`](super::ChildSlot) pointing at the live instance, and escalates (shuts the
+//! server down with an error) when a child exhausts its budget. On stop it stops its
+//! children and waits for them.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
+
+use super::scheduler::{SchedulerActor, SchedulerArgs, TaskSpec};
+use super::supervision::{RestartBudget, RestartPolicy};
+use super::{ActorKind, MessageTimer};
+use crate::context::Ctx;
+
+/// The root supervisor.
+#[derive(Debug)]
+pub struct RootActor;
+
+/// What the root needs to (re)build its children.
+pub struct RootArgs {
+    /// The server's context.
+    pub ctx: Ctx,
+    /// The scheduler's tasks; shared across restarts so "still running" survives them.
+    pub tasks: Arc<[TaskSpec]>,
+}
+
+/// Messages to the root.
+#[derive(Debug)]
+pub enum RootMsg {
+    /// Respawn a child whose backoff has elapsed.
+    Restart {
+        /// Which child.
+        kind: ActorKind,
+    },
+}
+
+/// The root's state.
+pub struct RootState {
+    ctx: Ctx,
+    tasks: Arc<[TaskSpec]>,
+    policy: RestartPolicy,
+    children: HashMap<ActorId, ActorKind>,
+    budgets: HashMap<ActorKind, RestartBudget>,
+}
+
+/// How long the root waits for its children to stop.
+const STOP_CHILDREN_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl RootActor {
+    /// Spawns `kind` linked to the root and records it.
+    async fn spawn_child(
+        myself: &ActorRef<RootMsg>,
+        state: &mut RootState,
+        kind: ActorKind,
+        initial: bool,
+    ) -> Result<(), ActorProcessingErr> {
+        let ctx = &state.ctx;
+        match kind {
+            ActorKind::Scheduler => {
+                let args = SchedulerArgs {
+                    ctx: ctx.clone(),
+                    tasks: state.tasks.clone(),
+                    initial,
+                };
+                let (actor, _) =
+                    Actor::spawn_linked(None, SchedulerActor, args, myself.get_cell()).await?;
+                state.children.insert(actor.get_id(), kind);
+                ctx.actors.scheduler.set(Some(actor));
+            }
+            ActorKind::Root => return Err("the root cannot be its own child".into()),
+        }
+        ctx.metrics.actor_alive(kind.label(), 1.0);
+        Ok(())
+    }
+
+    /// Forgets a child that stopped, clearing its slot.
+    fn child_down(state: &mut RootState, kind: ActorKind) {
+        state.ctx.metrics.actor_alive(kind.label(), -1.0);
+        match kind {
+            ActorKind::Scheduler => state.ctx.actors.scheduler.set(None),
+            ActorKind::Root => {}
+        }
+    }
+
+    /// Schedules a restart of `kind` after its backoff, or escalates.
+    fn schedule_restart(myself: &ActorRef<RootMsg>, state: &mut RootState, kind: ActorKind) {
+        let policy = state.policy;
+        let budget = state
+            .budgets
+            .entry(kind)
+            .or_insert_with(|| RestartBudget::new(policy));
+        match budget.next_delay(Instant::now()) {
+            Some(delay) => {
+                myself.send_after(delay, move || RootMsg::Restart { kind });
+            }
+            None => {
+                tracing::error!(
+                    actor = kind.label(),
+                    limit = policy.limit,
+                    "actor.restart_budget_exhausted"
+                );
+                state.ctx.shutdown.escalate(format!(
+                    "{} failed more than {} times within {} ms",
+                    kind.label(),
+                    policy.limit,
+                    policy.window.as_millis()
+                ));
+            }
+        }
+    }
+}
+
+impl Actor for RootActor {
+    type Msg = RootMsg;
+    type State = RootState;
+    type Arguments = RootArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        args: Self::Arguments,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        let policy = RestartPolicy::from_settings(&args.ctx.settings.actors);
+        let mut state = RootState {
+            ctx: args.ctx,
+            tasks: args.tasks,
+            policy,
+            children: HashMap::new(),
+            budgets: HashMap::new(),
+        };
+        Self::spawn_child(&myself, &mut state, ActorKind::Scheduler, true).await?;
+        Ok(state)
+    }
+
+    async fn post_stop(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        myself
+            .stop_children_and_wait(Some("shutdown".into()), Some(STOP_CHILDREN_TIMEOUT))
+            .await;
+        for kind in std::mem::take(&mut state.children).into_values() {
+            Self::child_down(state, kind);
+        }
+        Ok(())
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        message: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        let ctx = state.ctx.clone();
+        let _timer = MessageTimer::start(&ctx.metrics, ActorKind::Root);
+        match message {
+            RootMsg::Restart { kind } => {
+                if ctx.shutdown.is_triggered() {
+                    return Ok(());
+                }
+                match Self::spawn_child(&myself, state, kind, false).await {
+                    Ok(()) => {
+                        ctx.metrics.actor_restarted(kind.label());
+                        ctx.actors.stats.restarted(kind);
+                        tracing::info!(actor = kind.label(), "actor.restarted");
+                    }
+                    Err(err) => {
+                        ctx.metrics.actor_failed(kind.label());
+                        ctx.actors.stats.failed(kind);
+                        tracing::error!(actor = kind.label(), error = %err, "actor.restart_failed");
+                        Self::schedule_restart(&myself, state, kind);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        event: SupervisionEvent,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match event {
+            SupervisionEvent::ActorFailed(cell, err) => {
+                let Some(kind) = state.children.remove(&cell.get_id()) else {
+                    return Ok(());
+                };
+                Self::child_down(state, kind);
+                state.ctx.metrics.actor_failed(kind.label());
+                state.ctx.actors.stats.failed(kind);
+                tracing::error!(actor = kind.label(), error = %err, "actor.failed");
+                Self::schedule_restart(&myself, state, kind);
+            }
+            SupervisionEvent::ActorTerminated(cell, _, reason) => {
+                let Some(kind) = state.children.remove(&cell.get_id()) else {
+                    return Ok(());
+                };
+                Self::child_down(state, kind);
+                if !state.ctx.shutdown.is_triggered() {
+                    tracing::warn!(
+                        actor = kind.label(),
+                        reason,
+                        "actor.terminated_unexpectedly"
+                    );
+                    Self::schedule_restart(&myself, state, kind);
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}

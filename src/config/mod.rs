@@ -1,0 +1,429 @@
+//! Typed configuration: [`Settings`] mirrors `config/default.toml` key for key.
+//!
+//! Every struct denies unknown fields and no field has a serde default, so the compiled-in
+//! `default.toml` is the single place defaults live, and a key that drifts between the file
+//! and the structs fails the `default_toml_is_complete` test. Loading and layering are in
+//! [`load`]; [`Settings::validate`] adds the rules serde cannot express. Nothing here is
+//! global: a server is built from a `Settings` value, so several can run in one process.
+
+mod load;
+
+use std::fmt;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer};
+
+pub use load::{ConfigError, DEFAULT_TOML, TEST_TOML};
+
+/// All of Bowline's configuration.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    /// Public HTTP listener and client-facing identity.
+    pub server: ServerSettings,
+    /// The internal metrics listener.
+    pub metrics: MetricsSettings,
+    /// Database location.
+    pub storage: StorageSettings,
+    /// Logging.
+    pub log: LogSettings,
+    /// Actor supervision and call timeouts.
+    pub actors: ActorSettings,
+    /// Periodic tasks.
+    pub scheduler: SchedulerSettings,
+    /// Outgoing mail.
+    pub mail: MailSettings,
+    /// Google (`provider_a`) credentials.
+    pub google: GoogleSettings,
+    /// Apple (`provider_b`) sign-in and app association.
+    pub apple: AppleSettings,
+    /// Microsoft (`provider_c`) credentials.
+    pub microsoft: MicrosoftSettings,
+    /// CalDAV connections.
+    pub caldav: CaldavSettings,
+    /// Federation between Bowline servers.
+    pub federation: FederationSettings,
+}
+
+/// `[server]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSettings {
+    /// `HOST`
+    pub host: IpAddr,
+    /// `PORT` (0 = any free port)
+    pub port: u16,
+    /// `BASE_URL`: public origin; `None` means `http://<host>:<bound port>`.
+    #[serde(deserialize_with = "optional_string")]
+    pub base_url: Option<String>,
+    /// `CORS_ORIGINS`
+    #[serde(deserialize_with = "string_list")]
+    pub cors_origins: Vec<String>,
+    /// `APP_SCHEME`
+    pub app_scheme: String,
+    /// `SHUTDOWN_GRACE_MS`
+    pub shutdown_grace_ms: u64,
+}
+
+/// `[metrics]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsSettings {
+    /// `METRICS_HOST`
+    pub host: IpAddr,
+    /// `METRICS_PORT` (0 disables the listener)
+    pub port: u16,
+}
+
+/// `[storage]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StorageSettings {
+    /// `DATA_DIR`
+    pub data_dir: PathBuf,
+    /// `DATABASE_URL`; `None` selects the embedded SQLite file.
+    #[serde(deserialize_with = "optional_secret")]
+    pub database_url: Option<Secret>,
+    /// `DATABASE_MAX_CONNECTIONS`
+    pub max_connections: u32,
+}
+
+/// `[log]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogSettings {
+    /// `LOG_LEVEL`
+    pub level: LogLevel,
+}
+
+/// The levels `LOG_LEVEL` accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogLevel {
+    /// Everything, including provider-sync counts and timings.
+    Debug,
+    /// Successful requests and lifecycle events (the default).
+    Info,
+    /// 4xx responses and recoverable trouble.
+    Warn,
+    /// 5xx responses and failures.
+    Error,
+    /// Nothing at all.
+    Silent,
+}
+
+/// `[actors]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ActorSettings {
+    /// `ACTOR_CALL_TIMEOUT_MS`
+    pub call_timeout_ms: u64,
+    /// `ACTOR_RESTART_LIMIT`
+    pub restart_limit: u32,
+    /// `ACTOR_RESTART_WINDOW_MS`
+    pub restart_window_ms: u64,
+    /// `ACTOR_RESTART_BACKOFF_MS`
+    pub restart_backoff_ms: u64,
+    /// `ACTOR_RESTART_BACKOFF_MAX_MS`
+    pub restart_backoff_max_ms: u64,
+}
+
+/// `[scheduler]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SchedulerSettings {
+    /// `CLEANUP_INTERVAL_MS`
+    pub cleanup_interval_ms: u64,
+    /// `SCHEDULER_LEASE_MS`
+    pub lease_ms: u64,
+}
+
+/// `[mail]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MailSettings {
+    /// `BATCH_DELAY_MS`
+    pub batch_delay_ms: u64,
+}
+
+/// `[google]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GoogleSettings {
+    /// `GOOGLE_CLIENT_ID`
+    #[serde(deserialize_with = "optional_string")]
+    pub client_id: Option<String>,
+    /// `GOOGLE_CLIENT_SECRET`
+    #[serde(deserialize_with = "optional_secret")]
+    pub client_secret: Option<Secret>,
+    /// `GOOGLE_IOS_CLIENT_ID`
+    #[serde(deserialize_with = "optional_string")]
+    pub ios_client_id: Option<String>,
+}
+
+/// `[apple]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AppleSettings {
+    /// `APPLE_CLIENT_ID`
+    #[serde(deserialize_with = "optional_string")]
+    pub client_id: Option<String>,
+    /// `APPLE_BUNDLE_ID`
+    pub bundle_id: String,
+    /// `APPLE_TEAM_ID`
+    #[serde(deserialize_with = "optional_string")]
+    pub team_id: Option<String>,
+}
+
+/// `[microsoft]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MicrosoftSettings {
+    /// `MICROSOFT_CLIENT_ID`
+    #[serde(deserialize_with = "optional_string")]
+    pub client_id: Option<String>,
+    /// `MICROSOFT_CLIENT_SECRET`
+    #[serde(deserialize_with = "optional_secret")]
+    pub client_secret: Option<Secret>,
+}
+
+/// `[caldav]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaldavSettings {
+    /// `CALDAV_ENC_KEY`
+    #[serde(deserialize_with = "optional_secret")]
+    pub enc_key: Option<Secret>,
+}
+
+/// `[federation]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FederationSettings {
+    /// `FEDERATION_ALLOW_PRIVATE_HOSTS`
+    pub allow_private_hosts: bool,
+}
+
+/// A configuration value that must never reach a log: `Debug` prints `[REDACTED]`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a secret value.
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    /// The secret itself, for the one place that needs it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[REDACTED]")
+    }
+}
+
+impl Settings {
+    /// Rules beyond types: each failure names its key.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let invalid = |key: &str, reason: String| Err(ConfigError::invalid(key, reason));
+        if let Some(url) = &self.server.base_url
+            && let Err(reason) = parse_origin(url)
+        {
+            return invalid("server.base_url", reason);
+        }
+        for origin in &self.server.cors_origins {
+            if let Err(reason) = parse_origin(origin) {
+                return invalid("server.cors_origins", reason);
+            }
+        }
+        let scheme = &self.server.app_scheme;
+        if scheme.is_empty()
+            || !scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+            || !scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        {
+            return invalid(
+                "server.app_scheme",
+                format!("{scheme:?} is not a URL scheme"),
+            );
+        }
+        if let Some(url) = &self.storage.database_url {
+            let url = url.expose();
+            if !["sqlite:", "postgres://", "postgresql://"]
+                .iter()
+                .any(|p| url.starts_with(p))
+            {
+                return invalid(
+                    "storage.database_url",
+                    "must start with postgres://, postgresql:// or sqlite:".into(),
+                );
+            }
+        }
+        if self.storage.max_connections == 0 {
+            return invalid("storage.max_connections", "must be at least 1".into());
+        }
+        for (key, value) in [
+            ("actors.call_timeout_ms", self.actors.call_timeout_ms),
+            ("actors.restart_window_ms", self.actors.restart_window_ms),
+            (
+                "scheduler.cleanup_interval_ms",
+                self.scheduler.cleanup_interval_ms,
+            ),
+            ("scheduler.lease_ms", self.scheduler.lease_ms),
+            ("mail.batch_delay_ms", self.mail.batch_delay_ms),
+        ] {
+            if value == 0 {
+                return invalid(key, "must be greater than 0".into());
+            }
+        }
+        if self.actors.restart_backoff_max_ms < self.actors.restart_backoff_ms {
+            return invalid(
+                "actors.restart_backoff_max_ms",
+                "must not be below actors.restart_backoff_ms".into(),
+            );
+        }
+        if let Some(key) = &self.caldav.enc_key {
+            let key = key.expose();
+            if key.len() != 64 || !key.chars().all(|c| c.is_ascii_hexdigit()) {
+                return invalid(
+                    "caldav.enc_key",
+                    "must be 64 hexadecimal characters (a 32-byte key)".into(),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Actor call timeout.
+    pub fn call_timeout(&self) -> Duration {
+        Duration::from_millis(self.actors.call_timeout_ms)
+    }
+}
+
+/// Checks that `url` is a bare http(s) origin (`https://host[:port]`, no path or query).
+fn parse_origin(url: &str) -> Result<(), String> {
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))
+        .ok_or_else(|| format!("{url:?} must start with http:// or https://"))?;
+    let rest = rest.strip_suffix('/').unwrap_or(rest);
+    if rest.is_empty() || rest.contains(['/', '?', '#', '@', ' ']) {
+        return Err(format!(
+            "{url:?} must be an origin such as https://cal.example.com"
+        ));
+    }
+    Ok(())
+}
+
+/// `""` is "not set".
+fn optional_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let value = String::deserialize(d)?;
+    let value = value.trim();
+    Ok((!value.is_empty()).then(|| value.to_owned()))
+}
+
+fn optional_secret<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Secret>, D::Error> {
+    Ok(optional_string(d)?.map(Secret))
+}
+
+/// A list, written as a TOML array or (from the environment) a comma-separated string.
+fn string_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum ListOrString {
+        List(Vec<String>),
+        String(String),
+    }
+    let items = match ListOrString::deserialize(d)? {
+        ListOrString::List(items) => items,
+        ListOrString::String(joined) => joined.split(',').map(str::to_owned).collect(),
+    };
+    Ok(items
+        .into_iter()
+        .map(|s| s.trim().trim_end_matches('/').to_owned())
+        .filter(|s| !s.is_empty())
+        .collect())
+}
+
+#[cfg(test)]
+#[allow(clippy::expect_used, clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |name| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_owned())
+        }
+    }
+
+    #[test]
+    fn default_toml_is_complete() {
+        let settings = Settings::load_with(&[], &|_| None).expect("defaults load");
+        assert_eq!(settings.server.port, 7531);
+        assert_eq!(settings.metrics.port, 9464);
+        assert_eq!(settings.log.level, LogLevel::Info);
+        assert!(settings.storage.database_url.is_none());
+    }
+
+    #[test]
+    fn environment_overrides_files() {
+        let env = env_of(&[
+            ("PORT", "0"),
+            ("METRICS_PORT", "0"),
+            ("LOG_LEVEL", "silent"),
+            ("CORS_ORIGINS", "https://a.example, https://b.example/"),
+            ("PROVIDER_B_TEAM_ID", "TEAM123"),
+            ("GOOGLE_CLIENT_ID", "1234567890"),
+        ]);
+        let settings = Settings::load_with(&[("test", TEST_TOML)], &env).expect("loads");
+        assert_eq!(settings.server.port, 0);
+        assert_eq!(settings.log.level, LogLevel::Silent);
+        assert_eq!(
+            settings.server.cors_origins,
+            ["https://a.example", "https://b.example"]
+        );
+        assert_eq!(settings.apple.team_id.as_deref(), Some("TEAM123"));
+        assert_eq!(settings.google.client_id.as_deref(), Some("1234567890"));
+    }
+
+    #[test]
+    fn errors_name_the_key_and_variable() {
+        let cases: [(&'static [(&'static str, &'static str)], &str); 5] = [
+            (&[("PORT", "seventy")], "PORT"),
+            (&[("PORT", "70000")], "PORT"),
+            (&[("LOG_LEVEL", "verbose")], "LOG_LEVEL"),
+            (&[("BASE_URL", "cal.example.com")], "BASE_URL"),
+            (&[("CALDAV_ENC_KEY", "abc")], "CALDAV_ENC_KEY"),
+        ];
+        for (env, name) in cases {
+            let err = Settings::load_with(&[], &env_of(env)).expect_err(name);
+            let line = err.to_string();
+            assert!(line.contains(name), "{line}");
+            assert!(!line.contains('\n'), "one line: {line}");
+        }
+    }
+
+    #[test]
+    fn unknown_keys_in_files_are_refused() {
+        let err = Settings::load_with(&[("typo", "[server]\nprot = 1\n")], &|_| None)
+            .expect_err("typo refused");
+        assert!(err.to_string().contains("prot"), "{err}");
+    }
+
+    #[test]
+    fn secrets_are_redacted_in_debug() {
+        let env = env_of(&[("MICROSOFT_CLIENT_SECRET", "hunter2")]);
+        let settings = Settings::load_with(&[], &env).expect("loads");
+        assert!(!format!("{settings:?}").contains("hunter2"));
+    }
+}

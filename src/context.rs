@@ -1,0 +1,85 @@
+//! [`AppContext`]: the one value shared by the HTTP edge and the actors of one server.
+//!
+//! It holds configuration, the database pool, the metric registry, the handles of the
+//! supervised actors and the shutdown signal. A server is built around one `Arc<AppContext>`;
+//! nothing is global, so several servers can run in one process.
+
+use std::sync::{Arc, OnceLock};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::actors::Actors;
+use crate::config::Settings;
+use crate::domain::capabilities::Capabilities;
+use crate::metrics::Metrics;
+use crate::store::Database;
+
+/// Everything one server shares between its requests and its actors.
+#[derive(Debug)]
+pub struct AppContext {
+    /// Validated configuration.
+    pub settings: Settings,
+    /// The public origin (`BASE_URL`, or the bound address when unset).
+    pub base_url: String,
+    /// Identifies this process among instances sharing a database (task leases).
+    pub instance_id: String,
+    /// The database pool.
+    pub db: Database,
+    /// This server's metric registry.
+    pub metrics: Arc<Metrics>,
+    /// What this server offers clients (sign-in providers, sync providers, mail).
+    pub capabilities: Capabilities,
+    /// Handles of the supervised actors.
+    pub actors: Actors,
+    /// Shutdown signal shared by listeners, streams and actors.
+    pub shutdown: Shutdown,
+}
+
+/// Shared handle to a server's context.
+pub type Ctx = Arc<AppContext>;
+
+/// The server's shutdown signal, and why it fired if not on request.
+#[derive(Debug, Clone, Default)]
+pub struct Shutdown {
+    token: CancellationToken,
+    fatal: Arc<OnceLock<String>>,
+}
+
+impl Shutdown {
+    /// A signal that has not fired.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Starts a graceful shutdown.
+    pub fn trigger(&self) {
+        self.token.cancel();
+    }
+
+    /// Starts a shutdown because the server cannot go on (e.g. a supervisor gave up), so the
+    /// process exits with an error and its manager restarts it.
+    pub fn escalate(&self, reason: String) {
+        let _ = self.fatal.set(reason);
+        self.token.cancel();
+    }
+
+    /// Resolves once shutdown has started.
+    pub async fn triggered(&self) {
+        self.token.cancelled().await;
+    }
+
+    /// Whether shutdown has started.
+    pub fn is_triggered(&self) -> bool {
+        self.token.is_cancelled()
+    }
+
+    /// The reason of an escalated shutdown.
+    pub fn fatal_reason(&self) -> Option<&str> {
+        self.fatal.get().map(String::as_str)
+    }
+
+    /// The underlying token, for stream combinators.
+    pub fn token(&self) -> &CancellationToken {
+        &self.token
+    }
+}

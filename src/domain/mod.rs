@@ -1,0 +1,6 @@
+//! Pure rules and value types: no IO, no actors, no HTTP. Everything here can be unit-tested
+//! in isolation and is shared by the HTTP edge, the actors and the store.
+
+pub mod capabilities;
+pub mod time;
+pub mod version;

@@ -1,0 +1,253 @@
+//! [`AppError`]: the one error type every handler, store function and actor reply uses.
+//!
+//! Each variant maps to exactly one HTTP status in [`AppError::status`], and
+//! `http::rejection` renders it once, at the end of the pipeline, as
+//! `{ "error": <message>, "requestId": <id> }` plus the extra fields a variant names
+//! (`current` on conflicts, `server` on an unreachable federated origin). A 5xx never
+//! carries its cause to the client: the renderer logs the cause chain and sends a fixed text.
+
+use std::borrow::Cow;
+
+use http::StatusCode;
+use serde_json::{Map, Value};
+
+/// Text of an error message; static for the common case.
+pub type Message = Cow<'static, str>;
+
+/// An error a request can end with.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    /// 400: the request is malformed or fails validation.
+    #[error("{0}")]
+    BadRequest(Message),
+    /// 401: no valid credential.
+    #[error("{0}")]
+    Unauthorized(Message),
+    /// 403: authenticated, but not allowed.
+    #[error("{0}")]
+    Forbidden(Message),
+    /// 404: no such resource (or route).
+    #[error("{0}")]
+    NotFound(Message),
+    /// 405: the path exists, the method does not.
+    #[error("Method not allowed.")]
+    MethodNotAllowed,
+    /// 409: a compare-and-swap lost; `current` is the state the client must merge with.
+    #[error("{error}")]
+    Conflict {
+        /// Stable code, e.g. `PAGE_CONFLICT`.
+        error: Message,
+        /// Human-readable explanation.
+        message: Message,
+        /// The current document.
+        current: Option<Value>,
+    },
+    /// 413: the body is over the route's limit.
+    #[error("{0}")]
+    PayloadTooLarge(Message),
+    /// 415: the body has a type the route does not take.
+    #[error("{0}")]
+    UnsupportedMediaType(Message),
+    /// 429: a rate limit was hit.
+    #[error("Too many requests. Try again later.")]
+    TooManyRequests,
+    /// 502: an upstream server (federated peer, provider) could not be reached.
+    #[error("{error}")]
+    BadGateway {
+        /// Stable code, e.g. `FederatedServerUnreachable`.
+        error: Message,
+        /// Human-readable explanation.
+        message: Message,
+        /// The upstream origin.
+        server: Option<String>,
+    },
+    /// 503: an actor died or did not answer in time; the cause is logged, not sent.
+    #[error("service unavailable: {0}")]
+    Unavailable(Message),
+    /// 500: anything else; the cause is logged, not sent.
+    #[error(transparent)]
+    Internal(Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// The fixed text a 500 carries instead of its cause.
+pub const INTERNAL_ERROR_TEXT: &str = "500 - Internal Server Error";
+/// The fixed text a 503 carries instead of its cause.
+pub const UNAVAILABLE_TEXT: &str = "Service temporarily unavailable. Try again shortly.";
+
+impl AppError {
+    /// A 400 with `message`.
+    pub fn bad_request(message: impl Into<Message>) -> Self {
+        Self::BadRequest(message.into())
+    }
+
+    /// A 403 with `message`.
+    pub fn forbidden(message: impl Into<Message>) -> Self {
+        Self::Forbidden(message.into())
+    }
+
+    /// A 404 with `message`.
+    pub fn not_found(message: impl Into<Message>) -> Self {
+        Self::NotFound(message.into())
+    }
+
+    /// A 500 wrapping any error; the cause goes to the log only.
+    pub fn internal(err: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        Self::Internal(err.into())
+    }
+
+    /// The HTTP status of this error: the one table.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            Self::Forbidden(_) => StatusCode::FORBIDDEN,
+            Self::NotFound(_) => StatusCode::NOT_FOUND,
+            Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Self::Conflict { .. } => StatusCode::CONFLICT,
+            Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::TooManyRequests => StatusCode::TOO_MANY_REQUESTS,
+            Self::BadGateway { .. } => StatusCode::BAD_GATEWAY,
+            Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The `error` field clients see. Server-side failures never show their cause.
+    pub fn client_message(&self) -> Cow<'_, str> {
+        match self {
+            Self::Internal(_) => INTERNAL_ERROR_TEXT.into(),
+            Self::Unavailable(_) => UNAVAILABLE_TEXT.into(),
+            other => other.to_string().into(),
+        }
+    }
+
+    /// The JSON body for `request_id`: `{error, requestId}` plus this variant's fields.
+    pub fn body(&self, request_id: &str) -> Map<String, Value> {
+        let mut body = Map::new();
+        body.insert("error".into(), self.client_message().into_owned().into());
+        body.insert("requestId".into(), request_id.into());
+        match self {
+            Self::Conflict {
+                message, current, ..
+            } => {
+                body.insert("message".into(), message.to_string().into());
+                body.insert("current".into(), current.clone().unwrap_or(Value::Null));
+            }
+            Self::BadGateway {
+                message, server, ..
+            } => {
+                body.insert("message".into(), message.to_string().into());
+                if let Some(server) = server {
+                    body.insert("server".into(), server.clone().into());
+                }
+            }
+            _ => {}
+        }
+        body
+    }
+}
+
+impl From<sea_orm::DbErr> for AppError {
+    fn from(err: sea_orm::DbErr) -> Self {
+        Self::Internal(Box::new(err))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::expect_used, clippy::unwrap_used)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn body(err: &AppError) -> Value {
+        Value::Object(err.body("req-1"))
+    }
+
+    #[test]
+    fn status_table() {
+        let cases = [
+            (AppError::bad_request("x"), 400),
+            (AppError::Unauthorized("x".into()), 401),
+            (AppError::forbidden("x"), 403),
+            (AppError::not_found("x"), 404),
+            (AppError::MethodNotAllowed, 405),
+            (
+                AppError::Conflict {
+                    error: "x".into(),
+                    message: "y".into(),
+                    current: None,
+                },
+                409,
+            ),
+            (AppError::PayloadTooLarge("x".into()), 413),
+            (AppError::UnsupportedMediaType("x".into()), 415),
+            (AppError::TooManyRequests, 429),
+            (
+                AppError::BadGateway {
+                    error: "x".into(),
+                    message: "y".into(),
+                    server: None,
+                },
+                502,
+            ),
+            (AppError::Unavailable("x".into()), 503),
+            (AppError::internal("x"), 500),
+        ];
+        for (err, status) in cases {
+            assert_eq!(err.status().as_u16(), status, "{err:?}");
+        }
+    }
+
+    #[test]
+    fn client_errors_keep_their_message() {
+        assert_eq!(
+            body(&AppError::bad_request("since must be a valid timestamp.")),
+            json!({"error": "since must be a valid timestamp.", "requestId": "req-1"})
+        );
+    }
+
+    #[test]
+    fn server_errors_hide_their_cause() {
+        let err = AppError::internal("password authentication failed for user bowline");
+        assert_eq!(
+            body(&err),
+            json!({"error": INTERNAL_ERROR_TEXT, "requestId": "req-1"})
+        );
+        let err = AppError::Unavailable("calendar actor timed out".into());
+        assert_eq!(
+            body(&err),
+            json!({"error": UNAVAILABLE_TEXT, "requestId": "req-1"})
+        );
+    }
+
+    #[test]
+    fn conflicts_carry_current() {
+        let err = AppError::Conflict {
+            error: "PAGE_CONFLICT".into(),
+            message: "Page changed on another device.".into(),
+            current: Some(json!({"revision": 3})),
+        };
+        assert_eq!(
+            body(&err),
+            json!({
+                "error": "PAGE_CONFLICT",
+                "message": "Page changed on another device.",
+                "current": {"revision": 3},
+                "requestId": "req-1"
+            })
+        );
+    }
+
+    #[test]
+    fn bad_gateway_names_the_server() {
+        let err = AppError::BadGateway {
+            error: "FederatedServerUnreachable".into(),
+            message: "The connected server could not be reached.".into(),
+            server: Some("https://peer.example".into()),
+        };
+        assert_eq!(body(&err)["server"], "https://peer.example");
+        assert_eq!(err.status(), StatusCode::BAD_GATEWAY);
+    }
+}

@@ -1,0 +1,111 @@
+//! Filters shared by the route modules: the server context, the request context, route
+//! labelling, size-capped JSON bodies, and turning a handler's `Result<_, AppError>` into a
+//! reply or a rejection.
+
+use std::convert::Infallible;
+
+use bytes::{Bytes, BytesMut};
+use futures::TryStreamExt;
+use serde::de::DeserializeOwned;
+use warp::{Buf, Filter, Rejection, Reply};
+
+use super::rejection::reject;
+use super::request::RequestCtx;
+use crate::context::Ctx;
+use crate::error::AppError;
+
+/// The JSON body cap of the spec's pipeline (512 KB).
+pub const JSON_BODY_LIMIT: u64 = 512 * 1024;
+
+/// Extracts the server context.
+pub fn with_ctx(ctx: Ctx) -> impl Filter<Extract = (Ctx,), Error = Infallible> + Clone {
+    warp::any().map(move || ctx.clone())
+}
+
+/// Extracts the request context the pipeline attached.
+pub fn request_ctx() -> impl Filter<Extract = (RequestCtx,), Error = Rejection> + Clone {
+    warp::ext::get::<RequestCtx>()
+}
+
+/// Labels the request with its route `pattern` (metrics, logs) once its path matched.
+pub fn route(pattern: &'static str) -> impl Filter<Extract = (), Error = Infallible> + Clone {
+    warp::ext::optional::<RequestCtx>()
+        .map(move |rctx: Option<RequestCtx>| {
+            if let Some(rctx) = rctx {
+                rctx.set_route(pattern);
+            }
+        })
+        .untuple_one()
+}
+
+/// Reads the body, refusing more than `limit` bytes with 413 (by `Content-Length` before
+/// reading, and while reading for chunked bodies).
+pub fn body_bytes(limit: u64) -> impl Filter<Extract = (Bytes,), Error = Rejection> + Clone {
+    warp::header::optional::<u64>("content-length")
+        .and(warp::body::stream())
+        .and_then(move |length, stream| collect_limited(length, stream, limit))
+}
+
+async fn collect_limited<S, B>(
+    length: Option<u64>,
+    stream: S,
+    limit: u64,
+) -> Result<Bytes, Rejection>
+where
+    S: futures::Stream<Item = Result<B, warp::Error>>,
+    B: Buf,
+{
+    if length.is_some_and(|length| length > limit) {
+        return Err(reject(too_large(limit)));
+    }
+    let mut body = BytesMut::new();
+    let mut stream = std::pin::pin!(stream);
+    while let Some(mut chunk) = stream
+        .try_next()
+        .await
+        .map_err(|_| reject(AppError::bad_request("The request body could not be read.")))?
+    {
+        if body.len() as u64 + chunk.remaining() as u64 > limit {
+            return Err(reject(too_large(limit)));
+        }
+        while chunk.has_remaining() {
+            let part = chunk.chunk();
+            body.extend_from_slice(part);
+            let n = part.len();
+            chunk.advance(n);
+        }
+    }
+    Ok(body.freeze())
+}
+
+fn too_large(limit: u64) -> AppError {
+    AppError::PayloadTooLarge(
+        format!("request entity too large (limit {} KB)", limit / 1024).into(),
+    )
+}
+
+/// Parses a JSON body of at most 512 KB into `T`. Malformed JSON is 400 with the parser's
+/// message; JSON of the wrong shape is 400 with `invalid` followed by what was wrong.
+pub fn json_body<T>(invalid: &'static str) -> impl Filter<Extract = (T,), Error = Rejection> + Clone
+where
+    T: DeserializeOwned + Send + 'static,
+{
+    body_bytes(JSON_BODY_LIMIT)
+        .and_then(move |bytes: Bytes| async move { parse_json(&bytes, invalid).map_err(reject) })
+}
+
+/// Parses `bytes` as JSON of type `T` (see [`json_body`]).
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8], invalid: &str) -> Result<T, AppError> {
+    serde_json::from_slice(bytes).map_err(|err| match err.classify() {
+        serde_json::error::Category::Data => AppError::bad_request(format!("{invalid} ({err})")),
+        _ if bytes.iter().all(u8::is_ascii_whitespace) => {
+            AppError::bad_request(format!("{invalid} (the request body is empty)"))
+        }
+        _ => AppError::bad_request(format!("Request body is not valid JSON: {err}")),
+    })
+}
+
+/// Turns a handler result into a reply, or a rejection the renderer will turn into JSON.
+pub fn respond<R: Reply>(result: Result<R, AppError>) -> Result<warp::reply::Response, Rejection> {
+    result.map(Reply::into_response).map_err(reject)
+}

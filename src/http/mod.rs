@@ -1,0 +1,46 @@
+//! The warp edge: one module per resource. Filters parse, authenticate and hand off to
+//! actors or the store; they never build error responses (the renderer does, last).
+//!
+//! [`routes`] assembles the inner part of the pipeline (routes, then the renderer); the
+//! outer stages (metrics, request id and access log, CORS) live in [`pipeline`], and
+//! [`server`] runs the listener. Static paths are registered before parameterised paths
+//! that could collide with them.
+
+pub mod cors;
+pub mod extract;
+pub mod metrics_endpoint;
+pub mod pipeline;
+pub mod rejection;
+pub mod request;
+pub mod server;
+pub mod server_info;
+
+use warp::filters::BoxedFilter;
+use warp::reply::Response;
+use warp::{Filter, Rejection};
+
+use crate::context::Ctx;
+use request::RequestCtx;
+
+/// All routes of the public listener, finished by the error renderer.
+pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
+    let application = server_info::routes(ctx);
+    render_errors(application)
+}
+
+/// The renderer: turns whatever rejection reaches the end into the JSON error response,
+/// with the request's id.
+fn render_errors(routes: BoxedFilter<(Response,)>) -> BoxedFilter<(Response,)> {
+    let outcome = routes
+        .map(Ok::<Response, Rejection>)
+        .or_else(|rejection| async move { Ok::<_, Rejection>((Err(rejection),)) });
+    extract::request_ctx()
+        .and(outcome)
+        .map(
+            |rctx: RequestCtx, outcome: Result<Response, Rejection>| match outcome {
+                Ok(response) => response,
+                Err(rejection) => rejection::render_rejection(&rctx, &rejection),
+            },
+        )
+        .boxed()
+}

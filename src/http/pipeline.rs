@@ -1,0 +1,260 @@
+//! The outer stages of the request pipeline, in the spec's order, wrapped around warp:
+//!
+//! 1. metrics (`svc_http_*`, recorded when the response head is ready, or `aborted`);
+//! 2. request id (kept from a valid `x-request-id`, else generated) and the access log line;
+//! 3. cross-origin policy ([`CorsPolicy`]);
+//! 4. JSON bodies: a request declaring a JSON content type has its body read here, capped at
+//!    512 KB (413) and checked to be JSON (400), before any route sees it;
+//!
+//! then warp's routes (`/api/auth/*`, application and page routes) ending in the error
+//! renderer. Every response carries `x-request-id` and the
+//! security headers.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
+use http::{Method, Request};
+use http_body_util::{BodyExt, Either, Full, LengthLimitError, Limited};
+use hyper::body::Incoming;
+use serde::de::IgnoredAny;
+use tower_service::Service;
+use tracing::Instrument;
+use warp::filters::BoxedFilter;
+use warp::reply::Response;
+
+use super::cors::{CorsDecision, CorsPolicy};
+use super::extract::JSON_BODY_LIMIT;
+use super::rejection::{RenderedError, render_error};
+use super::request::{REQUEST_ID_HEADER, RequestCtx, request_id_from};
+use crate::context::Ctx;
+use crate::error::AppError;
+use crate::metrics::ABORTED_STATUS;
+
+/// The whole request pipeline of one server; cheap to clone per connection.
+#[derive(Clone)]
+pub struct Pipeline {
+    ctx: Ctx,
+    cors: Arc<CorsPolicy>,
+    routes: BoxedFilter<(Response,)>,
+}
+
+impl Pipeline {
+    /// The pipeline around `routes` (see [`super::routes`]).
+    pub fn new(ctx: Ctx, routes: BoxedFilter<(Response,)>) -> Self {
+        let cors = CorsPolicy::new(&ctx.base_url, &ctx.settings.server.cors_origins);
+        Self {
+            ctx,
+            cors: Arc::new(cors),
+            routes,
+        }
+    }
+
+    /// Handles one request from `client_addr`.
+    pub async fn handle(&self, request: Request<Incoming>, client_addr: SocketAddr) -> Response {
+        let method = method_label(request.method());
+        let request_id = request_id_from(request.headers());
+        let span = tracing::info_span!(
+            "request",
+            requestId = %request_id,
+            userId = tracing::field::Empty
+        );
+        let rctx = RequestCtx::new(request_id, client_addr, span.clone());
+        let mut completion = Completion::start(self.ctx.clone(), method, rctx.clone());
+
+        let mut response = self.dispatch(request, &rctx).instrument(span).await;
+
+        let headers = response.headers_mut();
+        if let Ok(id) = HeaderValue::from_str(rctx.id()) {
+            headers.insert(REQUEST_ID_HEADER, id);
+        }
+        for (name, value) in SECURITY_HEADERS {
+            headers
+                .entry(*name)
+                .or_insert_with(|| HeaderValue::from_static(value));
+        }
+        let error = response
+            .extensions()
+            .get::<RenderedError>()
+            .map(|e| e.0.as_str());
+        completion.finish(Some(response.status().as_u16()), error);
+        response
+    }
+
+    async fn dispatch(&self, request: Request<Incoming>, rctx: &RequestCtx) -> Response {
+        let origin = match self.cors.decide(request.method(), request.headers()) {
+            CorsDecision::Preflight(response) => return response,
+            CorsDecision::Forbidden => {
+                return render_error(
+                    rctx,
+                    &AppError::forbidden("Origin is not allowed to call this API."),
+                );
+            }
+            CorsDecision::Allowed(origin) => Some(origin),
+            CorsDecision::NotCors => None,
+        };
+        let mut request = match read_json_body(request).await {
+            Ok(request) => request,
+            Err(err) => return render_error(rctx, &err),
+        };
+        request.extensions_mut().insert(rctx.clone());
+        let mut service = warp::service(self.routes.clone());
+        let mut response = match service.call(request).await {
+            Ok(response) => response,
+            Err(never) => match never {},
+        };
+        if let Some(origin) = origin {
+            CorsPolicy::decorate(&mut response, origin);
+        }
+        response
+    }
+}
+
+/// The body warp sees: untouched, or the JSON already read by stage 4.
+type RequestBody = Either<Incoming, Full<Bytes>>;
+
+/// Stage 4: reads and checks a JSON body (see the module doc); other bodies pass untouched
+/// for their routes to read with their own limits.
+async fn read_json_body(request: Request<Incoming>) -> Result<Request<RequestBody>, AppError> {
+    let declares_json = request
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.split(';').next())
+        .map(|mime| {
+            let mime = mime.trim().to_ascii_lowercase();
+            mime == "application/json" || mime.ends_with("+json")
+        })
+        .unwrap_or(false);
+    if !declares_json {
+        return Ok(request.map(Either::Left));
+    }
+    let too_large = || AppError::PayloadTooLarge("request entity too large".into());
+    let declared_length = request
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<u64>().ok());
+    if declared_length.is_some_and(|length| length > JSON_BODY_LIMIT) {
+        return Err(too_large());
+    }
+    let (parts, body) = request.into_parts();
+    let limit = usize::try_from(JSON_BODY_LIMIT).unwrap_or(usize::MAX);
+    let bytes = match Limited::new(body, limit).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(err) if err.is::<LengthLimitError>() => return Err(too_large()),
+        Err(_) => return Err(AppError::bad_request("The request body could not be read.")),
+    };
+    if !bytes.iter().all(u8::is_ascii_whitespace) {
+        serde_json::from_slice::<IgnoredAny>(&bytes).map_err(|err| {
+            AppError::bad_request(format!("Request body is not valid JSON: {err}"))
+        })?;
+    }
+    Ok(Request::from_parts(parts, Either::Right(Full::new(bytes))))
+}
+
+/// Headers every response carries (set unless a route chose otherwise).
+const SECURITY_HEADERS: &[(&str, &str)] = &[
+    ("content-security-policy", "frame-ancestors 'none'"),
+    ("referrer-policy", "no-referrer"),
+    ("x-content-type-options", "nosniff"),
+    ("x-frame-options", "DENY"),
+];
+
+/// The `method` label: the standard methods, else `OTHER`.
+fn method_label(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        _ => "OTHER",
+    }
+}
+
+/// Records a request's metrics and access log line exactly once: on [`Completion::finish`],
+/// or as `aborted` if the client went away first (the future was dropped).
+struct Completion {
+    ctx: Ctx,
+    method: &'static str,
+    rctx: RequestCtx,
+    started: Instant,
+    done: bool,
+}
+
+impl Completion {
+    fn start(ctx: Ctx, method: &'static str, rctx: RequestCtx) -> Self {
+        ctx.metrics.http_started(method);
+        Self {
+            ctx,
+            method,
+            rctx,
+            started: Instant::now(),
+            done: false,
+        }
+    }
+
+    /// `status` is `None` when the client went away before the response.
+    fn finish(&mut self, status: Option<u16>, error: Option<&str>) {
+        self.done = true;
+        let elapsed = self.started.elapsed();
+        let route = self.rctx.route();
+        let label = status.map_or_else(|| ABORTED_STATUS.to_owned(), |code| code.to_string());
+        self.ctx
+            .metrics
+            .http_finished(self.method, route, &label, elapsed);
+        log_access(&self.rctx, self.method, route, status, elapsed, error);
+    }
+}
+
+impl Drop for Completion {
+    fn drop(&mut self) {
+        if !self.done {
+            self.finish(None, None);
+        }
+    }
+}
+
+/// The access log line: info for success, warn for 4xx (and aborted), error for 5xx.
+fn log_access(
+    rctx: &RequestCtx,
+    method: &str,
+    route: &str,
+    status: Option<u16>,
+    elapsed: Duration,
+    error: Option<&str>,
+) {
+    let _span = rctx.span().enter();
+    let duration_ms = (elapsed.as_secs_f64() * 10_000.0).round() / 10.0;
+    macro_rules! access {
+        ($level:ident) => {
+            match status {
+                Some(status) => tracing::$level!(
+                    method,
+                    route,
+                    status,
+                    durationMs = duration_ms,
+                    error,
+                    "http.request.completed"
+                ),
+                None => tracing::$level!(
+                    method,
+                    route,
+                    status = ABORTED_STATUS,
+                    durationMs = duration_ms,
+                    "http.request.completed"
+                ),
+            }
+        };
+    }
+    match status {
+        Some(500..) => access!(error),
+        Some(400..) | None => access!(warn),
+        Some(_) => access!(info),
+    }
+}

@@ -1,0 +1,86 @@
+//! Server identity and health: `GET /api/v1/server` and `GET /api/v1/server/ok` (public).
+
+use serde::Serialize;
+use warp::filters::BoxedFilter;
+use warp::reply::Response;
+use warp::{Filter, Reply};
+
+use super::extract::{route, with_ctx};
+use crate::context::Ctx;
+use crate::domain::version::{IMPLEMENTATION, MIN_CLIENT_VERSION, WIRE_VERSION};
+
+/// `GET /api/v1/server` body.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerInfoResponse {
+    /// API wire version clients and peers compare.
+    pub version: &'static str,
+    /// Oldest supported client version.
+    pub min_client_version: &'static str,
+    /// This implementation (`bowline/x.y.z`).
+    pub implementation: &'static str,
+    /// Native sign-in providers this server has credentials for.
+    pub socials: Vec<&'static str>,
+    /// Sign-in providers a browser can complete (Bowline offers native id-token sign-in only).
+    pub socials_web: Vec<&'static str>,
+    /// Calendar providers that can be connected.
+    pub sync_providers: Vec<&'static str>,
+    /// Whether mail can be delivered.
+    pub email: bool,
+    /// Whether sign-in requires a verified email.
+    pub email_verification_required: bool,
+    /// Web-push key (web push is not offered).
+    pub push_public_key: Option<String>,
+}
+
+/// `GET /api/v1/server/ok` body.
+#[derive(Debug, Serialize)]
+pub struct HealthResponse {
+    /// Always `true` when the server answers.
+    pub ok: bool,
+    /// API wire version.
+    pub version: &'static str,
+}
+
+/// The server routes.
+pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
+    server_health().or(server_info(ctx)).unify().boxed()
+}
+
+/// GET /api/v1/server/ok — liveness with the version.
+fn server_health() -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
+    warp::path!("api" / "v1" / "server" / "ok")
+        .and(route("/api/v1/server/ok"))
+        .and(warp::get())
+        .map(|| {
+            warp::reply::json(&HealthResponse {
+                ok: true,
+                version: WIRE_VERSION,
+            })
+            .into_response()
+        })
+}
+
+/// GET /api/v1/server — what this server offers, for clients deciding what to show.
+fn server_info(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
+    warp::path!("api" / "v1" / "server")
+        .and(route("/api/v1/server"))
+        .and(warp::get())
+        .and(with_ctx(ctx))
+        .map(|ctx: Ctx| warp::reply::json(&server_info_handler(&ctx)).into_response())
+}
+
+fn server_info_handler(ctx: &Ctx) -> ServerInfoResponse {
+    let caps = &ctx.capabilities;
+    ServerInfoResponse {
+        version: WIRE_VERSION,
+        min_client_version: MIN_CLIENT_VERSION,
+        implementation: IMPLEMENTATION,
+        socials: caps.socials.clone(),
+        socials_web: Vec::new(),
+        sync_providers: caps.sync_providers.clone(),
+        email: caps.email,
+        email_verification_required: false,
+        push_public_key: None,
+    }
+}

@@ -1,0 +1,32 @@
+//! Bowline: a self-hostable shared-calendar server.
+//!
+//! warp routes turn requests into messages for supervised ractor actors; sea-orm persists to
+//! SQLite (embedded default) or PostgreSQL. See `README.md` for the actor tree and
+//! `DESIGN.md` in the shared folder for the architecture.
+
+#![warn(missing_docs)]
+
+/// Supervised actors (one per file) and the `ask` hand-off.
+pub mod actors;
+/// Typed, layered configuration.
+pub mod config;
+/// The context shared by one server's requests and actors.
+pub mod context;
+/// Pure rules and value types.
+pub mod domain;
+/// The one error type and its status table.
+pub mod error;
+/// The warp edge: pipeline, routes, renderer, listener.
+pub mod http;
+/// Metric names and the per-server registry.
+pub mod metrics;
+/// Building and running a server.
+pub mod startup;
+/// Persistence: the only code that touches the database.
+pub mod store;
+/// JSON logging.
+pub mod telemetry;
+
+pub use config::Settings;
+pub use error::AppError;
+pub use startup::{Application, StartupError};

@@ -1,0 +1,196 @@
+//! Metric names and the per-server Prometheus registry.
+//!
+//! Every name is a constant here (prefix `svc_`, as the spec writes it). Each server owns its
+//! own [`Metrics`] registry instead of the `metrics` crate's global recorder, so two servers
+//! in one process (federation tests) never mix their counters; recording goes through the
+//! typed methods below, which install the registry as the local recorder for the call.
+
+use std::time::Duration;
+
+use metrics::{counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
+use metrics_exporter_prometheus::{
+    Matcher, PrometheusBuilder, PrometheusHandle, PrometheusRecorder,
+};
+
+/// Completed HTTP requests by method, route pattern and status.
+pub const HTTP_REQUESTS_TOTAL: &str = "svc_http_requests_total";
+/// HTTP request duration (until the response head) by method, route pattern and status.
+pub const HTTP_REQUEST_DURATION_SECONDS: &str = "svc_http_request_duration_seconds";
+/// HTTP requests in progress by method.
+pub const HTTP_REQUESTS_IN_FLIGHT: &str = "svc_http_requests_in_flight";
+/// Failed provider discovery, account sync, event push or scheduler runs, by stage and provider.
+pub const EXTERNAL_SYNC_FAILURES_TOTAL: &str = "svc_external_sync_failures_total";
+/// Ticks skipped because the task's previous run was still active, by task.
+pub const SCHEDULED_TASK_SKIPS_TOTAL: &str = "svc_scheduled_task_skips_total";
+/// Finished scheduled-task runs by task and outcome (`ok`, `failed`, `leased_elsewhere`).
+pub const SCHEDULED_TASK_RUNS_TOTAL: &str = "svc_scheduled_task_runs_total";
+/// Actor restarts performed by a supervisor, by actor kind.
+pub const ACTOR_RESTARTS_TOTAL: &str = "svc_actor_restarts_total";
+/// Actor failures (panic or error from a handler), by actor kind.
+pub const ACTOR_FAILURES_TOTAL: &str = "svc_actor_failures_total";
+/// Live actors by kind.
+pub const ACTORS: &str = "svc_actors";
+/// Time an actor spends handling one message, by actor kind.
+pub const ACTOR_MESSAGE_DURATION_SECONDS: &str = "svc_actor_message_duration_seconds";
+/// Prefix of the standard process metrics (`svc_process_cpu_seconds_total`, ...).
+pub const PROCESS_PREFIX: &str = "svc_";
+
+/// Label value for a request that matched no route.
+pub const UNMATCHED_ROUTE: &str = "<unmatched>";
+/// Status label of a request whose client went away before the response.
+pub const ABORTED_STATUS: &str = "aborted";
+
+const HTTP_BUCKETS: &[f64] = &[
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+const ACTOR_BUCKETS: &[f64] = &[
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0,
+];
+
+/// One server's metric registry.
+pub struct Metrics {
+    recorder: PrometheusRecorder,
+    handle: PrometheusHandle,
+    process: metrics_process::Collector,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// A fresh registry with histogram buckets and descriptions of every metric.
+    pub fn new() -> Self {
+        let builder = PrometheusBuilder::new()
+            .set_buckets_for_metric(
+                Matcher::Full(HTTP_REQUEST_DURATION_SECONDS.into()),
+                HTTP_BUCKETS,
+            )
+            .and_then(|b| {
+                b.set_buckets_for_metric(
+                    Matcher::Full(ACTOR_MESSAGE_DURATION_SECONDS.into()),
+                    ACTOR_BUCKETS,
+                )
+            });
+        // The bucket lists are non-empty constants, so the builder cannot refuse them.
+        let recorder = builder
+            .unwrap_or_else(|_| PrometheusBuilder::new())
+            .build_recorder();
+        let handle = recorder.handle();
+        let metrics = Self {
+            recorder,
+            handle,
+            process: metrics_process::Collector::new(PROCESS_PREFIX),
+        };
+        metrics.scoped(|| {
+            describe_counter!(HTTP_REQUESTS_TOTAL, "Completed HTTP requests.");
+            describe_histogram!(
+                HTTP_REQUEST_DURATION_SECONDS,
+                metrics::Unit::Seconds,
+                "HTTP request duration until the response head."
+            );
+            describe_gauge!(HTTP_REQUESTS_IN_FLIGHT, "HTTP requests in progress.");
+            describe_counter!(
+                EXTERNAL_SYNC_FAILURES_TOTAL,
+                "Failed provider discovery, account sync, push or scheduler runs."
+            );
+            describe_counter!(
+                SCHEDULED_TASK_SKIPS_TOTAL,
+                "Ticks skipped because the previous run was still active."
+            );
+            describe_counter!(SCHEDULED_TASK_RUNS_TOTAL, "Finished scheduled-task runs.");
+            describe_counter!(ACTOR_RESTARTS_TOTAL, "Actor restarts by a supervisor.");
+            describe_counter!(ACTOR_FAILURES_TOTAL, "Actor panics and handler errors.");
+            describe_gauge!(ACTORS, "Live actors.");
+            describe_histogram!(
+                ACTOR_MESSAGE_DURATION_SECONDS,
+                metrics::Unit::Seconds,
+                "Time an actor spends on one message."
+            );
+            metrics.process.describe();
+        });
+        metrics
+    }
+
+    /// Runs `f` with this registry as the `metrics` macros' recorder.
+    pub fn scoped<T>(&self, f: impl FnOnce() -> T) -> T {
+        metrics::with_local_recorder(&self.recorder, f)
+    }
+
+    /// The exposition text for `GET /metrics`, process metrics refreshed first.
+    pub fn render(&self) -> String {
+        self.scoped(|| self.process.collect());
+        self.handle.render()
+    }
+
+    /// Drains histogram samples into their buckets; run periodically.
+    pub fn run_upkeep(&self) {
+        self.handle.run_upkeep();
+    }
+
+    /// A request started.
+    pub fn http_started(&self, method: &'static str) {
+        self.scoped(|| gauge!(HTTP_REQUESTS_IN_FLIGHT, "method" => method).increment(1.0));
+    }
+
+    /// A request ended (`status` may be [`ABORTED_STATUS`]).
+    pub fn http_finished(
+        &self,
+        method: &'static str,
+        route: &'static str,
+        status: &str,
+        elapsed: Duration,
+    ) {
+        let status = status.to_owned();
+        self.scoped(|| {
+            gauge!(HTTP_REQUESTS_IN_FLIGHT, "method" => method).decrement(1.0);
+            counter!(HTTP_REQUESTS_TOTAL, "method" => method, "route" => route, "status" => status.clone())
+                .increment(1);
+            histogram!(HTTP_REQUEST_DURATION_SECONDS, "method" => method, "route" => route, "status" => status)
+                .record(elapsed.as_secs_f64());
+        });
+    }
+
+    /// An actor of `kind` started (+1) or stopped (-1).
+    pub fn actor_alive(&self, kind: &'static str, delta: f64) {
+        self.scoped(|| gauge!(ACTORS, "actor" => kind).increment(delta));
+    }
+
+    /// An actor of `kind` panicked or returned an error from a handler.
+    pub fn actor_failed(&self, kind: &'static str) {
+        self.scoped(|| counter!(ACTOR_FAILURES_TOTAL, "actor" => kind).increment(1));
+    }
+
+    /// A supervisor restarted an actor of `kind`.
+    pub fn actor_restarted(&self, kind: &'static str) {
+        self.scoped(|| counter!(ACTOR_RESTARTS_TOTAL, "actor" => kind).increment(1));
+    }
+
+    /// An actor of `kind` handled one message in `elapsed`.
+    pub fn actor_message(&self, kind: &'static str, elapsed: Duration) {
+        self.scoped(|| {
+            histogram!(ACTOR_MESSAGE_DURATION_SECONDS, "actor" => kind)
+                .record(elapsed.as_secs_f64())
+        });
+    }
+
+    /// A scheduled task's tick was skipped because its previous run was still active.
+    pub fn task_skipped(&self, task: &'static str) {
+        self.scoped(|| counter!(SCHEDULED_TASK_SKIPS_TOTAL, "task" => task).increment(1));
+    }
+
+    /// A scheduled task's run finished with `outcome`.
+    pub fn task_finished(&self, task: &'static str, outcome: &'static str) {
+        self.scoped(|| {
+            counter!(SCHEDULED_TASK_RUNS_TOTAL, "task" => task, "outcome" => outcome).increment(1)
+        });
+    }
+}

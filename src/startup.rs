@@ -1,0 +1,259 @@
+//! [`Application`]: builds one server from its [`Settings`] and runs it until shutdown.
+//!
+//! Build order: bind the listeners (so port 0 resolves and a taken port fails early, naming
+//! its key), open and migrate the database, spawn the actor tree, start serving, log
+//! `server.started`. Shutdown order: stop accepting, end SSE streams and finish in-flight
+//! requests (bounded by the grace period), stop the actors, close the database.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ractor::{Actor, ActorRef};
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
+use crate::actors::root::{RootActor, RootArgs, RootMsg};
+use crate::actors::scheduler::{TaskSpec, builtin_tasks};
+use crate::actors::{ActorKind, Actors};
+use crate::config::Settings;
+use crate::context::{AppContext, Ctx, Shutdown};
+use crate::domain::capabilities::Capabilities;
+use crate::domain::version::{IMPLEMENTATION, WIRE_VERSION};
+use crate::http;
+use crate::metrics::Metrics;
+use crate::store::Database;
+
+/// Why a server could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    /// A listener could not bind.
+    #[error("cannot listen on {addr} ({key}): {source}")]
+    Bind {
+        /// Configuration key of the address.
+        key: &'static str,
+        /// The address.
+        addr: SocketAddr,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The database could not be opened or migrated.
+    #[error("database unavailable: {0}")]
+    Database(#[from] sea_orm::DbErr),
+    /// The actor tree could not start.
+    #[error("actor system failed to start: {0}")]
+    Actors(String),
+    /// The server shut itself down because it could not go on.
+    #[error("server stopped: {0}")]
+    Fatal(String),
+}
+
+/// Configures an [`Application`] before building it.
+pub struct ApplicationBuilder {
+    settings: Settings,
+    extra_tasks: Vec<TaskSpec>,
+    metrics_listener: Option<std::net::TcpListener>,
+}
+
+impl ApplicationBuilder {
+    /// Adds a periodic task to the scheduler, next to the built-in ones.
+    pub fn with_task(mut self, task: TaskSpec) -> Self {
+        self.extra_tasks.push(task);
+        self
+    }
+
+    /// Serves metrics on an already-bound listener instead of binding `METRICS_PORT`
+    /// (socket activation, and tests that need a free port without a race).
+    pub fn with_metrics_listener(mut self, listener: std::net::TcpListener) -> Self {
+        self.metrics_listener = Some(listener);
+        self
+    }
+
+    /// Binds, migrates, spawns and starts serving.
+    pub async fn build(self) -> Result<Application, StartupError> {
+        let settings = self.settings;
+        let http_addr = SocketAddr::new(settings.server.host, settings.server.port);
+        let http_listener = bind("server.port", http_addr).await?;
+        let http_addr = local_addr("server.port", &http_listener, http_addr)?;
+        let metrics_listener = match (self.metrics_listener, settings.metrics.port) {
+            (Some(listener), _) => Some(adopt("metrics.port", listener, http_addr)?),
+            (None, 0) => None,
+            (None, port) => {
+                let addr = SocketAddr::new(settings.metrics.host, port);
+                Some(bind("metrics.port", addr).await?)
+            }
+        };
+        let metrics_addr = metrics_listener
+            .as_ref()
+            .map(|l| local_addr("metrics.port", l, http_addr))
+            .transpose()?;
+
+        let db = Database::connect(&settings.storage).await?;
+        db.migrate().await?;
+
+        let base_url = settings
+            .server
+            .base_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{http_addr}"));
+        let mut tasks = builtin_tasks(&settings);
+        tasks.extend(self.extra_tasks);
+        let ctx: Ctx = Arc::new(AppContext {
+            capabilities: Capabilities::new(&settings, false),
+            settings,
+            base_url,
+            instance_id: uuid::Uuid::new_v4().to_string(),
+            db,
+            metrics: Arc::new(Metrics::new()),
+            actors: Actors::default(),
+            shutdown: Shutdown::new(),
+        });
+
+        let args = RootArgs {
+            ctx: ctx.clone(),
+            tasks: tasks.into(),
+        };
+        let (root, root_task) = Actor::spawn(None, RootActor, args)
+            .await
+            .map_err(|err| StartupError::Actors(err.to_string()))?;
+        ctx.actors.root.set(Some(root.clone()));
+        ctx.metrics.actor_alive(ActorKind::Root.label(), 1.0);
+
+        let grace = Duration::from_millis(ctx.settings.server.shutdown_grace_ms);
+        let pipeline = http::pipeline::Pipeline::new(ctx.clone(), http::routes(ctx.clone()));
+        let http_task = tokio::spawn(http::server::serve(
+            http_listener,
+            pipeline,
+            ctx.shutdown.clone(),
+            grace,
+        ));
+        let metrics_task = metrics_listener.map(|listener| {
+            let shutdown = ctx.shutdown.clone();
+            let routes = http::metrics_endpoint::routes(ctx.metrics.clone());
+            tokio::spawn(
+                warp::serve(routes)
+                    .incoming(listener)
+                    .graceful(async move { shutdown.triggered().await })
+                    .run(),
+            )
+        });
+
+        tracing::info!(
+            http = %http_addr,
+            metrics = metrics_addr.map(|a| a.to_string()),
+            baseUrl = %ctx.base_url,
+            database = ctx.db.backend().as_str(),
+            version = WIRE_VERSION,
+            implementation = IMPLEMENTATION,
+            "server.started"
+        );
+        Ok(Application {
+            ctx,
+            http_addr,
+            metrics_addr,
+            http_task,
+            metrics_task,
+            root,
+            root_task,
+        })
+    }
+}
+
+/// A running server.
+pub struct Application {
+    ctx: Ctx,
+    http_addr: SocketAddr,
+    metrics_addr: Option<SocketAddr>,
+    http_task: JoinHandle<()>,
+    metrics_task: Option<JoinHandle<()>>,
+    root: ActorRef<RootMsg>,
+    root_task: JoinHandle<()>,
+}
+
+impl Application {
+    /// A builder for a server configured by `settings`.
+    pub fn builder(settings: Settings) -> ApplicationBuilder {
+        ApplicationBuilder {
+            settings,
+            extra_tasks: Vec::new(),
+            metrics_listener: None,
+        }
+    }
+
+    /// Builds a server with the default tasks.
+    pub async fn build(settings: Settings) -> Result<Self, StartupError> {
+        Self::builder(settings).build().await
+    }
+
+    /// The bound HTTP address.
+    pub fn http_addr(&self) -> SocketAddr {
+        self.http_addr
+    }
+
+    /// The bound metrics address, unless the listener is disabled.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
+    }
+
+    /// The server's shared context.
+    pub fn ctx(&self) -> &Ctx {
+        &self.ctx
+    }
+
+    /// The signal that stops this server.
+    pub fn shutdown(&self) -> Shutdown {
+        self.ctx.shutdown.clone()
+    }
+
+    /// Waits for the shutdown signal, then stops in order and reports how it ended.
+    pub async fn run_until_stopped(self) -> Result<(), StartupError> {
+        self.ctx.shutdown.triggered().await;
+        tracing::info!("server.stopping");
+        if let Err(err) = self.http_task.await {
+            tracing::error!(error = %err, "http.task_failed");
+        }
+        if let Some(task) = self.metrics_task {
+            let _ = task.await;
+        }
+        self.root.stop(Some("shutdown".into()));
+        if let Err(err) = self.root_task.await {
+            tracing::error!(error = %err, "actors.stop_failed");
+        }
+        self.ctx.metrics.actor_alive(ActorKind::Root.label(), -1.0);
+        if let Err(err) = self.ctx.db.clone().close().await {
+            tracing::warn!(error = %err, "database.close_failed");
+        }
+        tracing::info!("server.stopped");
+        match self.ctx.shutdown.fatal_reason() {
+            Some(reason) => Err(StartupError::Fatal(reason.to_owned())),
+            None => Ok(()),
+        }
+    }
+}
+
+async fn bind(key: &'static str, addr: SocketAddr) -> Result<TcpListener, StartupError> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|source| StartupError::Bind { key, addr, source })
+}
+
+fn adopt(
+    key: &'static str,
+    listener: std::net::TcpListener,
+    addr: SocketAddr,
+) -> Result<TcpListener, StartupError> {
+    listener
+        .set_nonblocking(true)
+        .and_then(|()| TcpListener::from_std(listener))
+        .map_err(|source| StartupError::Bind { key, addr, source })
+}
+
+fn local_addr(
+    key: &'static str,
+    listener: &TcpListener,
+    addr: SocketAddr,
+) -> Result<SocketAddr, StartupError> {
+    listener
+        .local_addr()
+        .map_err(|source| StartupError::Bind { key, addr, source })
+}

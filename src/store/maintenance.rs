@@ -1,0 +1,23 @@
+//! Housekeeping the cleanup task runs: expired rows (as later tables arrive) and, on the
+//! embedded SQLite file, `PRAGMA optimize` and a WAL checkpoint, as SQLite recommends for
+//! long-lived connections.
+
+use sea_orm::DbErr;
+
+use super::{Backend, Database, execute_raw};
+
+/// What one cleanup pass did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct CleanupReport {
+    /// Rows deleted because they expired.
+    pub expired_rows: u64,
+}
+
+/// One cleanup pass.
+pub async fn cleanup(db: &Database) -> Result<CleanupReport, DbErr> {
+    if db.backend() == Backend::Sqlite {
+        execute_raw(db.conn(), "PRAGMA optimize").await?;
+        execute_raw(db.conn(), "PRAGMA wal_checkpoint(PASSIVE)").await?;
+    }
+    Ok(CleanupReport::default())
+}

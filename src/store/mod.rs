@@ -1,0 +1,138 @@
+//! Persistence: the only code that holds a database connection.
+//!
+//! [`Database`] wraps sea-orm's pool for either backend: the embedded SQLite file (WAL, busy
+//! timeout, foreign keys) or PostgreSQL. Write transactions go through
+//! [`Database::begin_write`], which on SQLite starts `BEGIN IMMEDIATE` so concurrent
+//! read-then-write transactions queue on the busy timeout instead of failing with
+//! `SQLITE_BUSY`. One submodule per aggregate holds its queries.
+
+pub mod maintenance;
+pub mod scheduled_tasks;
+
+use std::time::Duration;
+
+use migration::{Migrator, MigratorTrait};
+use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
+use sea_orm::{
+    AccessMode, ConnectOptions, ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbErr,
+    IsolationLevel, SqliteTransactionMode, TransactionOptions, TransactionTrait,
+};
+
+use crate::config::StorageSettings;
+
+/// Which database Bowline is running on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// The embedded SQLite file.
+    Sqlite,
+    /// PostgreSQL.
+    Postgres,
+}
+
+impl Backend {
+    /// Lower-case name for logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Sqlite => "sqlite",
+            Self::Postgres => "postgres",
+        }
+    }
+}
+
+/// A connection pool to Bowline's database.
+#[derive(Debug, Clone)]
+pub struct Database {
+    conn: DatabaseConnection,
+    backend: Backend,
+}
+
+/// File name of the embedded database inside `DATA_DIR`.
+pub const SQLITE_FILE: &str = "bowline.db";
+
+impl Database {
+    /// Opens the configured database (creating the SQLite file and its directory if needed).
+    pub async fn connect(settings: &StorageSettings) -> Result<Self, DbErr> {
+        let url = match &settings.database_url {
+            Some(url) => url.expose().to_owned(),
+            None => {
+                std::fs::create_dir_all(&settings.data_dir).map_err(|err| {
+                    DbErr::Custom(format!(
+                        "cannot create data directory {}: {err}",
+                        settings.data_dir.display()
+                    ))
+                })?;
+                format!(
+                    "sqlite://{}?mode=rwc",
+                    settings.data_dir.join(SQLITE_FILE).display()
+                )
+            }
+        };
+        let backend = if url.starts_with("sqlite:") {
+            Backend::Sqlite
+        } else {
+            Backend::Postgres
+        };
+        let mut options = ConnectOptions::new(url);
+        options
+            .max_connections(settings.max_connections)
+            .min_connections(1)
+            .connect_timeout(Duration::from_secs(10))
+            .acquire_timeout(Duration::from_secs(10))
+            .sqlx_logging(false)
+            .map_sqlx_sqlite_opts(|opts| {
+                opts.create_if_missing(true)
+                    .journal_mode(SqliteJournalMode::Wal)
+                    .synchronous(SqliteSynchronous::Normal)
+                    .busy_timeout(Duration::from_secs(10))
+                    .foreign_keys(true)
+            });
+        let conn = sea_orm::Database::connect(options).await?;
+        Ok(Self { conn, backend })
+    }
+
+    /// Applies every pending migration.
+    pub async fn migrate(&self) -> Result<(), DbErr> {
+        Migrator::up(&self.conn, None).await
+    }
+
+    /// The backend in use.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// The pool, for queries in this module's children.
+    pub(crate) fn conn(&self) -> &DatabaseConnection {
+        &self.conn
+    }
+
+    /// Starts a write transaction (`BEGIN IMMEDIATE` on SQLite, read committed on PostgreSQL).
+    pub async fn begin_write(&self) -> Result<DatabaseTransaction, DbErr> {
+        let options = match self.backend {
+            Backend::Sqlite => TransactionOptions {
+                sqlite_transaction_mode: Some(SqliteTransactionMode::Immediate),
+                ..Default::default()
+            },
+            Backend::Postgres => TransactionOptions {
+                isolation_level: Some(IsolationLevel::ReadCommitted),
+                access_mode: Some(AccessMode::ReadWrite),
+                ..Default::default()
+            },
+        };
+        self.conn.begin_with_options(options).await
+    }
+
+    /// Checks that the database answers.
+    pub async fn ping(&self) -> Result<(), DbErr> {
+        self.conn.ping().await
+    }
+
+    /// Closes the pool, waiting for connections to be returned.
+    pub async fn close(self) -> Result<(), DbErr> {
+        self.conn.close().await
+    }
+}
+
+/// Runs a statement that returns nothing.
+pub(crate) async fn execute_raw(db: &impl ConnectionTrait, sql: &str) -> Result<(), DbErr> {
+    db.execute_unprepared(sql).await.map(|_| ())
+}

@@ -1,0 +1,192 @@
+//! The `bowline` binary as an operator runs it: configuration from the environment, JSON
+//! log lines, a clear one-line refusal of bad configuration, graceful stop on SIGTERM.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+
+use serde_json::Value;
+
+use crate::helpers::{TestDb, WAIT, init};
+
+/// A started `bowline` process whose stdout lines arrive on a channel.
+struct Process {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Process {
+    fn start(db: &TestDb, env: &[(&str, &str)]) -> Self {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_bowline"));
+        command
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("PORT", "0")
+            .env("METRICS_PORT", "0")
+            .env("DATA_DIR", db.data_dir())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some(url) = db.database_url() {
+            command.env("DATABASE_URL", url);
+        }
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let mut child = command.spawn().expect("start bowline");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Self { child, lines }
+    }
+
+    /// The next JSON log line satisfying `matches`, within the wait.
+    fn expect_line(&self, what: &str, matches: impl Fn(&Value) -> bool) -> Value {
+        let deadline = std::time::Instant::now() + WAIT;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let line = self
+                .lines
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("no log line {what} within the wait"));
+            let json: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|_| panic!("log line is not JSON: {line}"));
+            if matches(&json) {
+                return json;
+            }
+        }
+    }
+
+    /// Waits for stdout to close (the process exiting), then reaps it.
+    fn wait_exit(&mut self) -> std::process::ExitStatus {
+        let deadline = std::time::Instant::now() + WAIT;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(_) => continue,
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                Err(mpsc::RecvTimeoutError::Timeout) => panic!("process did not exit in time"),
+            }
+        }
+        self.child.wait().expect("reap")
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn run_to_exit(env: &[(&str, &str)]) -> (i32, String) {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let output = Command::new(env!("CARGO_BIN_EXE_bowline"))
+        .env_clear()
+        .env("DATA_DIR", dir.path())
+        .env("PORT", "0")
+        .env("METRICS_PORT", "0")
+        .envs(env.iter().copied())
+        .output()
+        .expect("run bowline");
+    let text = String::from_utf8_lossy(&output.stderr).into_owned()
+        + &String::from_utf8_lossy(&output.stdout);
+    (output.status.code().unwrap_or(-1), text)
+}
+
+#[tokio::test]
+async fn the_binary_serves_logs_json_and_stops_gracefully_on_sigterm() {
+    init();
+    let db = TestDb::create().await;
+    let mut process = Process::start(&db, &[("LOG_LEVEL", "info")]);
+    let started = process.expect_line("server.started", |l| l["message"] == "server.started");
+    let http = started["http"].as_str().expect("bound address").to_owned();
+    let expected_backend = if db.is_postgres() {
+        "postgres"
+    } else {
+        "sqlite"
+    };
+    assert_eq!(started["database"], expected_backend);
+
+    let client = reqwest::Client::new();
+    let response = client
+        .get(format!(
+            "http://{http}/api/v1/server/ok?token=secret-in-query"
+        ))
+        .header("x-request-id", "binary-test-1")
+        .header("authorization", "Bearer do-not-log-me")
+        .send()
+        .await
+        .expect("request");
+    assert!(response.status().is_success());
+    let access = process.expect_line("access log", |l| {
+        l["message"] == "http.request.completed" && l["requestId"] == "binary-test-1"
+    });
+    assert_eq!(access["level"], "INFO");
+    assert_eq!(access["route"], "/api/v1/server/ok");
+    assert_eq!(access["method"], "GET");
+    assert_eq!(access["status"], 200);
+    assert!(access["durationMs"].is_number());
+    let missing = client
+        .get(format!("http://{http}/unknown/thing"))
+        .header("x-request-id", "binary-test-2")
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(missing.status(), 404);
+    let warn = process.expect_line("404 access log", |l| l["requestId"] == "binary-test-2");
+    assert_eq!(warn["level"], "WARN");
+    assert_eq!(warn["route"], "<unmatched>");
+
+    let pid = process.child.id().to_string();
+    let status = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("send SIGTERM");
+    assert!(status.success());
+    process.expect_line("server.stopped", |l| l["message"] == "server.stopped");
+    let exit = process.wait_exit();
+    assert_eq!(exit.code(), Some(0));
+    drop(process);
+
+    // Nothing secret reached the log lines of those requests.
+    let raw = access.to_string() + &warn.to_string();
+    assert!(!raw.contains("do-not-log-me"));
+    assert!(!raw.contains("secret-in-query"));
+}
+
+#[test]
+fn invalid_configuration_stops_start_up_with_one_line_naming_the_key() {
+    for (env, name) in [
+        (("PORT", "http"), "PORT"),
+        (("LOG_LEVEL", "verbose"), "LOG_LEVEL"),
+        (("METRICS_PORT", "-1"), "METRICS_PORT"),
+        (("DATABASE_URL", "mysql://x"), "DATABASE_URL"),
+        (("CALDAV_ENC_KEY", "short"), "CALDAV_ENC_KEY"),
+    ] {
+        let (code, output) = run_to_exit(&[env]);
+        assert_eq!(code, 2, "{name}: {output}");
+        let lines: Vec<&str> = output.lines().collect();
+        assert_eq!(lines.len(), 1, "{name}: {output}");
+        assert!(lines[0].contains(name), "{name}: {output}");
+        assert!(!output.contains("panicked"), "{output}");
+        let json: Value = serde_json::from_str(lines[0]).expect("the line is JSON");
+        assert_eq!(json["level"], "ERROR");
+    }
+}
+
+#[test]
+fn a_port_in_use_fails_start_up_clearly() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = taken.local_addr().expect("addr").port().to_string();
+    let (code, output) = run_to_exit(&[("PORT", &port)]);
+    assert_eq!(code, 1, "{output}");
+    assert!(output.contains("server.start_failed"), "{output}");
+    assert!(output.contains("server.port"), "{output}");
+    assert!(!output.contains("panicked"), "{output}");
+}

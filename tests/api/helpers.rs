@@ -1,0 +1,248 @@
+//! The test harness: [`spawn_app`] starts a real Bowline server in-process on port 0 with a
+//! fresh database (a SQLite file in a temporary directory, or, when `TEST_DATABASE_URL` is
+//! set, a PostgreSQL database created for this test and dropped after it), and [`TestApp`]
+//! talks to it over HTTP. Nothing is shared between tests.
+
+use std::net::SocketAddr;
+use std::sync::Once;
+use std::time::Duration;
+
+use bowline::config::{Secret, Settings, TEST_TOML};
+use bowline::context::Ctx;
+use bowline::startup::ApplicationBuilder;
+use bowline::{Application, StartupError};
+use sea_orm::{ConnectionTrait, Database};
+use tokio::task::JoinHandle;
+
+/// How long tests wait for anything asynchronous before failing.
+pub const WAIT: Duration = Duration::from_secs(10);
+
+static INIT: Once = Once::new();
+
+/// Process-wide set-up: the rustls provider (reqwest needs it) and, with `TEST_LOG=1`, logs.
+pub fn init() {
+    INIT.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        if std::env::var_os("TEST_LOG").is_some() {
+            bowline::telemetry::init(bowline::config::LogLevel::Debug);
+        }
+    });
+}
+
+/// Settings for a test server: `default.toml` + `test.toml`, no environment.
+pub fn test_settings() -> Settings {
+    Settings::load_with(&[("test.toml", TEST_TOML)], &|_| None).expect("test settings load")
+}
+
+/// A running server and a client for it.
+pub struct TestApp {
+    /// `http://<bound address>`.
+    pub base: String,
+    /// The metrics listener's address.
+    pub metrics_addr: Option<SocketAddr>,
+    /// A plain HTTP client.
+    pub client: reqwest::Client,
+    ctx: Ctx,
+    run: Option<JoinHandle<Result<(), StartupError>>>,
+    _db: TestDb,
+}
+
+impl TestApp {
+    /// `base` + `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    /// GET `path`.
+    pub async fn get(&self, path: &str) -> reqwest::Response {
+        self.client
+            .get(self.url(path))
+            .send()
+            .await
+            .expect("request")
+    }
+
+    /// The server's context (actors, database, metrics).
+    pub fn ctx(&self) -> &Ctx {
+        &self.ctx
+    }
+
+    /// The metrics listener's text.
+    pub async fn metrics_text(&self) -> String {
+        let addr = self.metrics_addr.expect("metrics listener enabled");
+        self.client
+            .get(format!("http://{addr}/metrics"))
+            .send()
+            .await
+            .expect("scrape")
+            .text()
+            .await
+            .expect("metrics text")
+    }
+
+    /// Stops the server gracefully and returns how it ended.
+    pub async fn stop(mut self) -> Result<(), StartupError> {
+        self.ctx.shutdown.trigger();
+        let run = self.run.take().expect("running");
+        tokio::time::timeout(WAIT, run)
+            .await
+            .expect("server stops within the wait")
+            .expect("run task")
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        self.ctx.shutdown.trigger();
+    }
+}
+
+/// A server with the test settings.
+pub async fn spawn_app() -> TestApp {
+    spawn_app_with(|_| {}).await
+}
+
+/// A server with the test settings changed by `configure`.
+pub async fn spawn_app_with(configure: impl FnOnce(&mut Settings)) -> TestApp {
+    spawn_app_built(configure, |builder| builder).await
+}
+
+/// A server with changed settings and extra builder steps (e.g. additional tasks).
+pub async fn spawn_app_built(
+    configure: impl FnOnce(&mut Settings),
+    build: impl FnOnce(ApplicationBuilder) -> ApplicationBuilder,
+) -> TestApp {
+    init();
+    let mut settings = test_settings();
+    let db = TestDb::create().await;
+    db.configure(&mut settings);
+    configure(&mut settings);
+    let metrics_listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a metrics port");
+    let builder = Application::builder(settings).with_metrics_listener(metrics_listener);
+    let app = build(builder).build().await.expect("server starts");
+    let addr = app.http_addr();
+    let metrics_addr = app.metrics_addr();
+    let ctx = app.ctx().clone();
+    let run = tokio::spawn(app.run_until_stopped());
+    TestApp {
+        base: format!("http://{addr}"),
+        metrics_addr,
+        client: reqwest::Client::new(),
+        ctx,
+        run: Some(run),
+        _db: db,
+    }
+}
+
+/// This test's database: a temporary SQLite directory, or a PostgreSQL database of its own.
+pub enum TestDb {
+    /// Embedded SQLite under a temporary data directory.
+    Sqlite(tempfile::TempDir),
+    /// A database created on the server `TEST_DATABASE_URL` points at.
+    Postgres {
+        /// Connection URL of the maintenance database.
+        admin_url: String,
+        /// Connection URL of this test's database.
+        url: String,
+        /// Its name.
+        name: String,
+        /// Still used as the data directory.
+        dir: tempfile::TempDir,
+    },
+}
+
+impl TestDb {
+    /// Creates the database for one test.
+    pub async fn create() -> Self {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let Some(admin_url) = std::env::var("TEST_DATABASE_URL")
+            .ok()
+            .filter(|url| !url.is_empty())
+        else {
+            return Self::Sqlite(dir);
+        };
+        let name = format!("bowline_test_{}", uuid::Uuid::new_v4().simple());
+        let admin = Database::connect(admin_url.as_str())
+            .await
+            .expect("connect to TEST_DATABASE_URL");
+        admin
+            .execute_unprepared(&format!("CREATE DATABASE \"{name}\""))
+            .await
+            .expect("create test database");
+        let _ = admin.close().await;
+        let mut url = reqwest::Url::parse(&admin_url).expect("TEST_DATABASE_URL is a URL");
+        url.set_path(&name);
+        Self::Postgres {
+            admin_url,
+            url: url.to_string(),
+            name,
+            dir,
+        }
+    }
+
+    /// Points `settings` at this database.
+    pub fn configure(&self, settings: &mut Settings) {
+        match self {
+            Self::Sqlite(dir) => {
+                settings.storage.data_dir = dir.path().to_path_buf();
+                settings.storage.database_url = None;
+            }
+            Self::Postgres { url, dir, .. } => {
+                settings.storage.data_dir = dir.path().to_path_buf();
+                settings.storage.database_url = Some(Secret::new(url.clone()));
+            }
+        }
+    }
+
+    /// The `DATABASE_URL` a separately started binary should use (`None`: SQLite).
+    pub fn database_url(&self) -> Option<&str> {
+        match self {
+            Self::Sqlite(_) => None,
+            Self::Postgres { url, .. } => Some(url),
+        }
+    }
+
+    /// The data directory.
+    pub fn data_dir(&self) -> &std::path::Path {
+        match self {
+            Self::Sqlite(dir) | Self::Postgres { dir, .. } => dir.path(),
+        }
+    }
+
+    /// Whether this test runs on PostgreSQL.
+    pub fn is_postgres(&self) -> bool {
+        matches!(self, Self::Postgres { .. })
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        let Self::Postgres {
+            admin_url, name, ..
+        } = self
+        else {
+            return;
+        };
+        let (admin_url, name) = (admin_url.clone(), name.clone());
+        // Drop runs inside the test's runtime; do the async clean-up on a thread of its own.
+        let cleanup = std::thread::spawn(move || {
+            let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            runtime.block_on(async move {
+                if let Ok(admin) = Database::connect(admin_url.as_str()).await {
+                    let _ = admin
+                        .execute_unprepared(&format!(
+                            "DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"
+                        ))
+                        .await;
+                    let _ = admin.close().await;
+                }
+            });
+        });
+        let _ = cleanup.join();
+    }
+}

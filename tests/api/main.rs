@@ -1,0 +1,14 @@
+//! Bowline's black-box test suite: one binary, one module per area. Every test starts its
+//! own server on port 0 with its own database (see `helpers`), so tests run in parallel and
+//! the whole suite runs on SQLite, or on PostgreSQL when `TEST_DATABASE_URL` is set.
+
+// Test code states its expectations by panicking; the lint is for the server.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod actors;
+mod binary;
+mod helpers;
+mod metrics;
+mod pipeline;
+mod server;
+mod storage;

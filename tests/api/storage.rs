@@ -1,0 +1,112 @@
+//! Persistence: migrations on the configured backend, task leases and their records.
+
+use bowline::actors::scheduler::{RunOutcome, SchedulerMsg};
+use bowline::actors::{ActorKind, ask_slot};
+use bowline::store::scheduled_tasks::{self, Lease};
+use bowline::store::{Backend, Database};
+use chrono::{Duration, Utc};
+
+use crate::helpers::{TestDb, WAIT, spawn_app, test_settings};
+
+#[tokio::test]
+async fn the_configured_backend_is_migrated_at_start() {
+    let app = spawn_app().await;
+    let expected = if std::env::var("TEST_DATABASE_URL").is_ok_and(|u| !u.is_empty()) {
+        Backend::Postgres
+    } else {
+        Backend::Sqlite
+    };
+    assert_eq!(app.ctx().db.backend(), expected);
+    app.ctx().db.ping().await.expect("database answers");
+    assert!(
+        scheduled_tasks::find(&app.ctx().db, "none")
+            .await
+            .expect("the migrated table exists")
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn migrations_are_idempotent_across_restarts() {
+    crate::helpers::init();
+    let db = TestDb::create().await;
+    for _ in 0..2 {
+        let mut settings = test_settings();
+        db.configure(&mut settings);
+        let database = Database::connect(&settings.storage).await.expect("connect");
+        database.migrate().await.expect("migrate");
+        database.close().await.expect("close");
+    }
+}
+
+#[tokio::test]
+async fn a_task_lease_is_held_by_one_instance_at_a_time() {
+    let app = spawn_app().await;
+    let db = &app.ctx().db;
+    let now = Utc::now();
+    let until = now + Duration::minutes(5);
+    assert_eq!(
+        scheduled_tasks::acquire(db, "sweep", "instance-a", now, until)
+            .await
+            .expect("acquire"),
+        Lease::Acquired
+    );
+    assert_eq!(
+        scheduled_tasks::acquire(db, "sweep", "instance-b", now, until)
+            .await
+            .expect("acquire"),
+        Lease::HeldElsewhere
+    );
+    // An expired lease can be taken over.
+    let later = until + Duration::seconds(1);
+    assert_eq!(
+        scheduled_tasks::acquire(
+            db,
+            "sweep",
+            "instance-b",
+            later,
+            later + Duration::minutes(5)
+        )
+        .await
+        .expect("acquire"),
+        Lease::Acquired
+    );
+    scheduled_tasks::release(db, "sweep", "instance-b", later, "ok")
+        .await
+        .expect("release");
+    assert_eq!(
+        scheduled_tasks::acquire(
+            db,
+            "sweep",
+            "instance-a",
+            later,
+            later + Duration::minutes(5)
+        )
+        .await
+        .expect("acquire"),
+        Lease::Acquired
+    );
+}
+
+#[tokio::test]
+async fn a_cleanup_run_is_recorded() {
+    let app = spawn_app().await;
+    let ctx = app.ctx().clone();
+    let outcome = ask_slot(&ctx.actors.scheduler, ActorKind::Scheduler, WAIT, |reply| {
+        SchedulerMsg::RunNow {
+            task: "cleanup".into(),
+            reply,
+        }
+    })
+    .await
+    .expect("scheduler answers");
+    assert_eq!(outcome, RunOutcome::Completed);
+    let row = scheduled_tasks::find(&ctx.db, "cleanup")
+        .await
+        .expect("query")
+        .expect("cleanup has a row");
+    assert!(row.runs >= 1);
+    assert_eq!(row.last_outcome.as_deref(), Some("ok"));
+    assert!(row.last_finished_at.is_some());
+    assert!(row.lease_owner.is_none(), "the lease was released");
+}
