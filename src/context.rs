@@ -9,8 +9,11 @@ use std::sync::{Arc, OnceLock};
 use tokio_util::sync::CancellationToken;
 
 use crate::actors::Actors;
+use crate::auth::Auth;
 use crate::config::Settings;
 use crate::domain::capabilities::Capabilities;
+use crate::http::rate_limit::RateLimiter;
+use crate::mail::MailService;
 use crate::metrics::Metrics;
 use crate::store::Database;
 
@@ -29,6 +32,14 @@ pub struct AppContext {
     pub metrics: Arc<Metrics>,
     /// What this server offers clients (sign-in providers, sync providers, mail).
     pub capabilities: Capabilities,
+    /// Sign-in, sessions and the origin rules.
+    pub auth: Auth,
+    /// The mail transport (used by the mailer actor).
+    pub mail: Arc<MailService>,
+    /// In-memory rate limits.
+    pub limits: RateLimiter,
+    /// Outgoing HTTP (JWKS, providers, federation), rustls with compiled-in roots.
+    pub http_client: reqwest::Client,
     /// Handles of the supervised actors.
     pub actors: Actors,
     /// Shutdown signal shared by listeners, streams and actors.

@@ -3,8 +3,10 @@
 //! Each variant maps to exactly one HTTP status in [`AppError::status`], and
 //! `http::rejection` renders it once, at the end of the pipeline, as
 //! `{ "error": <message>, "requestId": <id> }` plus the extra fields a variant names
-//! (`current` on conflicts, `server` on an unreachable federated origin). A 5xx never
-//! carries its cause to the client: the renderer logs the cause chain and sends a fixed text.
+//! (`current` on conflicts, `server` on an unreachable federated origin). Errors of the
+//! authentication subsystem (`/api/auth/*`) keep better-auth's `{ "message", "code" }` shape
+//! instead. A 5xx never carries its cause to the client: the renderer logs the cause chain
+//! and sends a fixed text.
 
 use std::borrow::Cow;
 
@@ -48,9 +50,28 @@ pub enum AppError {
     /// 415: the body has a type the route does not take.
     #[error("{0}")]
     UnsupportedMediaType(Message),
-    /// 429: a rate limit was hit.
+    /// 429: a rate limit was hit; the client may retry after that many seconds.
     #[error("Too many requests. Try again later.")]
-    TooManyRequests,
+    TooManyRequests {
+        /// Seconds until the window allows another request.
+        retry_after_secs: u64,
+    },
+    /// An authentication-subsystem error in better-auth's wire shape `{message, code}`.
+    #[error("{message}")]
+    Auth {
+        /// Its status.
+        status: StatusCode,
+        /// better-auth's error code, e.g. `INVALID_EMAIL_OR_PASSWORD` (absent on a few).
+        code: Option<&'static str>,
+        /// The message.
+        message: Message,
+    },
+    /// better-auth's rate-limit answer: `{message}` and `X-Retry-After`.
+    #[error("Too many requests. Please try again later.")]
+    AuthRateLimited {
+        /// Seconds until another request is allowed.
+        retry_after_secs: u64,
+    },
     /// 502: an upstream server (federated peer, provider) could not be reached.
     #[error("{error}")]
     BadGateway {
@@ -106,7 +127,10 @@ impl AppError {
             Self::Conflict { .. } => StatusCode::CONFLICT,
             Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            Self::TooManyRequests => StatusCode::TOO_MANY_REQUESTS,
+            Self::TooManyRequests { .. } | Self::AuthRateLimited { .. } => {
+                StatusCode::TOO_MANY_REQUESTS
+            }
+            Self::Auth { status, .. } => *status,
             Self::BadGateway { .. } => StatusCode::BAD_GATEWAY,
             Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -122,9 +146,37 @@ impl AppError {
         }
     }
 
-    /// The JSON body for `request_id`: `{error, requestId}` plus this variant's fields.
+    /// Headers this error's response carries besides the content type.
+    pub fn headers(&self) -> Vec<(&'static str, String)> {
+        match self {
+            Self::TooManyRequests { retry_after_secs } => {
+                vec![("retry-after", retry_after_secs.to_string())]
+            }
+            Self::AuthRateLimited { retry_after_secs } => {
+                vec![("x-retry-after", retry_after_secs.to_string())]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// The JSON body for `request_id`: `{error, requestId}` plus this variant's fields, or
+    /// better-auth's `{message, code}` for authentication errors.
     pub fn body(&self, request_id: &str) -> Map<String, Value> {
         let mut body = Map::new();
+        match self {
+            Self::Auth { code, message, .. } => {
+                body.insert("message".into(), message.to_string().into());
+                if let Some(code) = code {
+                    body.insert("code".into(), (*code).into());
+                }
+                return body;
+            }
+            Self::AuthRateLimited { .. } => {
+                body.insert("message".into(), self.to_string().into());
+                return body;
+            }
+            _ => {}
+        }
         body.insert("error".into(), self.client_message().into_owned().into());
         body.insert("requestId".into(), request_id.into());
         match self {
@@ -183,7 +235,26 @@ mod tests {
             ),
             (AppError::PayloadTooLarge("x".into()), 413),
             (AppError::UnsupportedMediaType("x".into()), 415),
-            (AppError::TooManyRequests, 429),
+            (
+                AppError::TooManyRequests {
+                    retry_after_secs: 1,
+                },
+                429,
+            ),
+            (
+                AppError::AuthRateLimited {
+                    retry_after_secs: 1,
+                },
+                429,
+            ),
+            (
+                AppError::Auth {
+                    status: StatusCode::UNPROCESSABLE_ENTITY,
+                    code: Some("X"),
+                    message: "x".into(),
+                },
+                422,
+            ),
             (
                 AppError::BadGateway {
                     error: "x".into(),
@@ -238,6 +309,27 @@ mod tests {
                 "requestId": "req-1"
             })
         );
+    }
+
+    #[test]
+    fn auth_errors_use_the_better_auth_shape() {
+        let err = AppError::Auth {
+            status: StatusCode::UNAUTHORIZED,
+            code: Some("INVALID_EMAIL_OR_PASSWORD"),
+            message: "Invalid email or password".into(),
+        };
+        assert_eq!(
+            body(&err),
+            json!({"message": "Invalid email or password", "code": "INVALID_EMAIL_OR_PASSWORD"})
+        );
+        let limited = AppError::AuthRateLimited {
+            retry_after_secs: 7,
+        };
+        assert_eq!(
+            body(&limited),
+            json!({"message": "Too many requests. Please try again later."})
+        );
+        assert_eq!(limited.headers(), vec![("x-retry-after", "7".to_owned())]);
     }
 
     #[test]

@@ -8,6 +8,8 @@
 
 /// Supervised actors (one per file) and the `ask` hand-off.
 pub mod actors;
+/// The authentication subsystem (better-auth wire) and session resolution.
+pub mod auth;
 /// Typed, layered configuration.
 pub mod config;
 /// The context shared by one server's requests and actors.
@@ -18,6 +20,8 @@ pub mod domain;
 pub mod error;
 /// The warp edge: pipeline, routes, renderer, listener.
 pub mod http;
+/// Outgoing mail: transport and templates.
+pub mod mail;
 /// Metric names and the per-server registry.
 pub mod metrics;
 /// Building and running a server.

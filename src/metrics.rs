@@ -32,6 +32,10 @@ pub const ACTOR_FAILURES_TOTAL: &str = "svc_actor_failures_total";
 pub const ACTORS: &str = "svc_actors";
 /// Time an actor spends handling one message, by actor kind.
 pub const ACTOR_MESSAGE_DURATION_SECONDS: &str = "svc_actor_message_duration_seconds";
+/// Open `/api/stream` connections.
+pub const SSE_CONNECTIONS: &str = "svc_sse_connections";
+/// Users with at least one open `/api/stream` connection.
+pub const SSE_USERS: &str = "svc_sse_users";
 /// Prefix of the standard process metrics (`svc_process_cpu_seconds_total`, ...).
 pub const PROCESS_PREFIX: &str = "svc_";
 
@@ -110,6 +114,8 @@ impl Metrics {
             describe_counter!(ACTOR_RESTARTS_TOTAL, "Actor restarts by a supervisor.");
             describe_counter!(ACTOR_FAILURES_TOTAL, "Actor panics and handler errors.");
             describe_gauge!(ACTORS, "Live actors.");
+            describe_gauge!(SSE_CONNECTIONS, "Open /api/stream connections.");
+            describe_gauge!(SSE_USERS, "Users with an open /api/stream connection.");
             describe_histogram!(
                 ACTOR_MESSAGE_DURATION_SECONDS,
                 metrics::Unit::Seconds,
@@ -179,6 +185,14 @@ impl Metrics {
         self.scoped(|| {
             histogram!(ACTOR_MESSAGE_DURATION_SECONDS, "actor" => kind)
                 .record(elapsed.as_secs_f64())
+        });
+    }
+
+    /// Sets the stream gauges.
+    pub fn sse_gauges(&self, connections: usize, users: usize) {
+        self.scoped(|| {
+            gauge!(SSE_CONNECTIONS).set(connections as f64);
+            gauge!(SSE_USERS).set(users as f64);
         });
     }
 

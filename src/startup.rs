@@ -16,11 +16,14 @@ use tokio::task::JoinHandle;
 use crate::actors::root::{RootActor, RootArgs, RootMsg};
 use crate::actors::scheduler::{TaskSpec, builtin_tasks};
 use crate::actors::{ActorKind, Actors};
+use crate::auth::Auth;
 use crate::config::Settings;
 use crate::context::{AppContext, Ctx, Shutdown};
 use crate::domain::capabilities::Capabilities;
 use crate::domain::version::{IMPLEMENTATION, WIRE_VERSION};
 use crate::http;
+use crate::http::rate_limit::RateLimiter;
+use crate::mail::MailService;
 use crate::metrics::Metrics;
 use crate::store::Database;
 
@@ -40,6 +43,12 @@ pub enum StartupError {
     /// The database could not be opened or migrated.
     #[error("database unavailable: {0}")]
     Database(#[from] sea_orm::DbErr),
+    /// The mail transport could not be set up.
+    #[error("mail unavailable: {0}")]
+    Mail(#[from] crate::mail::MailError),
+    /// The HTTP client could not be built.
+    #[error("HTTP client unavailable: {0}")]
+    HttpClient(String),
     /// The actor tree could not start.
     #[error("actor system failed to start: {0}")]
     Actors(String),
@@ -71,6 +80,8 @@ impl ApplicationBuilder {
 
     /// Binds, migrates, spawns and starts serving.
     pub async fn build(self) -> Result<Application, StartupError> {
+        // reqwest, lettre and sqlx use rustls; ring is the only provider compiled in.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let settings = self.settings;
         let http_addr = SocketAddr::new(settings.server.host, settings.server.port);
         let http_listener = bind("server.port", http_addr).await?;
@@ -98,8 +109,15 @@ impl ApplicationBuilder {
             .unwrap_or_else(|| format!("http://{http_addr}"));
         let mut tasks = builtin_tasks(&settings);
         tasks.extend(self.extra_tasks);
+        let http_client = http_client()?;
+        let auth = Auth::new(&settings, &base_url, &db, http_client.clone()).await?;
+        let mail = MailService::new(&settings).await?;
         let ctx: Ctx = Arc::new(AppContext {
-            capabilities: Capabilities::new(&settings, false),
+            capabilities: Capabilities::new(&settings, mail.deliverable()),
+            auth,
+            mail: Arc::new(mail),
+            limits: RateLimiter::default(),
+            http_client,
             settings,
             base_url,
             instance_id: uuid::Uuid::new_v4().to_string(),
@@ -229,6 +247,22 @@ impl Application {
             None => Ok(()),
         }
     }
+}
+
+/// The shared outgoing HTTP client: rustls (ring) with compiled-in web roots.
+fn http_client() -> Result<reqwest::Client, StartupError> {
+    let roots = webpki_root_certs::TLS_SERVER_ROOT_CERTS
+        .iter()
+        .map(|cert| reqwest::Certificate::from_der(cert.as_ref()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|err| StartupError::HttpClient(err.to_string()))?;
+    reqwest::Client::builder()
+        .tls_certs_only(roots)
+        .connect_timeout(Duration::from_secs(10))
+        .timeout(Duration::from_secs(30))
+        .user_agent(IMPLEMENTATION)
+        .build()
+        .map_err(|err| StartupError::HttpClient(err.to_string()))
 }
 
 async fn bind(key: &'static str, addr: SocketAddr) -> Result<TcpListener, StartupError> {

@@ -2,5 +2,14 @@
 //! per table. No HTTP or actor types live here, and no entity is ever serialized as an API
 //! body: the `http` layer maps models to its own response types.
 
+pub mod accounts;
+pub mod calendar_members;
+pub mod calendars;
+pub mod member_tokens;
 pub mod prelude;
 pub mod scheduled_tasks;
+pub mod server_secrets;
+pub mod sessions;
+pub mod user_settings;
+pub mod users;
+pub mod verifications;

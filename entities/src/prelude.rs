@@ -1,3 +1,12 @@
 //! Singular PascalCase aliases for every entity.
 
+pub use crate::accounts::Entity as Account;
+pub use crate::calendar_members::Entity as CalendarMember;
+pub use crate::calendars::Entity as Calendar;
+pub use crate::member_tokens::Entity as MemberToken;
 pub use crate::scheduled_tasks::Entity as ScheduledTask;
+pub use crate::server_secrets::Entity as ServerSecret;
+pub use crate::sessions::Entity as Session;
+pub use crate::user_settings::Entity as UserSetting;
+pub use crate::users::Entity as User;
+pub use crate::verifications::Entity as Verification;

@@ -9,6 +9,9 @@
 pub use sea_orm_migration::prelude::*;
 
 mod m20261122_000001_create_scheduled_tasks;
+mod m20261122_000002_create_accounts;
+mod m20261122_000003_create_calendars;
+mod m20261122_000004_create_user_settings;
 
 /// The ordered list of every migration Bowline has shipped.
 pub struct Migrator;
@@ -16,6 +19,11 @@ pub struct Migrator;
 #[async_trait::async_trait]
 impl MigratorTrait for Migrator {
     fn migrations() -> Vec<Box<dyn MigrationTrait>> {
-        vec![Box::new(m20261122_000001_create_scheduled_tasks::Migration)]
+        vec![
+            Box::new(m20261122_000001_create_scheduled_tasks::Migration),
+            Box::new(m20261122_000002_create_accounts::Migration),
+            Box::new(m20261122_000003_create_calendars::Migration),
+            Box::new(m20261122_000004_create_user_settings::Migration),
+        ]
     }
 }

@@ -2,8 +2,11 @@
 //! tasks.
 //!
 //! ```text
-//! root (RootActor)                restart budget + backoff for its children
-//!  └─ scheduler (SchedulerActor)  periodic tasks: cleanup, metrics upkeep; skip-if-running
+//! root (RootActor)                    restart budget + backoff for its children
+//!  ├─ scheduler (SchedulerActor)      periodic tasks: cleanup, metrics upkeep; skip-if-running
+//!  ├─ mailer (MailerActor)            sends mail off the request path, with retries
+//!  └─ sessions (SessionRegistryActor) attaches /api/stream connections
+//!      └─ session (SessionActor)      one per connected user: owns its connections' queues
 //! ```
 //!
 //! The HTTP edge talks to actors through [`ask`]: a typed command carrying an
@@ -12,8 +15,11 @@
 //! counts the failure and restarts it. A caller whose actor died or did not answer within the
 //! configured timeout gets [`AppError::Unavailable`] (503), never a hang.
 
+pub mod mailer;
 pub mod root;
 pub mod scheduler;
+pub mod session;
+pub mod sessions;
 pub mod supervision;
 
 use std::sync::{Arc, RwLock};
@@ -34,6 +40,12 @@ pub enum ActorKind {
     Root,
     /// The periodic-task scheduler.
     Scheduler,
+    /// The mailer.
+    Mailer,
+    /// The registry of stream sessions.
+    SessionRegistry,
+    /// A user's stream session.
+    Session,
 }
 
 impl ActorKind {
@@ -42,6 +54,9 @@ impl ActorKind {
         match self {
             Self::Root => "root",
             Self::Scheduler => "scheduler",
+            Self::Mailer => "mailer",
+            Self::SessionRegistry => "session_registry",
+            Self::Session => "session",
         }
     }
 }
@@ -86,6 +101,10 @@ pub struct Actors {
     pub root: ChildSlot<root::RootMsg>,
     /// The scheduler.
     pub scheduler: ChildSlot<scheduler::SchedulerMsg>,
+    /// The mailer.
+    pub mailer: ChildSlot<mailer::MailerMsg>,
+    /// Stream sessions: attach through the registry, broadcast directly.
+    pub sessions: sessions::Sessions,
     /// Restart and failure counts, observable without scraping metrics.
     pub stats: SupervisionStats,
 }
@@ -135,6 +154,21 @@ where
         .get()
         .ok_or_else(|| AppError::Unavailable(format!("{} is restarting", kind.label()).into()))?;
     ask(&actor, kind, timeout, build).await
+}
+
+impl Actors {
+    /// Queues `mail` for sending (retried on transient failures); logs if the mailer is down.
+    pub fn send_mail(&self, mail: crate::mail::Mail) {
+        let kind = mail.kind;
+        let sent = self.mailer.get().is_some_and(|mailer| {
+            mailer
+                .send_message(mailer::MailerMsg::Send { mail })
+                .is_ok()
+        });
+        if !sent {
+            tracing::error!(kind, "mail.not_queued");
+        }
+    }
 }
 
 /// Sends a reply, ignoring a caller that has gone away (not an error for the actor).

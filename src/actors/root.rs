@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 
+use super::mailer::MailerActor;
 use super::scheduler::{SchedulerActor, SchedulerArgs, TaskSpec};
+use super::sessions::SessionRegistryActor;
 use super::supervision::{RestartBudget, RestartPolicy};
 use super::{ActorKind, MessageTimer};
 use crate::context::Ctx;
@@ -46,6 +48,13 @@ pub struct RootState {
     budgets: HashMap<ActorKind, RestartBudget>,
 }
 
+/// The root's children, in start order.
+const CHILDREN: [ActorKind; 3] = [
+    ActorKind::Mailer,
+    ActorKind::SessionRegistry,
+    ActorKind::Scheduler,
+];
+
 /// How long the root waits for its children to stop.
 const STOP_CHILDREN_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -70,7 +79,22 @@ impl RootActor {
                 state.children.insert(actor.get_id(), kind);
                 ctx.actors.scheduler.set(Some(actor));
             }
-            ActorKind::Root => return Err("the root cannot be its own child".into()),
+            ActorKind::Mailer => {
+                let (actor, _) =
+                    Actor::spawn_linked(None, MailerActor, ctx.clone(), myself.get_cell()).await?;
+                state.children.insert(actor.get_id(), kind);
+                ctx.actors.mailer.set(Some(actor));
+            }
+            ActorKind::SessionRegistry => {
+                let (actor, _) =
+                    Actor::spawn_linked(None, SessionRegistryActor, ctx.clone(), myself.get_cell())
+                        .await?;
+                state.children.insert(actor.get_id(), kind);
+                ctx.actors.sessions.registry.set(Some(actor));
+            }
+            ActorKind::Root | ActorKind::Session => {
+                return Err(format!("{} is not a child of the root", kind.label()).into());
+            }
         }
         ctx.metrics.actor_alive(kind.label(), 1.0);
         Ok(())
@@ -81,7 +105,9 @@ impl RootActor {
         state.ctx.metrics.actor_alive(kind.label(), -1.0);
         match kind {
             ActorKind::Scheduler => state.ctx.actors.scheduler.set(None),
-            ActorKind::Root => {}
+            ActorKind::Mailer => state.ctx.actors.mailer.set(None),
+            ActorKind::SessionRegistry => state.ctx.actors.sessions.registry.set(None),
+            ActorKind::Root | ActorKind::Session => {}
         }
     }
 
@@ -131,7 +157,9 @@ impl Actor for RootActor {
             children: HashMap::new(),
             budgets: HashMap::new(),
         };
-        Self::spawn_child(&myself, &mut state, ActorKind::Scheduler, true).await?;
+        for kind in CHILDREN {
+            Self::spawn_child(&myself, &mut state, kind, true).await?;
+        }
         Ok(state)
     }
 

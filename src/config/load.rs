@@ -19,6 +19,7 @@ pub const TEST_TOML: &str = include_str!("../../config/test.toml");
 /// Alternative names from the interface spec; applied before [`ENV_VARS`] so that the
 /// primary name wins when both are set.
 const ENV_ALIASES: &[(&str, &str)] = &[
+    ("BETTER_AUTH_SECRET", "auth.secret"),
     ("PROVIDER_B_TEAM_ID", "apple.team_id"),
     ("PROVIDER_B_CLIENT_ID", "apple.client_id"),
 ];
@@ -47,13 +48,29 @@ const ENV_VARS: &[(&str, &str)] = &[
     ),
     ("CLEANUP_INTERVAL_MS", "scheduler.cleanup_interval_ms"),
     ("SCHEDULER_LEASE_MS", "scheduler.lease_ms"),
+    ("AUTH_SECRET", "auth.secret"),
+    ("TRUSTED_ORIGINS", "auth.trusted_origins"),
+    ("AUTH_RATE_LIMIT", "auth.rate_limit"),
+    (
+        "PASSWORD_HASH_CONCURRENCY",
+        "auth.password_hash_concurrency",
+    ),
+    ("TRUST_PROXY_HEADERS", "auth.trust_proxy_headers"),
+    ("SMTP_URL", "mail.smtp_url"),
+    ("MAIL_FROM", "mail.from"),
     ("BATCH_DELAY_MS", "mail.batch_delay_ms"),
+    ("STREAM_KEEPALIVE_MS", "stream.keepalive_ms"),
+    ("STREAM_BUFFER", "stream.buffer"),
     ("GOOGLE_CLIENT_ID", "google.client_id"),
     ("GOOGLE_CLIENT_SECRET", "google.client_secret"),
     ("GOOGLE_IOS_CLIENT_ID", "google.ios_client_id"),
+    ("GOOGLE_JWKS_URL", "google.jwks_url"),
+    ("GOOGLE_ISSUERS", "google.issuers"),
     ("APPLE_CLIENT_ID", "apple.client_id"),
     ("APPLE_BUNDLE_ID", "apple.bundle_id"),
     ("APPLE_TEAM_ID", "apple.team_id"),
+    ("APPLE_JWKS_URL", "apple.jwks_url"),
+    ("APPLE_ISSUER", "apple.issuer"),
     ("MICROSOFT_CLIENT_ID", "microsoft.client_id"),
     ("MICROSOFT_CLIENT_SECRET", "microsoft.client_secret"),
     ("CALDAV_ENC_KEY", "caldav.enc_key"),

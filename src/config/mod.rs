@@ -33,8 +33,12 @@ pub struct Settings {
     pub actors: ActorSettings,
     /// Periodic tasks.
     pub scheduler: SchedulerSettings,
+    /// Sign-in and sessions.
+    pub auth: AuthSettings,
     /// Outgoing mail.
     pub mail: MailSettings,
+    /// The realtime stream.
+    pub stream: StreamSettings,
     /// Google (`provider_a`) credentials.
     pub google: GoogleSettings,
     /// Apple (`provider_b`) sign-in and app association.
@@ -140,12 +144,45 @@ pub struct SchedulerSettings {
     pub lease_ms: u64,
 }
 
+/// `[auth]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthSettings {
+    /// `AUTH_SECRET`; `None`: generated once and kept in the database.
+    #[serde(deserialize_with = "optional_secret")]
+    pub secret: Option<Secret>,
+    /// `TRUSTED_ORIGINS`
+    #[serde(deserialize_with = "string_list")]
+    pub trusted_origins: Vec<String>,
+    /// `AUTH_RATE_LIMIT`
+    pub rate_limit: bool,
+    /// `PASSWORD_HASH_CONCURRENCY`
+    pub password_hash_concurrency: u32,
+    /// `TRUST_PROXY_HEADERS`
+    pub trust_proxy_headers: bool,
+}
+
 /// `[mail]`
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MailSettings {
+    /// `SMTP_URL`; `None` writes `.eml` files instead.
+    #[serde(deserialize_with = "optional_secret")]
+    pub smtp_url: Option<Secret>,
+    /// `MAIL_FROM`
+    pub from: String,
     /// `BATCH_DELAY_MS`
     pub batch_delay_ms: u64,
+}
+
+/// `[stream]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StreamSettings {
+    /// `STREAM_KEEPALIVE_MS`
+    pub keepalive_ms: u64,
+    /// `STREAM_BUFFER`
+    pub buffer: u32,
 }
 
 /// `[google]`
@@ -161,6 +198,11 @@ pub struct GoogleSettings {
     /// `GOOGLE_IOS_CLIENT_ID`
     #[serde(deserialize_with = "optional_string")]
     pub ios_client_id: Option<String>,
+    /// `GOOGLE_JWKS_URL`
+    pub jwks_url: String,
+    /// `GOOGLE_ISSUERS`
+    #[serde(deserialize_with = "string_list")]
+    pub issuers: Vec<String>,
 }
 
 /// `[apple]`
@@ -175,6 +217,10 @@ pub struct AppleSettings {
     /// `APPLE_TEAM_ID`
     #[serde(deserialize_with = "optional_string")]
     pub team_id: Option<String>,
+    /// `APPLE_JWKS_URL`
+    pub jwks_url: String,
+    /// `APPLE_ISSUER`
+    pub issuer: String,
 }
 
 /// `[microsoft]`
@@ -266,6 +312,42 @@ impl Settings {
                 );
             }
         }
+        for origin in &self.auth.trusted_origins {
+            if !origin.contains("://") {
+                return invalid(
+                    "auth.trusted_origins",
+                    format!("{origin:?} must be an origin such as https://app.example or myapp://"),
+                );
+            }
+        }
+        if let Some(secret) = &self.auth.secret
+            && secret.expose().len() < 32
+        {
+            return invalid("auth.secret", "must be at least 32 characters".into());
+        }
+        if let Some(url) = &self.mail.smtp_url {
+            let url = url.expose();
+            if !(url.starts_with("smtp://") || url.starts_with("smtps://")) {
+                return invalid(
+                    "mail.smtp_url",
+                    "must start with smtp:// or smtps://".into(),
+                );
+            }
+        }
+        if self.mail.from.parse::<lettre::message::Mailbox>().is_err() {
+            return invalid(
+                "mail.from",
+                format!("{:?} is not a mail address", self.mail.from),
+            );
+        }
+        for (key, url) in [
+            ("google.jwks_url", &self.google.jwks_url),
+            ("apple.jwks_url", &self.apple.jwks_url),
+        ] {
+            if !(url.starts_with("https://") || url.starts_with("http://")) {
+                return invalid(key, "must be an http(s) URL".into());
+            }
+        }
         if self.storage.max_connections == 0 {
             return invalid("storage.max_connections", "must be at least 1".into());
         }
@@ -278,6 +360,12 @@ impl Settings {
             ),
             ("scheduler.lease_ms", self.scheduler.lease_ms),
             ("mail.batch_delay_ms", self.mail.batch_delay_ms),
+            ("stream.keepalive_ms", self.stream.keepalive_ms),
+            ("stream.buffer", u64::from(self.stream.buffer)),
+            (
+                "auth.password_hash_concurrency",
+                u64::from(self.auth.password_hash_concurrency),
+            ),
         ] {
             if value == 0 {
                 return invalid(key, "must be greater than 0".into());
@@ -299,6 +387,16 @@ impl Settings {
             }
         }
         Ok(())
+    }
+
+    /// Origins trusted for cookie-carrying requests and callback URLs: the base URL, the CORS
+    /// origins, the configured extras and the app scheme.
+    pub fn trusted_origins(&self, base_url: &str) -> Vec<String> {
+        let mut origins = vec![base_url.trim_end_matches('/').to_owned()];
+        origins.extend(self.server.cors_origins.iter().cloned());
+        origins.extend(self.auth.trusted_origins.iter().cloned());
+        origins.push(format!("{}://", self.server.app_scheme));
+        origins
     }
 
     /// Actor call timeout.

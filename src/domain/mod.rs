@@ -2,5 +2,9 @@
 //! in isolation and is shared by the HTTP edge, the actors and the store.
 
 pub mod capabilities;
+pub mod email;
+pub mod frames;
+pub mod origins;
+pub mod settings;
 pub mod time;
 pub mod version;

@@ -1,12 +1,11 @@
 //! Cross-origin policy (pipeline stage 3): an origin whitelist with credentials allowed.
 //!
 //! Requests without `Origin` (mobile apps, curl, server-to-server) always pass. Allowed
-//! origins are the server's own base URL and `CORS_ORIGINS`. A request from any other
+//! origins are the trusted origins: the server's own base URL, `CORS_ORIGINS`,
+//! `TRUSTED_ORIGINS` and the app scheme. A request from any other
 //! origin is refused with 403 before it reaches a route; preflights from allowed origins are
 //! answered here. Every response to an allowed origin, errors included, carries the CORS
 //! headers, so browsers can read error bodies.
-
-use std::collections::HashSet;
 
 use http::header::{
     ACCESS_CONTROL_ALLOW_CREDENTIALS, ACCESS_CONTROL_ALLOW_HEADERS, ACCESS_CONTROL_ALLOW_METHODS,
@@ -17,6 +16,8 @@ use http::header::{
 use http::{Method, StatusCode};
 use warp::reply::Response;
 
+use crate::domain::origins::TrustedOrigins;
+
 const ALLOWED_METHODS: &str = "GET, POST, PUT, PATCH, DELETE, OPTIONS";
 const DEFAULT_ALLOWED_HEADERS: &str =
     "authorization, content-type, x-request-id, expo-origin, better-auth-cookie";
@@ -26,7 +27,7 @@ const EXPOSED_HEADERS: &str = "x-request-id, set-auth-token";
 /// The whitelist.
 #[derive(Debug, Clone)]
 pub struct CorsPolicy {
-    allowed: HashSet<String>,
+    allowed: TrustedOrigins,
 }
 
 /// What the policy says about one request.
@@ -42,12 +43,8 @@ pub enum CorsDecision {
 }
 
 impl CorsPolicy {
-    /// The policy for `base_url` plus the configured origins.
-    pub fn new(base_url: &str, extra: &[String]) -> Self {
-        let allowed = std::iter::once(base_url)
-            .chain(extra.iter().map(String::as_str))
-            .map(|origin| origin.trim_end_matches('/').to_ascii_lowercase())
-            .collect();
+    /// The policy allowing `allowed`.
+    pub fn new(allowed: TrustedOrigins) -> Self {
         Self { allowed }
     }
 
@@ -56,9 +53,7 @@ impl CorsPolicy {
         let Some(origin) = headers.get(ORIGIN) else {
             return CorsDecision::NotCors;
         };
-        let allowed = origin
-            .to_str()
-            .is_ok_and(|o| self.allowed.contains(&o.to_ascii_lowercase()));
+        let allowed = origin.to_str().is_ok_and(|o| self.allowed.is_trusted(o));
         if !allowed {
             return CorsDecision::Forbidden;
         }

@@ -11,6 +11,8 @@ use warp::{Buf, Filter, Rejection, Reply};
 
 use super::rejection::reject;
 use super::request::RequestCtx;
+use crate::auth::csrf;
+use crate::auth::principal::{self, Identity, Resolution, Transport};
 use crate::context::Ctx;
 use crate::error::AppError;
 
@@ -103,6 +105,82 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8], invalid: &str) -> Result<T,
         }
         _ => AppError::bad_request(format!("Request body is not valid JSON: {err}")),
     })
+}
+
+/// The authenticated caller of an application route.
+#[derive(Debug, Clone)]
+pub struct AuthUser {
+    /// Who it is, and how they authenticated.
+    pub identity: Identity,
+}
+
+impl AuthUser {
+    /// The user's id.
+    pub fn id(&self) -> &str {
+        &self.identity.user().id
+    }
+
+    /// The user.
+    pub fn user(&self) -> &entities::users::Model {
+        self.identity.user()
+    }
+
+    /// Whether a signed-in session (not a federation member token) authenticated the call.
+    pub fn has_session(&self) -> bool {
+        matches!(self.identity, Identity::Session(_))
+    }
+}
+
+/// Requires a session (bearer or signed cookie) or, else, a member token; 401 without.
+/// Cookie-authenticated requests that change state also need a trusted origin (403).
+pub fn authenticated(ctx: Ctx) -> impl Filter<Extract = (AuthUser,), Error = Rejection> + Clone {
+    with_ctx(ctx)
+        .and(request_ctx())
+        .and(warp::method())
+        .and(warp::header::headers_cloned())
+        .and_then(
+            |ctx: Ctx, rctx: RequestCtx, method: http::Method, headers: http::HeaderMap| async move {
+                let presented = principal::presented(&headers, ctx.auth.secret());
+                let resolution = principal::resolve(&ctx.db, &presented, chrono::Utc::now())
+                    .await
+                    .map_err(reject)?;
+                let Resolution::Authenticated(identity) = resolution else {
+                    return Err(reject(AppError::Unauthorized("Unauthorized".into())));
+                };
+                let by_cookie = matches!(
+                    &identity,
+                    Identity::Session(session) if session.transport == Transport::Cookie
+                );
+                if by_cookie
+                    && csrf::is_mutating(&method)
+                    && csrf::check_cookie_origin(&ctx.auth.origins, &headers).is_err()
+                {
+                    return Err(reject(AppError::forbidden(
+                        "Cookie-authenticated changes need a trusted Origin.",
+                    )));
+                }
+                rctx.set_user(&identity.user().id);
+                Ok(AuthUser { identity })
+            },
+        )
+}
+
+/// Requires a signed-in session; a federation member token is refused (403).
+pub fn signed_in(ctx: Ctx) -> impl Filter<Extract = (AuthUser,), Error = Rejection> + Clone {
+    authenticated(ctx).and_then(|user: AuthUser| async move {
+        if user.has_session() {
+            Ok(user)
+        } else {
+            Err(reject(AppError::forbidden(
+                "This action needs a signed-in account on this server.",
+            )))
+        }
+    })
+}
+
+/// The empty success answer (`OK`, `text/plain`) older clients expect from side-effect routes.
+pub fn ok_text() -> warp::reply::Response {
+    warp::reply::with_header("OK", "content-type", "text/plain; charset=utf-8").into_response()
 }
 
 /// Turns a handler result into a reply, or a rejection the renderer will turn into JSON.

@@ -9,11 +9,15 @@
 pub mod cors;
 pub mod extract;
 pub mod metrics_endpoint;
+pub mod pages;
 pub mod pipeline;
+pub mod rate_limit;
 pub mod rejection;
 pub mod request;
 pub mod server;
 pub mod server_info;
+pub mod stream;
+pub mod users;
 
 use warp::filters::BoxedFilter;
 use warp::reply::Response;
@@ -22,10 +26,19 @@ use warp::{Filter, Rejection};
 use crate::context::Ctx;
 use request::RequestCtx;
 
-/// All routes of the public listener, finished by the error renderer.
+/// All routes of the public listener, finished by the error renderer: the authentication
+/// subsystem first, then the application API, the stream and the pages.
 pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
-    let application = server_info::routes(ctx);
-    render_errors(application)
+    let auth = crate::auth::routes::routes(ctx.clone());
+    let application = server_info::routes(ctx.clone())
+        .or(users::routes(ctx.clone()))
+        .unify()
+        .or(stream::routes(ctx))
+        .unify()
+        .or(pages::routes())
+        .unify()
+        .boxed();
+    render_errors(auth.or(application).unify().boxed())
 }
 
 /// The renderer: turns whatever rejection reaches the end into the JSON error response,

@@ -28,7 +28,7 @@ use warp::reply::Response;
 use super::cors::{CorsDecision, CorsPolicy};
 use super::extract::JSON_BODY_LIMIT;
 use super::rejection::{RenderedError, render_error};
-use super::request::{REQUEST_ID_HEADER, RequestCtx, request_id_from};
+use super::request::{REQUEST_ID_HEADER, RequestCtx, client_ip, request_id_from};
 use crate::context::Ctx;
 use crate::error::AppError;
 use crate::metrics::ABORTED_STATUS;
@@ -44,7 +44,7 @@ pub struct Pipeline {
 impl Pipeline {
     /// The pipeline around `routes` (see [`super::routes`]).
     pub fn new(ctx: Ctx, routes: BoxedFilter<(Response,)>) -> Self {
-        let cors = CorsPolicy::new(&ctx.base_url, &ctx.settings.server.cors_origins);
+        let cors = CorsPolicy::new(ctx.auth.origins.clone());
         Self {
             ctx,
             cors: Arc::new(cors),
@@ -61,7 +61,12 @@ impl Pipeline {
             requestId = %request_id,
             userId = tracing::field::Empty
         );
-        let rctx = RequestCtx::new(request_id, client_addr, span.clone());
+        let ip = client_ip(
+            client_addr.ip(),
+            request.headers(),
+            self.ctx.settings.auth.trust_proxy_headers,
+        );
+        let rctx = RequestCtx::new(request_id, client_addr, ip, span.clone());
         let mut completion = Completion::start(self.ctx.clone(), method, rctx.clone());
 
         let mut response = self.dispatch(request, &rctx).instrument(span).await;

@@ -73,9 +73,13 @@ pub fn render_error(rctx: &RequestCtx, err: &AppError) -> Response {
     let body = serde_json::Value::Object(err.body(rctx.id()));
     let mut response = Response::new(body.to_string().into());
     *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    for (name, value) in err.headers() {
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            headers.insert(name, value);
+        }
+    }
     response
         .extensions_mut()
         .insert(RenderedError(err.client_message().into_owned()));

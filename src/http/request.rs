@@ -4,7 +4,7 @@
 //! and puts it in the request's extensions; route filters record the matched route pattern
 //! and, after authentication, the user id; the renderer and the access log read it back.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, OnceLock};
 
 use http::HeaderMap;
@@ -22,17 +22,25 @@ pub struct RequestCtx(Arc<Inner>);
 struct Inner {
     id: String,
     client_addr: SocketAddr,
+    client_ip: IpAddr,
     span: tracing::Span,
     route: OnceLock<&'static str>,
     user_id: OnceLock<String>,
 }
 
 impl RequestCtx {
-    /// A context for a request from `client_addr`, logged under `span`.
-    pub fn new(id: String, client_addr: SocketAddr, span: tracing::Span) -> Self {
+    /// A context for a request from `client_addr` (acting for `client_ip`, which differs
+    /// behind a trusted proxy), logged under `span`.
+    pub fn new(
+        id: String,
+        client_addr: SocketAddr,
+        client_ip: IpAddr,
+        span: tracing::Span,
+    ) -> Self {
         Self(Arc::new(Inner {
             id,
             client_addr,
+            client_ip,
             span,
             route: OnceLock::new(),
             user_id: OnceLock::new(),
@@ -47,6 +55,12 @@ impl RequestCtx {
     /// The peer address of the connection.
     pub fn client_addr(&self) -> SocketAddr {
         self.0.client_addr
+    }
+
+    /// The client's address for rate limits and session records: the peer, or behind a
+    /// trusted proxy the nearest untrusted address of `X-Forwarded-For`.
+    pub fn client_ip(&self) -> IpAddr {
+        self.0.client_ip
     }
 
     /// The request's tracing span.
@@ -87,6 +101,40 @@ pub fn request_id_from(headers: &HeaderMap) -> String {
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
 }
 
+/// The client address: the peer itself, unless the peer is infrastructure (loopback,
+/// private, link-local, unique-local) and `trust_proxy` is on; then `X-Forwarded-For` is read
+/// from the right, skipping such addresses, and the first other one is the client.
+pub fn client_ip(peer: IpAddr, headers: &HeaderMap, trust_proxy: bool) -> IpAddr {
+    if !trust_proxy || !is_infrastructure(peer) {
+        return peer;
+    }
+    let forwarded: Vec<IpAddr> = headers
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .filter_map(|part| part.trim().parse().ok())
+        .collect();
+    forwarded
+        .iter()
+        .rev()
+        .find(|ip| !is_infrastructure(**ip))
+        .or_else(|| forwarded.first())
+        .copied()
+        .unwrap_or(peer)
+}
+
+/// Loopback, private, link-local and unique-local addresses.
+pub fn is_infrastructure(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => v4.is_loopback() || v4.is_private() || v4.is_link_local(),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => is_infrastructure(IpAddr::V4(v4)),
+            None => v6.is_loopback() || v6.is_unique_local() || v6.is_unicast_link_local(),
+        },
+    }
+}
+
 fn is_valid_request_id(id: &str) -> bool {
     (1..=128).contains(&id.len())
         && id
@@ -108,6 +156,24 @@ mod tests {
             HeaderValue::from_str(id).expect("header"),
         );
         headers
+    }
+
+    #[test]
+    fn forwarded_for_is_trusted_only_from_infrastructure() {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            "x-forwarded-for",
+            HeaderValue::from_static("203.0.113.9, 10.0.0.2"),
+        );
+        let loopback: IpAddr = "127.0.0.1".parse().expect("ip");
+        let public: IpAddr = "198.51.100.1".parse().expect("ip");
+        assert_eq!(
+            client_ip(loopback, &headers, true).to_string(),
+            "203.0.113.9"
+        );
+        assert_eq!(client_ip(loopback, &headers, false), loopback);
+        assert_eq!(client_ip(public, &headers, true), public);
+        assert_eq!(client_ip(loopback, &HeaderMap::new(), true), loopback);
     }
 
     #[test]

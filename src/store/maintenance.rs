@@ -1,10 +1,11 @@
-//! Housekeeping the cleanup task runs: expired rows (as later tables arrive) and, on the
+//! Housekeeping the cleanup task runs: expired sessions, one-time tokens and member tokens,
+//! and, on the
 //! embedded SQLite file, `PRAGMA optimize` and a WAL checkpoint, as SQLite recommends for
 //! long-lived connections.
 
 use sea_orm::DbErr;
 
-use super::{Backend, Database, execute_raw};
+use super::{Backend, Database, execute_raw, member_tokens, sessions, verifications};
 
 /// What one cleanup pass did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -15,9 +16,13 @@ pub struct CleanupReport {
 
 /// One cleanup pass.
 pub async fn cleanup(db: &Database) -> Result<CleanupReport, DbErr> {
+    let now = chrono::Utc::now();
+    let expired_rows = sessions::delete_expired(db, now).await?
+        + verifications::delete_expired(db, now).await?
+        + member_tokens::delete_expired(db, now).await?;
     if db.backend() == Backend::Sqlite {
         execute_raw(db.conn(), "PRAGMA optimize").await?;
         execute_raw(db.conn(), "PRAGMA wal_checkpoint(PASSIVE)").await?;
     }
-    Ok(CleanupReport::default())
+    Ok(CleanupReport { expired_rows })
 }

@@ -6,8 +6,14 @@
 //! read-then-write transactions queue on the busy timeout instead of failing with
 //! `SQLITE_BUSY`. One submodule per aggregate holds its queries.
 
+pub mod accounts;
 pub mod maintenance;
+pub mod member_tokens;
 pub mod scheduled_tasks;
+pub mod secrets;
+pub mod sessions;
+pub mod users;
+pub mod verifications;
 
 use std::time::Duration;
 

@@ -1,0 +1,47 @@
+//! A way to sign in: the password (`credential`) or a provider identity (`google`, `apple`).
+
+use sea_orm::entity::prelude::*;
+
+/// An account.
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "accounts")]
+pub struct Model {
+    /// Account row id.
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: String,
+    /// Owner.
+    pub user_id: String,
+    /// `credential`, `google`, `apple`, `microsoft`.
+    pub provider_id: String,
+    /// The provider's subject id (`sub`); the user id for `credential`.
+    pub account_id: String,
+    /// argon2id PHC string, for `credential` accounts.
+    pub password_hash: Option<String>,
+    /// Granted scopes, comma-separated.
+    pub scope: Option<String>,
+    /// Link time.
+    pub created_at: DateTimeUtc,
+    /// Last change.
+    pub updated_at: DateTimeUtc,
+}
+
+/// Relations of an account.
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {
+    /// Its user.
+    #[sea_orm(
+        belongs_to = "super::users::Entity",
+        from = "Column::UserId",
+        to = "super::users::Column::Id",
+        on_delete = "Cascade"
+    )]
+    User,
+}
+
+impl Related<super::users::Entity> for Entity {
+    fn to() -> RelationDef {
+        Relation::User.def()
+    }
+}
+
+impl ActiveModelBehavior for ActiveModel {}

@@ -1,0 +1,279 @@
+//! [`SessionRegistryActor`]: spawns a [`SessionActor`](super::session::SessionActor) per user
+//! on their first stream connection, counts connections, and stops the user's actor when the
+//! last one closes. Attach and detach both pass through here, so a stop and a new attach can
+//! never race. Broadcasts do not: [`Sessions::broadcast`] reads the shared user → actor map
+//! and sends straight to the session actors, once per user.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, RwLock};
+
+use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use tokio::sync::mpsc;
+
+use super::session::{SessionActor, SessionArgs, SessionMsg};
+use super::{ActorKind, ChildSlot, MessageTimer, reply};
+use crate::context::Ctx;
+use crate::domain::frames::Frame;
+use crate::error::AppError;
+
+/// Handle for broadcasting and attaching, shared by the HTTP edge and the actors.
+#[derive(Debug, Default)]
+pub struct Sessions {
+    /// The registry.
+    pub registry: ChildSlot<RegistryMsg>,
+    live: Arc<RwLock<HashMap<String, ActorRef<SessionMsg>>>>,
+}
+
+impl Sessions {
+    /// Sends `frame` to every connection of each user in `users`, once per user. Users
+    /// without an open stream are skipped (no replay; clients recover with the delta read).
+    pub fn broadcast<'a>(&self, users: impl IntoIterator<Item = &'a str>, frame: &Frame) {
+        let encoded = frame.encode();
+        let live = self
+            .live
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut seen = HashSet::new();
+        for user in users {
+            if seen.insert(user)
+                && let Some(actor) = live.get(user)
+            {
+                let _ = actor.send_message(SessionMsg::Deliver {
+                    frame: encoded.clone(),
+                });
+            }
+        }
+    }
+
+    /// Whether `user` has an open stream.
+    pub fn is_connected(&self, user: &str) -> bool {
+        self.live
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains_key(user)
+    }
+
+    fn set(&self, user: &str, actor: Option<ActorRef<SessionMsg>>) {
+        let mut live = self
+            .live
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match actor {
+            Some(actor) => live.insert(user.to_owned(), actor),
+            None => live.remove(user),
+        };
+    }
+}
+
+/// A new stream connection: its id and its queue of encoded frames.
+#[derive(Debug)]
+pub struct Attached {
+    /// Connection id (for `Detach`).
+    pub connection: u64,
+    /// Frames for this connection.
+    pub frames: mpsc::Receiver<Arc<str>>,
+}
+
+/// Messages to the registry.
+#[derive(Debug)]
+pub enum RegistryMsg {
+    /// Open a connection for `user_id`.
+    Attach {
+        /// The user.
+        user_id: String,
+        /// Receives the connection.
+        reply: RpcReplyPort<Result<Attached, AppError>>,
+    },
+    /// A connection closed (the stream ended, or the session actor dropped it).
+    Detach {
+        /// The user.
+        user_id: String,
+        /// The connection.
+        connection: u64,
+    },
+}
+
+/// The registry.
+#[derive(Debug)]
+pub struct SessionRegistryActor;
+
+struct UserEntry {
+    actor: ActorRef<SessionMsg>,
+    connections: HashSet<u64>,
+}
+
+/// The registry's state.
+pub struct RegistryState {
+    ctx: Ctx,
+    users: HashMap<String, UserEntry>,
+    actors: HashMap<ActorId, String>,
+    next_connection: u64,
+}
+
+impl RegistryState {
+    fn update_gauges(&self) {
+        let connections: usize = self.users.values().map(|u| u.connections.len()).sum();
+        self.ctx.metrics.sse_gauges(connections, self.users.len());
+    }
+
+    /// Stops the user's actor; its termination event settles the gauge.
+    fn forget(&mut self, user_id: &str) {
+        if let Some(entry) = self.users.remove(user_id) {
+            self.ctx.actors.sessions.set(user_id, None);
+            entry.actor.stop(None);
+        }
+    }
+}
+
+impl Actor for SessionRegistryActor {
+    type Msg = RegistryMsg;
+    type State = RegistryState;
+    type Arguments = Ctx;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        ctx: Self::Arguments,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        let state = RegistryState {
+            ctx,
+            users: HashMap::new(),
+            actors: HashMap::new(),
+            next_connection: 0,
+        };
+        state.update_gauges();
+        Ok(state)
+    }
+
+    async fn post_stop(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        myself
+            .stop_children_and_wait(None, Some(std::time::Duration::from_secs(5)))
+            .await;
+        let users: Vec<String> = state.users.keys().cloned().collect();
+        for user in users {
+            state.forget(&user);
+        }
+        for _ in state.actors.drain() {
+            state
+                .ctx
+                .metrics
+                .actor_alive(ActorKind::Session.label(), -1.0);
+        }
+        state.update_gauges();
+        Ok(())
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        message: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        let ctx = state.ctx.clone();
+        let _timer = MessageTimer::start(&ctx.metrics, ActorKind::SessionRegistry);
+        match message {
+            RegistryMsg::Attach {
+                user_id,
+                reply: port,
+            } => {
+                if !state.users.contains_key(&user_id) {
+                    let args = SessionArgs {
+                        ctx: ctx.clone(),
+                        user_id: user_id.clone(),
+                        registry: myself.clone(),
+                    };
+                    match Actor::spawn_linked(None, SessionActor, args, myself.get_cell()).await {
+                        Ok((actor, _)) => {
+                            ctx.metrics.actor_alive(ActorKind::Session.label(), 1.0);
+                            state.actors.insert(actor.get_id(), user_id.clone());
+                            ctx.actors.sessions.set(&user_id, Some(actor.clone()));
+                            state.users.insert(
+                                user_id.clone(),
+                                UserEntry {
+                                    actor,
+                                    connections: HashSet::new(),
+                                },
+                            );
+                        }
+                        Err(err) => {
+                            tracing::error!(error = %err, "stream.session_spawn_failed");
+                            reply(port, Err(AppError::Unavailable("session actor".into())));
+                            return Ok(());
+                        }
+                    }
+                }
+                let connection = state.next_connection;
+                state.next_connection += 1;
+                let capacity = usize::try_from(ctx.settings.stream.buffer).unwrap_or(256);
+                let (queue, frames) = mpsc::channel(capacity);
+                if let Some(entry) = state.users.get_mut(&user_id) {
+                    let _ = entry.actor.send_message(SessionMsg::Attach {
+                        connection,
+                        frames: queue,
+                    });
+                    entry.connections.insert(connection);
+                }
+                state.update_gauges();
+                reply(port, Ok(Attached { connection, frames }));
+            }
+            RegistryMsg::Detach {
+                user_id,
+                connection,
+            } => {
+                let mut now_empty = false;
+                if let Some(entry) = state.users.get_mut(&user_id)
+                    && entry.connections.remove(&connection)
+                {
+                    let _ = entry.actor.send_message(SessionMsg::Detach { connection });
+                    now_empty = entry.connections.is_empty();
+                }
+                if now_empty {
+                    state.forget(&user_id);
+                }
+                state.update_gauges();
+            }
+        }
+        Ok(())
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        event: SupervisionEvent,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        let (cell, failure) = match event {
+            SupervisionEvent::ActorFailed(cell, err) => (cell, Some(err)),
+            SupervisionEvent::ActorTerminated(cell, _, _) => (cell, None),
+            _ => return Ok(()),
+        };
+        let Some(user_id) = state.actors.remove(&cell.get_id()) else {
+            return Ok(());
+        };
+        state
+            .ctx
+            .metrics
+            .actor_alive(ActorKind::Session.label(), -1.0);
+        if let Some(err) = failure {
+            // Its connections' queues died with it: their streams end and clients reconnect,
+            // which spawns a fresh actor.
+            state.ctx.metrics.actor_failed(ActorKind::Session.label());
+            state.ctx.actors.stats.failed(ActorKind::Session);
+            tracing::error!(error = %err, "actor.failed");
+            let same_actor = state
+                .users
+                .get(&user_id)
+                .is_some_and(|entry| entry.actor.get_id() == cell.get_id());
+            if same_actor {
+                state.users.remove(&user_id);
+                state.ctx.actors.sessions.set(&user_id, None);
+            }
+            state.update_gauges();
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,67 @@
+//! Account deletion by emailed confirmation: a live session asks (`DELETE /api/v1/users` or
+//! better-auth's `/delete-user`), a one-hour single-use token is mailed as a link to
+//! `{base_url}/delete-account?token=…`, and presenting the token deletes the user with
+//! everything that cascades from it (sessions, accounts, memberships, owned calendars,
+//! settings) in one transaction.
+
+use chrono::Duration;
+use entities::users;
+
+use super::tokens::{random_alphanumeric, sha256_hex};
+use crate::context::Ctx;
+use crate::error::AppError;
+use crate::mail::templates;
+use crate::store::{users as user_store, verifications};
+
+/// How long a deletion link works.
+pub const DELETE_TOKEN_TTL: Duration = Duration::hours(1);
+
+fn identifier(token: &str) -> String {
+    format!("delete-account:{}", sha256_hex(token))
+}
+
+/// Stores a deletion token for `user` and mails the confirmation link.
+pub async fn start(ctx: &Ctx, user: &users::Model) -> Result<(), AppError> {
+    let token = random_alphanumeric(32).to_lowercase();
+    let now = chrono::Utc::now();
+    verifications::create(
+        &ctx.db,
+        &identifier(&token),
+        &user.id,
+        now + DELETE_TOKEN_TTL,
+        now,
+    )
+    .await?;
+    let link = format!("{}/delete-account?token={token}", ctx.base_url);
+    let server = templates::server_name(&ctx.base_url);
+    ctx.actors
+        .send_mail(templates::account_deletion(&server, &user.email, &link));
+    tracing::info!("account.deletion_requested");
+    Ok(())
+}
+
+/// Uses up `token` and deletes its user, in one transaction. With `expected_user`, a token
+/// of another user is refused and left unused. `None`: no such (usable) token.
+pub async fn confirm(
+    ctx: &Ctx,
+    token: &str,
+    expected_user: Option<&str>,
+) -> Result<Option<String>, AppError> {
+    let now = chrono::Utc::now();
+    let txn = ctx.db.begin_write().await?;
+    let Some(user_id) = verifications::consume(&txn, &identifier(token), now).await? else {
+        return Ok(None);
+    };
+    if expected_user.is_some_and(|expected| expected != user_id) {
+        // Dropping the transaction rolls the consumption back.
+        return Ok(None);
+    }
+    let deleted = user_store::delete(&txn, &user_id).await?;
+    txn.commit().await?;
+    if deleted {
+        tracing::info!("account.deleted");
+        Ok(Some(user_id))
+    } else {
+        Ok(None)
+    }
+}

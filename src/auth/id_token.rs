@@ -1,0 +1,209 @@
+//! Native id-token sign-in: verifies a provider's JWT (RS256) against the provider's JWKS
+//! (fetched with reqwest, cached, fetched again when a token names an unknown key id),
+//! checking issuer, audience, expiry and age with better-auth's 30 s clock tolerance.
+//!
+//! JWKS URLs and issuers are configuration, so tests serve keys on 127.0.0.1.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use jsonwebtoken::jwk::JwkSet;
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde::Deserialize;
+use tokio::sync::Mutex;
+
+use super::error::AuthError;
+use super::tokens::sha256_hex;
+use crate::error::AppError;
+
+/// Clock tolerance for `exp`, `iat` (better-auth's).
+const LEEWAY_SECS: u64 = 30;
+/// Oldest accepted token (`iat`).
+const MAX_TOKEN_AGE_SECS: i64 = 3600;
+/// A JWKS is refetched for an unknown key id at most this often.
+const MIN_REFETCH: Duration = Duration::from_secs(10);
+/// A cached JWKS is refreshed after this long even if every key id is known.
+const MAX_CACHE_AGE: Duration = Duration::from_secs(6 * 3600);
+
+/// Where a provider's keys are and what its tokens must say.
+#[derive(Debug, Clone)]
+pub struct ProviderSpec {
+    /// JWKS URL.
+    pub jwks_url: String,
+    /// Accepted `iss` values.
+    pub issuers: Vec<String>,
+    /// Accepted `aud` values.
+    pub audiences: Vec<String>,
+}
+
+/// What a verified token says about its subject.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifiedToken {
+    /// Provider subject id.
+    pub sub: String,
+    /// Email claim.
+    pub email: Option<String>,
+    /// `email_verified` (boolean or the string `"true"`).
+    pub email_verified: bool,
+    /// Name claim.
+    pub name: Option<String>,
+    /// Picture claim.
+    pub picture: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Claims {
+    sub: String,
+    iat: i64,
+    #[serde(default)]
+    email: Option<String>,
+    #[serde(default)]
+    email_verified: Option<BoolOrString>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    picture: Option<String>,
+    #[serde(default)]
+    nonce: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum BoolOrString {
+    Bool(bool),
+    String(String),
+}
+
+impl BoolOrString {
+    fn is_true(&self) -> bool {
+        match self {
+            Self::Bool(value) => *value,
+            Self::String(value) => value.eq_ignore_ascii_case("true"),
+        }
+    }
+}
+
+struct CachedKeys {
+    keys: JwkSet,
+    fetched: Instant,
+}
+
+/// Verifies id tokens, caching each provider's keys.
+pub struct IdTokenVerifier {
+    http: reqwest::Client,
+    cache: Mutex<HashMap<String, CachedKeys>>,
+}
+
+impl std::fmt::Debug for IdTokenVerifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IdTokenVerifier").finish_non_exhaustive()
+    }
+}
+
+impl IdTokenVerifier {
+    /// A verifier fetching keys with `http`.
+    pub fn new(http: reqwest::Client) -> Self {
+        Self {
+            http,
+            cache: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Verifies `token` for `provider`; with a `nonce`, the token's `nonce` claim must equal
+    /// it or its SHA-256 (Apple).
+    pub async fn verify(
+        &self,
+        provider: &ProviderSpec,
+        token: &str,
+        nonce: Option<&str>,
+    ) -> Result<VerifiedToken, AppError> {
+        let header =
+            jsonwebtoken::decode_header(token).map_err(|_| AuthError::invalid_id_token())?;
+        if header.alg != Algorithm::RS256 {
+            return Err(AuthError::invalid_id_token().into());
+        }
+        let kid = header.kid.ok_or_else(AuthError::invalid_id_token)?;
+        let key = self.key(&provider.jwks_url, &kid).await?;
+        let mut validation = Validation::new(Algorithm::RS256);
+        validation.leeway = LEEWAY_SECS;
+        validation.set_audience(&provider.audiences);
+        validation.set_issuer(&provider.issuers);
+        validation.set_required_spec_claims(&["exp", "iat", "iss", "aud", "sub"]);
+        let claims = jsonwebtoken::decode::<Claims>(token, &key, &validation)
+            .map_err(|err| {
+                tracing::debug!(error = %err, "auth.id_token.rejected");
+                AuthError::invalid_id_token()
+            })?
+            .claims;
+        let now = chrono::Utc::now().timestamp();
+        let leeway = i64::try_from(LEEWAY_SECS).unwrap_or(30);
+        if claims.iat > now + leeway || now - claims.iat > MAX_TOKEN_AGE_SECS + leeway {
+            return Err(AuthError::invalid_id_token().into());
+        }
+        if let Some(nonce) = nonce {
+            let matches = claims
+                .nonce
+                .as_deref()
+                .is_some_and(|claim| claim == nonce || claim == sha256_hex(nonce));
+            if !matches {
+                return Err(AuthError::invalid_id_token().into());
+            }
+        }
+        Ok(VerifiedToken {
+            sub: claims.sub,
+            email: claims.email.map(|email| email.trim().to_lowercase()),
+            email_verified: claims.email_verified.is_some_and(|v| v.is_true()),
+            name: claims.name,
+            picture: claims.picture,
+        })
+    }
+
+    /// The decoding key `kid` of the JWKS at `url`, fetching the set when it is unknown.
+    async fn key(&self, url: &str, kid: &str) -> Result<DecodingKey, AppError> {
+        let mut cache = self.cache.lock().await;
+        let fresh_enough = |cached: &CachedKeys| cached.fetched.elapsed() < MAX_CACHE_AGE;
+        if let Some(cached) = cache.get(url).filter(|c| fresh_enough(c))
+            && let Some(jwk) = cached.keys.find(kid)
+        {
+            return DecodingKey::from_jwk(jwk).map_err(|_| AuthError::invalid_id_token().into());
+        }
+        let may_fetch = cache
+            .get(url)
+            .is_none_or(|cached| cached.fetched.elapsed() >= MIN_REFETCH || !fresh_enough(cached));
+        if !may_fetch {
+            return Err(AuthError::invalid_id_token().into());
+        }
+        let keys = self.fetch(url).await?;
+        let key = keys
+            .find(kid)
+            .map(DecodingKey::from_jwk)
+            .transpose()
+            .map_err(|_| AppError::from(AuthError::invalid_id_token()))?;
+        cache.insert(
+            url.to_owned(),
+            CachedKeys {
+                keys,
+                fetched: Instant::now(),
+            },
+        );
+        key.ok_or_else(|| AuthError::invalid_id_token().into())
+    }
+
+    async fn fetch(&self, url: &str) -> Result<JwkSet, AppError> {
+        let response = self
+            .http
+            .get(url)
+            .timeout(Duration::from_secs(10))
+            .send()
+            .await
+            .and_then(reqwest::Response::error_for_status)
+            .map_err(|err| {
+                tracing::warn!(error = %err, "auth.jwks.unreachable");
+                AppError::Unavailable("identity provider keys unreachable".into())
+            })?;
+        response.json::<JwkSet>().await.map_err(|err| {
+            tracing::warn!(error = %err, "auth.jwks.invalid");
+            AppError::Unavailable("identity provider keys unreadable".into())
+        })
+    }
+}

@@ -1,0 +1,195 @@
+//! Native id-token sign-in (`POST /sign-in/social` with `{provider, idToken: {token}}`) and
+//! linking (`POST /link-social`), for Google and Apple. Browser redirect flows are not
+//! offered: without an `idToken` the answer says so.
+//!
+//! Linking rules: a provider identity already linked signs its user in; otherwise a user
+//! with the same (verified) email gets the identity linked when the provider is trusted
+//! (Google, Apple, Microsoft) or the token says the email is verified; otherwise a new user
+//! is created. Explicit linking allows a different email.
+
+use serde_json::{Value, json};
+
+use super::AuthRequest;
+use super::wire;
+use crate::auth::error::AuthError;
+use crate::auth::id_token::{ProviderSpec, VerifiedToken};
+use crate::auth::session::{AuthReply, issue};
+use crate::context::Ctx;
+use crate::error::AppError;
+use crate::store::accounts;
+use crate::store::users::{self, CreateUserError, NewAccount, NewUser};
+
+/// Providers whose account links skip the "provider says verified" requirement.
+const TRUSTED_PROVIDERS: [&str; 3] = ["google", "apple", "microsoft"];
+
+/// The provider id and what its tokens must say; 404 for unknown or unconfigured ones.
+fn provider(ctx: &Ctx, name: &str) -> Result<(&'static str, ProviderSpec), AuthError> {
+    let settings = &ctx.settings;
+    match name {
+        "google" | "provider_a" => {
+            let client_id = settings
+                .google
+                .client_id
+                .clone()
+                .ok_or_else(AuthError::provider_not_found)?;
+            Ok((
+                "google",
+                ProviderSpec {
+                    jwks_url: settings.google.jwks_url.clone(),
+                    issuers: settings.google.issuers.clone(),
+                    audiences: vec![client_id],
+                },
+            ))
+        }
+        "apple" | "provider_b" => {
+            let client_id = settings
+                .apple
+                .client_id
+                .clone()
+                .ok_or_else(AuthError::provider_not_found)?;
+            let mut audiences = vec![settings.apple.bundle_id.clone()];
+            if client_id != settings.apple.bundle_id {
+                audiences.push(client_id);
+            }
+            Ok((
+                "apple",
+                ProviderSpec {
+                    jwks_url: settings.apple.jwks_url.clone(),
+                    issuers: vec![settings.apple.issuer.clone()],
+                    audiences,
+                },
+            ))
+        }
+        _ => Err(AuthError::provider_not_found()),
+    }
+}
+
+/// Verifies the request's `idToken` for its `provider`.
+async fn verified_token(req: &AuthRequest) -> Result<(&'static str, VerifiedToken), AppError> {
+    let (provider_id, spec) = provider(&req.ctx, req.required_str("provider")?)?;
+    let id_token = req.body.get("idToken");
+    let token = id_token
+        .and_then(|t| t.get("token"))
+        .and_then(Value::as_str)
+        .ok_or_else(AuthError::id_token_required)?;
+    let nonce = id_token
+        .and_then(|t| t.get("nonce"))
+        .and_then(Value::as_str);
+    let verified = req.ctx.auth.id_tokens.verify(&spec, token, nonce).await?;
+    Ok((provider_id, verified))
+}
+
+/// The display name: Apple sends it beside the token on first sign-in only.
+fn display_name(req: &AuthRequest, verified: &VerifiedToken) -> String {
+    let name = req
+        .body
+        .get("idToken")
+        .and_then(|t| t.pointer("/user/name"));
+    let part = |key: &str| {
+        name.and_then(|n| n.get(key))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .trim()
+            .to_owned()
+    };
+    let joined = format!("{} {}", part("firstName"), part("lastName"))
+        .trim()
+        .to_owned();
+    if joined.is_empty() {
+        verified.name.clone().unwrap_or_default()
+    } else {
+        joined
+    }
+}
+
+/// Signs in (creating or linking the user as needed) with a provider id token.
+pub async fn sign_in(req: &AuthRequest) -> Result<AuthReply, AppError> {
+    let (provider_id, verified) = verified_token(req).await?;
+    let email = verified
+        .email
+        .clone()
+        .ok_or_else(AuthError::user_email_not_found)?;
+    let ctx = &req.ctx;
+    let user = match accounts::find_by_provider(&ctx.db, provider_id, &verified.sub).await? {
+        Some((_, user)) => {
+            if verified.email_verified && !user.email_verified && user.email == email {
+                users::set_email_verified(&ctx.db, &user.id, req.now).await?;
+            }
+            user
+        }
+        None => match users::find_by_email(&ctx.db, &email).await? {
+            Some(user) => {
+                let trusted = TRUSTED_PROVIDERS.contains(&provider_id) || verified.email_verified;
+                if !(trusted && user.email_verified) {
+                    return Err(AuthError::account_not_linked().into());
+                }
+                accounts::link(&ctx.db, &user.id, provider_id, &verified.sub, req.now).await?;
+                tracing::info!(provider = provider_id, "auth.account_linked");
+                user
+            }
+            None => {
+                let new_user = NewUser {
+                    name: display_name(req, &verified),
+                    email,
+                    email_verified: verified.email_verified,
+                    image: verified.picture.clone(),
+                };
+                let account = NewAccount {
+                    provider_id: provider_id.to_owned(),
+                    account_id: Some(verified.sub.clone()),
+                    password_hash: None,
+                };
+                match users::create_with_account(&ctx.db, new_user, account, req.now).await {
+                    Ok(user) => {
+                        tracing::info!(provider = provider_id, "auth.signed_up");
+                        user
+                    }
+                    Err(CreateUserError::EmailTaken) => {
+                        return Err(AuthError::account_not_linked().into());
+                    }
+                    Err(CreateUserError::Database(err)) => return Err(err.into()),
+                }
+            }
+        },
+    };
+    req.rctx.set_user(&user.id);
+    let issued = issue(ctx.db.conn(), &user.id, true, &req.client(), req.now).await?;
+    Ok(AuthReply::json(json!({
+        "redirect": false,
+        "token": issued.token,
+        "user": wire::user(&user),
+    }))
+    .with_session(&ctx.auth, &issued.token, true))
+}
+
+/// Links a provider identity to the signed-in user (a different email is allowed).
+pub async fn link_social(req: &AuthRequest) -> Result<AuthReply, AppError> {
+    let current = req.session().await?;
+    let (provider_id, verified) = verified_token(req).await?;
+    let ctx = &req.ctx;
+    let linked = json!({ "url": "", "status": true, "redirect": false });
+    if let Some((account, _)) =
+        accounts::find_by_provider(&ctx.db, provider_id, &verified.sub).await?
+    {
+        if account.user_id == current.user.id {
+            return Ok(AuthReply::json(linked));
+        }
+        return Err(AuthError::social_account_already_linked().into());
+    }
+    if !(TRUSTED_PROVIDERS.contains(&provider_id) || verified.email_verified) {
+        return Err(AuthError::linking_not_allowed().into());
+    }
+    if !accounts::link(
+        &ctx.db,
+        &current.user.id,
+        provider_id,
+        &verified.sub,
+        req.now,
+    )
+    .await?
+    {
+        return Err(AuthError::social_account_already_linked().into());
+    }
+    tracing::info!(provider = provider_id, "auth.account_linked");
+    Ok(AuthReply::json(linked))
+}

@@ -1,0 +1,121 @@
+//! Random identifiers and tokens, hashes for storage, and better-auth's cookie signatures:
+//! `<token>.<base64(HMAC-SHA256(secret, token))>`.
+
+use base64::Engine;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE, URL_SAFE_NO_PAD};
+use hmac::{Hmac, KeyInit, Mac};
+use rand::Rng;
+use rand::distr::Alphanumeric;
+use sha2::{Digest, Sha256};
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// `len` random characters from `[A-Za-z0-9]`.
+pub fn random_alphanumeric(len: usize) -> String {
+    rand::rng()
+        .sample_iter(&Alphanumeric)
+        .take(len)
+        .map(char::from)
+        .collect()
+}
+
+/// A new user, session, account or verification id (better-auth's 32-character format).
+pub fn new_id() -> String {
+    random_alphanumeric(32)
+}
+
+/// A new session token.
+pub fn new_session_token() -> String {
+    random_alphanumeric(32)
+}
+
+/// Lower-case hex SHA-256 of `value`: how tokens are stored.
+pub fn sha256_hex(value: &str) -> String {
+    let digest = Sha256::digest(value.as_bytes());
+    let mut hex = String::with_capacity(64);
+    for byte in digest.iter() {
+        hex.push(char::from(b"0123456789abcdef"[usize::from(byte >> 4)]));
+        hex.push(char::from(b"0123456789abcdef"[usize::from(byte & 0xf)]));
+    }
+    hex
+}
+
+/// HMAC-SHA256 over `value` (HMAC takes keys of any length, so this is always `Some`).
+fn mac(secret: &str, value: &str) -> Option<HmacSha256> {
+    let mut mac = <HmacSha256 as KeyInit>::new_from_slice(secret.as_bytes()).ok()?;
+    mac.update(value.as_bytes());
+    Some(mac)
+}
+
+/// The signature better-auth appends to a cookie value: standard base64 with padding.
+pub fn sign(secret: &str, value: &str) -> String {
+    mac(secret, value)
+        .map(|mac| STANDARD.encode(mac.finalize().into_bytes()))
+        .unwrap_or_default()
+}
+
+/// `<token>.<signature>`.
+pub fn signed(secret: &str, token: &str) -> String {
+    format!("{token}.{}", sign(secret, token))
+}
+
+/// Checks a `<value>.<signature>` string (split at the last `.`, signature in standard or
+/// URL-safe base64) and returns the value when the signature is right.
+pub fn verify_signed<'a>(secret: &str, signed: &'a str) -> Option<&'a str> {
+    let (value, signature) = signed.rsplit_once('.')?;
+    let bytes = STANDARD
+        .decode(signature)
+        .or_else(|_| URL_SAFE.decode(signature))
+        .or_else(|_| URL_SAFE_NO_PAD.decode(signature))
+        .ok()?;
+    mac(secret, value)?.verify_slice(&bytes).ok()?;
+    Some(value)
+}
+
+/// Percent-decodes `value` when it contains `%` (cookie and bearer values may be encoded).
+pub fn percent_decoded(value: &str) -> String {
+    if value.contains('%') {
+        percent_encoding::percent_decode_str(value)
+            .decode_utf8_lossy()
+            .into_owned()
+    } else {
+        value.to_owned()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::expect_used, clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signatures_round_trip_and_reject_tampering() {
+        let signed_value = signed("secret", "abc");
+        let (_, signature) = signed_value.rsplit_once('.').expect("dot");
+        assert_eq!(signature.len(), 44);
+        assert!(signature.ends_with('='));
+        assert_eq!(verify_signed("secret", &signed_value), Some("abc"));
+        assert_eq!(verify_signed("other", &signed_value), None);
+        assert_eq!(verify_signed("secret", "abd.".to_owned().as_str()), None);
+        let tampered = signed_value.replace("abc", "abd");
+        assert_eq!(verify_signed("secret", &tampered), None);
+        let url_safe = signed_value.replace('+', "-").replace('/', "_");
+        assert_eq!(verify_signed("secret", &url_safe), Some("abc"));
+    }
+
+    #[test]
+    fn hashes_are_hex_sha256() {
+        assert_eq!(
+            sha256_hex("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+
+    #[test]
+    fn ids_are_32_alphanumerics() {
+        let id = new_id();
+        assert_eq!(id.len(), 32);
+        assert!(id.chars().all(|c| c.is_ascii_alphanumeric()));
+        assert_ne!(new_id(), id);
+    }
+}

@@ -1,0 +1,210 @@
+//! In-memory, per-process rate limits (not a distributed boundary, as the spec says).
+//!
+//! Two window kinds: the spec's fixed window (starts at the first hit of a key; the
+//! `max + 1`-th hit inside it is refused) and better-auth's, whose window restarts at every
+//! allowed request. A refused request is not counted. Keys are `(rule, client)`.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// One limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rule {
+    /// Name, part of the key.
+    pub name: &'static str,
+    /// Allowed hits per window.
+    pub max: u32,
+    /// Window length.
+    pub window: Duration,
+    /// `true`: better-auth's window, moving with every allowed hit.
+    pub sliding: bool,
+}
+
+const fn minutes(n: u64) -> Duration {
+    Duration::from_secs(n * 60)
+}
+
+/// `GET /api/v1/calendars/tokens/:token`: 30 per 15 minutes per address.
+pub const INVITE_PREVIEW: Rule = Rule {
+    name: "invite_preview",
+    max: 30,
+    window: minutes(15),
+    sliding: false,
+};
+/// `POST /api/v1/federation/accept`: 10 per 15 minutes per address.
+pub const FEDERATION_ACCEPT: Rule = Rule {
+    name: "federation_accept",
+    max: 10,
+    window: minutes(15),
+    sliding: false,
+};
+/// `POST /api/v1/users/delete/confirm`: 10 per 15 minutes per address.
+pub const DELETE_CONFIRM: Rule = Rule {
+    name: "delete_confirm",
+    max: 10,
+    window: minutes(15),
+    sliding: false,
+};
+/// `POST /api/v1/calendars/invites/:id/send`: 20 per hour per account.
+pub const INVITE_SEND: Rule = Rule {
+    name: "invite_send",
+    max: 20,
+    window: minutes(60),
+    sliding: false,
+};
+/// better-auth: sign-in, sign-up, change-password, change-email: 3 per 10 s.
+pub const AUTH_CREDENTIALS: Rule = Rule {
+    name: "auth_credentials",
+    max: 3,
+    window: Duration::from_secs(10),
+    sliding: true,
+};
+/// better-auth: password reset and verification mails: 3 per 60 s.
+pub const AUTH_MAIL: Rule = Rule {
+    name: "auth_mail",
+    max: 3,
+    window: Duration::from_secs(60),
+    sliding: true,
+};
+/// better-auth: any other auth path: 100 per 10 s.
+pub const AUTH_DEFAULT: Rule = Rule {
+    name: "auth_default",
+    max: 100,
+    window: Duration::from_secs(10),
+    sliding: true,
+};
+
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    start: Instant,
+    count: u32,
+}
+
+/// The limiter of one server.
+#[derive(Debug, Default)]
+pub struct RateLimiter {
+    windows: Mutex<HashMap<(&'static str, String), Window>>,
+}
+
+impl RateLimiter {
+    /// Counts a hit of `key` under `rule`: `Ok` if allowed, else the seconds to wait.
+    pub fn check(&self, rule: Rule, key: &str, now: Instant) -> Result<(), u64> {
+        let mut windows = self
+            .windows
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if windows.len() > 100_000 {
+            windows.retain(|(name, _), w| {
+                now.duration_since(w.start) < rule_window(name).unwrap_or(Duration::ZERO)
+            });
+        }
+        let window = windows
+            .entry((rule.name, key.to_owned()))
+            .or_insert(Window {
+                start: now,
+                count: 0,
+            });
+        if now.duration_since(window.start) >= rule.window {
+            *window = Window {
+                start: now,
+                count: 0,
+            };
+        }
+        if window.count >= rule.max {
+            let left = rule.window.saturating_sub(now.duration_since(window.start));
+            return Err(left.as_secs().max(1));
+        }
+        window.count += 1;
+        if rule.sliding {
+            window.start = now;
+        }
+        Ok(())
+    }
+
+    /// Forgets windows that have ended (run by the cleanup task).
+    pub fn prune(&self, now: Instant) {
+        self.windows
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .retain(|(name, _), w| {
+                now.duration_since(w.start) < rule_window(name).unwrap_or(Duration::ZERO)
+            });
+    }
+}
+
+fn rule_window(name: &str) -> Option<Duration> {
+    [
+        INVITE_PREVIEW,
+        FEDERATION_ACCEPT,
+        DELETE_CONFIRM,
+        INVITE_SEND,
+        AUTH_CREDENTIALS,
+        AUTH_MAIL,
+        AUTH_DEFAULT,
+    ]
+    .iter()
+    .find(|rule| rule.name == name)
+    .map(|rule| rule.window)
+}
+
+#[cfg(test)]
+#[allow(clippy::expect_used, clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    const RULE: Rule = Rule {
+        name: "t",
+        max: 2,
+        window: Duration::from_secs(10),
+        sliding: false,
+    };
+
+    #[test]
+    fn fixed_window_refuses_the_extra_hit_and_reopens() {
+        let limiter = RateLimiter::default();
+        let start = Instant::now();
+        assert!(limiter.check(RULE, "ip", start).is_ok());
+        assert!(
+            limiter
+                .check(RULE, "ip", start + Duration::from_secs(1))
+                .is_ok()
+        );
+        assert_eq!(
+            limiter.check(RULE, "ip", start + Duration::from_secs(2)),
+            Err(8)
+        );
+        assert!(limiter.check(RULE, "other", start).is_ok());
+        assert!(
+            limiter
+                .check(RULE, "ip", start + Duration::from_secs(10))
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn sliding_window_moves_with_allowed_hits() {
+        let rule = Rule {
+            sliding: true,
+            ..RULE
+        };
+        let limiter = RateLimiter::default();
+        let start = Instant::now();
+        assert!(limiter.check(rule, "ip", start).is_ok());
+        assert!(
+            limiter
+                .check(rule, "ip", start + Duration::from_secs(9))
+                .is_ok()
+        );
+        // The window now runs from the last allowed hit (9 s).
+        assert_eq!(
+            limiter.check(rule, "ip", start + Duration::from_secs(12)),
+            Err(7)
+        );
+        assert!(
+            limiter
+                .check(rule, "ip", start + Duration::from_secs(19))
+                .is_ok()
+        );
+    }
+}

@@ -1,0 +1,204 @@
+//! Users, and creating one together with everything a new user starts with.
+
+use chrono::{DateTime, Utc};
+use entities::{accounts, calendar_members, calendars, user_settings, users};
+use sea_orm::{
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait,
+    QueryFilter, SqlErr,
+};
+
+use super::Database;
+use crate::domain::settings;
+
+/// Colour of a new personal calendar.
+pub const PERSONAL_CALENDAR_COLOR: &str = "#C8553D";
+
+/// A user to create.
+#[derive(Debug, Clone)]
+pub struct NewUser {
+    /// Display name.
+    pub name: String,
+    /// Email, lower-cased by [`create_with_account`].
+    pub email: String,
+    /// Whether the address is already verified (provider sign-in).
+    pub email_verified: bool,
+    /// Avatar URL.
+    pub image: Option<String>,
+}
+
+/// The first sign-in account of a new user.
+#[derive(Debug, Clone)]
+pub struct NewAccount {
+    /// `credential`, `google`, `apple`.
+    pub provider_id: String,
+    /// The provider's subject; `None` for `credential` (the user id is used).
+    pub account_id: Option<String>,
+    /// argon2 PHC string for `credential`.
+    pub password_hash: Option<String>,
+}
+
+/// Why a user could not be created.
+#[derive(Debug, thiserror::Error)]
+pub enum CreateUserError {
+    /// The email is taken (compared lower-cased, enforced by a unique index).
+    #[error("email already in use")]
+    EmailTaken,
+    /// The database failed.
+    #[error(transparent)]
+    Database(#[from] DbErr),
+}
+
+/// Creates the user, its account, its personal calendar (with the user as owner) and its
+/// settings row (`onboarded: false`), in one transaction.
+pub async fn create_with_account(
+    db: &Database,
+    new: NewUser,
+    account: NewAccount,
+    now: DateTime<Utc>,
+) -> Result<users::Model, CreateUserError> {
+    let txn = db.begin_write().await?;
+    let user_id = crate::auth::tokens::new_id();
+    let email = new.email.trim().to_lowercase();
+    let user = users::ActiveModel {
+        id: Set(user_id.clone()),
+        name: Set(new.name.clone()),
+        email: Set(email),
+        email_verified: Set(new.email_verified),
+        image: Set(new.image),
+        is_external: Set(false),
+        home_server: Set(None),
+        created_at: Set(now),
+        updated_at: Set(now),
+    }
+    .insert(&txn)
+    .await
+    .map_err(|err| match err.sql_err() {
+        Some(SqlErr::UniqueConstraintViolation(_)) => CreateUserError::EmailTaken,
+        _ => CreateUserError::Database(err),
+    })?;
+    accounts::ActiveModel {
+        id: Set(crate::auth::tokens::new_id()),
+        user_id: Set(user_id.clone()),
+        provider_id: Set(account.provider_id),
+        account_id: Set(account.account_id.unwrap_or_else(|| user_id.clone())),
+        password_hash: Set(account.password_hash),
+        scope: Set(None),
+        created_at: Set(now),
+        updated_at: Set(now),
+    }
+    .insert(&txn)
+    .await?;
+    let calendar_id = uuid::Uuid::new_v4();
+    let calendar_name = match new.name.trim() {
+        "" => "Personal".to_owned(),
+        name => name.to_owned(),
+    };
+    calendars::ActiveModel {
+        id: Set(calendar_id),
+        creator_id: Set(user_id.clone()),
+        name: Set(calendar_name),
+        color: Set(PERSONAL_CALENDAR_COLOR.to_owned()),
+        is_default: Set(true),
+        created_at: Set(now),
+        updated_at: Set(now),
+    }
+    .insert(&txn)
+    .await?;
+    calendar_members::ActiveModel {
+        id: Set(uuid::Uuid::new_v4()),
+        calendar_id: Set(calendar_id),
+        user_id: Set(user_id.clone()),
+        role: Set("owner".to_owned()),
+        reminder: Set(None),
+        created_at: Set(now),
+        updated_at: Set(now),
+    }
+    .insert(&txn)
+    .await?;
+    user_settings::ActiveModel {
+        user_id: Set(user_id.clone()),
+        value: Set(settings::defaults()),
+        revision: Set(1),
+        created_at: Set(now),
+        updated_at: Set(now),
+    }
+    .insert(&txn)
+    .await?;
+    txn.commit().await?;
+    Ok(user)
+}
+
+/// The user with this (lower-cased) email.
+pub async fn find_by_email(db: &Database, email: &str) -> Result<Option<users::Model>, DbErr> {
+    users::Entity::find()
+        .filter(users::Column::Email.eq(email.trim().to_lowercase()))
+        .one(db.conn())
+        .await
+}
+
+/// The user with this id.
+pub async fn find(db: &impl ConnectionTrait, id: &str) -> Result<Option<users::Model>, DbErr> {
+    users::Entity::find_by_id(id.to_owned()).one(db).await
+}
+
+/// Changes name and/or image; `image: Some(None)` clears it.
+pub async fn update_profile(
+    db: &Database,
+    id: &str,
+    name: Option<String>,
+    image: Option<Option<String>>,
+    now: DateTime<Utc>,
+) -> Result<Option<users::Model>, DbErr> {
+    let Some(user) = find(db.conn(), id).await? else {
+        return Ok(None);
+    };
+    let mut active: users::ActiveModel = user.into();
+    if let Some(name) = name {
+        active.name = Set(name);
+    }
+    if let Some(image) = image {
+        active.image = Set(image);
+    }
+    active.updated_at = Set(now);
+    active.update(db.conn()).await.map(Some)
+}
+
+/// Marks the user's email verified.
+pub async fn set_email_verified(db: &Database, id: &str, now: DateTime<Utc>) -> Result<(), DbErr> {
+    users::Entity::update_many()
+        .col_expr(users::Column::EmailVerified, true.into())
+        .col_expr(users::Column::UpdatedAt, now.into())
+        .filter(users::Column::Id.eq(id))
+        .exec(db.conn())
+        .await?;
+    Ok(())
+}
+
+/// Changes the user's email (already verified by the caller's flow).
+pub async fn set_email(
+    db: &Database,
+    id: &str,
+    email: &str,
+    now: DateTime<Utc>,
+) -> Result<bool, DbErr> {
+    let result = users::Entity::update_many()
+        .col_expr(users::Column::Email, email.trim().to_lowercase().into())
+        .col_expr(users::Column::UpdatedAt, now.into())
+        .filter(users::Column::Id.eq(id))
+        .exec(db.conn())
+        .await;
+    match result {
+        Ok(result) => Ok(result.rows_affected == 1),
+        Err(err) if matches!(err.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => {
+            Ok(false)
+        }
+        Err(err) => Err(err),
+    }
+}
+
+/// Deletes the user; sessions, accounts, memberships, owned calendars and settings go with
+/// it (foreign keys cascade). Runs in `txn` when the caller consumes a token in the same one.
+pub async fn delete(db: &impl ConnectionTrait, id: &str) -> Result<bool, DbErr> {
+    let result = users::Entity::delete_by_id(id.to_owned()).exec(db).await?;
+    Ok(result.rows_affected == 1)
+}

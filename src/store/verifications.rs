@@ -1,0 +1,77 @@
+//! One-time tokens, stored as `<purpose>:<sha256 of the token>`.
+//!
+//! [`consume`] deletes the row and returns its value in one statement pair inside a
+//! transaction, so a token works exactly once even when two requests race.
+
+use chrono::{DateTime, Utc};
+use entities::verifications;
+use sea_orm::{
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait,
+    QueryFilter,
+};
+
+use super::Database;
+
+/// Stores a token for `value` until `expires_at`.
+pub async fn create(
+    db: &Database,
+    identifier: &str,
+    value: &str,
+    expires_at: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    verifications::ActiveModel {
+        id: Set(crate::auth::tokens::new_id()),
+        identifier: Set(identifier.to_owned()),
+        value: Set(value.to_owned()),
+        expires_at: Set(expires_at),
+        created_at: Set(now),
+    }
+    .insert(db.conn())
+    .await?;
+    Ok(())
+}
+
+/// The value of an unexpired token, without using it up.
+pub async fn peek(
+    db: &Database,
+    identifier: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<String>, DbErr> {
+    Ok(verifications::Entity::find()
+        .filter(verifications::Column::Identifier.eq(identifier))
+        .filter(verifications::Column::ExpiresAt.gt(now))
+        .one(db.conn())
+        .await?
+        .map(|row| row.value))
+}
+
+/// Uses up a token: deletes it and returns its value if it existed and had not expired.
+/// Call inside the transaction that acts on the value.
+pub async fn consume(
+    txn: &impl ConnectionTrait,
+    identifier: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<String>, DbErr> {
+    let Some(row) = verifications::Entity::find()
+        .filter(verifications::Column::Identifier.eq(identifier))
+        .one(txn)
+        .await?
+    else {
+        return Ok(None);
+    };
+    let deleted = verifications::Entity::delete_many()
+        .filter(verifications::Column::Id.eq(row.id.clone()))
+        .exec(txn)
+        .await?;
+    Ok((deleted.rows_affected == 1 && row.expires_at > now).then_some(row.value))
+}
+
+/// Deletes expired tokens (cleanup).
+pub async fn delete_expired(db: &Database, now: DateTime<Utc>) -> Result<u64, DbErr> {
+    Ok(verifications::Entity::delete_many()
+        .filter(verifications::Column::ExpiresAt.lte(now))
+        .exec(db.conn())
+        .await?
+        .rows_affected)
+}
