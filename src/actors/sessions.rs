@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, RwLock};
 
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use super::session::{SessionActor, SessionArgs, SessionMsg};
 use super::{ActorKind, ChildSlot, MessageTimer, reply};
@@ -22,6 +22,16 @@ pub struct Sessions {
     /// The registry.
     pub registry: ChildSlot<RegistryMsg>,
     live: Arc<RwLock<HashMap<String, ActorRef<SessionMsg>>>>,
+    counts: watch::Sender<StreamCounts>,
+}
+
+/// Open stream connections and connected users.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StreamCounts {
+    /// Open connections.
+    pub connections: usize,
+    /// Users with at least one.
+    pub users: usize,
 }
 
 impl Sessions {
@@ -43,6 +53,11 @@ impl Sessions {
                 });
             }
         }
+    }
+
+    /// The counts, to wait on (`wait_for`) without polling.
+    pub fn counts(&self) -> watch::Receiver<StreamCounts> {
+        self.counts.subscribe()
     }
 
     /// Whether `user` has an open stream.
@@ -114,6 +129,10 @@ impl RegistryState {
     fn update_gauges(&self) {
         let connections: usize = self.users.values().map(|u| u.connections.len()).sum();
         self.ctx.metrics.sse_gauges(connections, self.users.len());
+        self.ctx.actors.sessions.counts.send_replace(StreamCounts {
+            connections,
+            users: self.users.len(),
+        });
     }
 
     /// Stops the user's actor; its termination event settles the gauge.

@@ -20,7 +20,8 @@ use crate::error::AppError;
 const LEEWAY_SECS: u64 = 30;
 /// Oldest accepted token (`iat`).
 const MAX_TOKEN_AGE_SECS: i64 = 3600;
-/// A JWKS is refetched for an unknown key id at most this often.
+/// After a refetch that still lacked the wanted key id, no refetch for this long (so tokens
+/// naming made-up key ids cannot make Bowline hammer the provider).
 const MIN_REFETCH: Duration = Duration::from_secs(10);
 /// A cached JWKS is refreshed after this long even if every key id is known.
 const MAX_CACHE_AGE: Duration = Duration::from_secs(6 * 3600);
@@ -86,6 +87,8 @@ impl BoolOrString {
 struct CachedKeys {
     keys: JwkSet,
     fetched: Instant,
+    /// Set when a refetch did not bring the wanted key.
+    refetch_blocked_until: Option<Instant>,
 }
 
 /// Verifies id tokens, caching each provider's keys.
@@ -167,10 +170,11 @@ impl IdTokenVerifier {
         {
             return DecodingKey::from_jwk(jwk).map_err(|_| AuthError::invalid_id_token().into());
         }
-        let may_fetch = cache
+        let blocked = cache
             .get(url)
-            .is_none_or(|cached| cached.fetched.elapsed() >= MIN_REFETCH || !fresh_enough(cached));
-        if !may_fetch {
+            .and_then(|cached| cached.refetch_blocked_until)
+            .is_some_and(|until| Instant::now() < until);
+        if blocked {
             return Err(AuthError::invalid_id_token().into());
         }
         let keys = self.fetch(url).await?;
@@ -179,11 +183,13 @@ impl IdTokenVerifier {
             .map(DecodingKey::from_jwk)
             .transpose()
             .map_err(|_| AppError::from(AuthError::invalid_id_token()))?;
+        let now = Instant::now();
         cache.insert(
             url.to_owned(),
             CachedKeys {
                 keys,
-                fetched: Instant::now(),
+                fetched: now,
+                refetch_blocked_until: key.is_none().then(|| now + MIN_REFETCH),
             },
         );
         key.ok_or_else(|| AuthError::invalid_id_token().into())

@@ -80,6 +80,61 @@ impl TestApp {
             .expect("metrics text")
     }
 
+    /// POST `path` with a JSON body and a trusted `Origin` (what a browser or Node sends).
+    pub async fn post_json(&self, path: &str, body: &serde_json::Value) -> reqwest::Response {
+        self.client
+            .post(self.url(path))
+            .header("origin", self.base.as_str())
+            .json(body)
+            .send()
+            .await
+            .expect("request")
+    }
+
+    /// Signs up a password user and returns it with its session token.
+    pub async fn sign_up(&self, email: &str) -> TestUser {
+        let password = "correct horse battery staple";
+        let response = self
+            .post_json(
+                "/api/auth/sign-up/email",
+                &serde_json::json!({ "email": email, "password": password, "name": "Test User" }),
+            )
+            .await;
+        assert_eq!(response.status(), 200, "sign-up of {email}");
+        let body: serde_json::Value = response.json().await.expect("JSON");
+        TestUser {
+            id: body["user"]["id"].as_str().expect("user id").to_owned(),
+            email: email.to_owned(),
+            password: password.to_owned(),
+            token: body["token"].as_str().expect("token").to_owned(),
+        }
+    }
+
+    /// A request with `user`'s bearer token.
+    pub fn as_user(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        user: &TestUser,
+    ) -> reqwest::RequestBuilder {
+        self.client
+            .request(method, self.url(path))
+            .bearer_auth(&user.token)
+    }
+
+    /// A second, independent connection to this server's database (for arranging rows a
+    /// test cannot create through the API, and for checking what was stored).
+    pub async fn db_connection(&self) -> sea_orm::DatabaseConnection {
+        let storage = &self.ctx.settings.storage;
+        let url = match storage.database_url.as_ref() {
+            Some(url) => url.expose().to_owned(),
+            None => format!("sqlite://{}", storage.data_dir.join("bowline.db").display()),
+        };
+        Database::connect(url.as_str())
+            .await
+            .expect("second connection")
+    }
+
     /// Stops the server gracefully and returns how it ended.
     pub async fn stop(mut self) -> Result<(), StartupError> {
         self.ctx.shutdown.trigger();
@@ -95,6 +150,19 @@ impl Drop for TestApp {
     fn drop(&mut self) {
         self.ctx.shutdown.trigger();
     }
+}
+
+/// A signed-up user of a test server.
+#[derive(Debug, Clone)]
+pub struct TestUser {
+    /// User id.
+    pub id: String,
+    /// Email.
+    pub email: String,
+    /// Password.
+    pub password: String,
+    /// Raw session token (bearer).
+    pub token: String,
 }
 
 /// A server with the test settings.

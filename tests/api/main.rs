@@ -6,9 +6,16 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod actors;
+mod auth_email;
+mod auth_mail;
+mod auth_social;
+mod better_auth_client;
 mod binary;
 mod helpers;
 mod metrics;
+mod pages;
 mod pipeline;
 mod server;
 mod storage;
+mod stream;
+mod support;

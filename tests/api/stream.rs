@@ -1,0 +1,154 @@
+//! `/api/stream`: authentication, the stream's framing, broadcasts to every connection of a
+//! user and nobody else, connection bookkeeping, and the end of streams at shutdown.
+
+use bowline::domain::frames::Frame;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::helpers::{TestApp, WAIT, spawn_app};
+use crate::support::sse::{SseClient, SseEvent};
+
+async fn open(app: &TestApp, token: &str) -> SseClient {
+    SseClient::open(app.client.get(app.url("/api/stream")).bearer_auth(token)).await
+}
+
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
+}
+
+/// Waits until the registry counts `expected` open connections.
+async fn wait_for_connections(app: &TestApp, expected: usize) {
+    let mut counts = app.ctx().actors.sessions.counts();
+    tokio::time::timeout(WAIT, counts.wait_for(|c| c.connections == expected))
+        .await
+        .expect("connection count reached within the wait")
+        .expect("registry running");
+}
+
+#[tokio::test]
+async fn the_stream_needs_credentials() {
+    let app = spawn_app().await;
+    let response = app.get("/api/stream").await;
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    let body: Value = response.json().await.expect("JSON");
+    assert_eq!(body["error"], "Unauthorized");
+    let forged = app
+        .client
+        .get(app.url("/api/stream"))
+        .bearer_auth("not-a-session")
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(forged.status(), StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn the_stream_opens_with_retry_and_the_right_headers_and_keeps_alive() {
+    let app = spawn_app().await;
+    let user = app.sign_up("sse@example.com").await;
+    let mut stream = open(&app, &user.token).await;
+    let headers = stream.headers();
+    assert_eq!(headers["cache-control"], "no-cache, no-transform");
+    assert_eq!(headers["x-accel-buffering"], "no");
+    assert_eq!(stream.next_event().await, Some(SseEvent::Retry(3000)));
+    // test.toml sets a one-second keep-alive.
+    assert_eq!(
+        stream.next_event().await,
+        Some(SseEvent::Comment("ping".into()))
+    );
+}
+
+#[tokio::test]
+async fn a_frame_reaches_every_connection_of_its_user_and_nobody_else() {
+    let app = spawn_app().await;
+    let ada = app.sign_up("ada@example.com").await;
+    let bob = app.sign_up("bob@example.com").await;
+    let mut phone = open(&app, &ada.token).await;
+    let mut laptop = open(&app, &ada.token).await;
+    let mut bobs = open(&app, &bob.token).await;
+    wait_for_connections(&app, 3).await;
+    let text = app.metrics_text().await;
+    assert_eq!(sample(&text, "svc_sse_users"), Some(2.0), "{text}");
+
+    let sessions = &app.ctx().actors.sessions;
+    let frame = Frame::new("settings_updated", json!({ "revision": 2 }));
+    sessions.broadcast([ada.id.as_str(), ada.id.as_str()], &frame);
+    for stream in [&mut phone, &mut laptop] {
+        assert_eq!(
+            stream.next_frame().await,
+            json!({ "type": "settings_updated", "payload": { "revision": 2 } })
+        );
+    }
+    // Bob's next frame is the one meant for him: nothing of Ada's came first.
+    sessions.broadcast(
+        [bob.id.as_str()],
+        &Frame::new("reminders_updated", json!({})),
+    );
+    assert_eq!(bobs.next_frame().await["type"], "reminders_updated");
+    // Deduplicated per user: Ada got exactly one copy per connection.
+    sessions.broadcast(
+        [ada.id.as_str()],
+        &Frame::new("reminders_updated", json!({})),
+    );
+    assert_eq!(phone.next_frame().await["type"], "reminders_updated");
+    assert_eq!(laptop.next_frame().await["type"], "reminders_updated");
+}
+
+#[tokio::test]
+async fn closed_connections_are_detached_and_the_session_actor_stops() {
+    let app = spawn_app().await;
+    let user = app.sign_up("bye@example.com").await;
+    let first = open(&app, &user.token).await;
+    let second = open(&app, &user.token).await;
+    wait_for_connections(&app, 2).await;
+    drop(first);
+    wait_for_connections(&app, 1).await;
+    assert!(app.ctx().actors.sessions.is_connected(&user.id));
+    drop(second);
+    wait_for_connections(&app, 0).await;
+    assert!(!app.ctx().actors.sessions.is_connected(&user.id));
+    let text = app.metrics_text().await;
+    assert_eq!(
+        sample(&text, r#"svc_actors{actor="session"}"#),
+        Some(0.0),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn the_stream_accepts_the_session_cookie() {
+    let app = spawn_app().await;
+    let response = app
+        .post_json(
+            "/api/auth/sign-up/email",
+            &json!({ "email": "web@example.com", "password": "long enough", "name": "W" }),
+        )
+        .await;
+    let signed = response.headers()["set-auth-token"]
+        .to_str()
+        .expect("text")
+        .to_owned();
+    let mut stream = SseClient::open(
+        app.client
+            .get(app.url("/api/stream"))
+            .header("cookie", format!("better-auth.session_token={signed}")),
+    )
+    .await;
+    assert_eq!(stream.next_event().await, Some(SseEvent::Retry(3000)));
+}
+
+#[tokio::test]
+async fn open_streams_end_when_the_server_shuts_down() {
+    let app = spawn_app().await;
+    let user = app.sign_up("shutdown@example.com").await;
+    let mut stream = open(&app, &user.token).await;
+    assert_eq!(stream.next_event().await, Some(SseEvent::Retry(3000)));
+    let stopping = tokio::spawn(app.stop());
+    stream.expect_end().await;
+    tokio::time::timeout(WAIT, stopping)
+        .await
+        .expect("graceful stop completes with a stream open")
+        .expect("join")
+        .expect("clean stop");
+}

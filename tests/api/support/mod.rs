@@ -1,0 +1,9 @@
+//! Real peers the tests talk to: an SMTP sink, an identity provider serving JWKS and signing
+//! id tokens, an SSE reader, a headless Chromium driven over WebDriver, and the Node
+//! better-auth client.
+
+pub mod browser;
+pub mod idp;
+pub mod node;
+pub mod smtp;
+pub mod sse;
