@@ -9,12 +9,7 @@ use bowline::actors::scheduler::{RunOutcome, SchedulerMsg, TaskScope, TaskSpec};
 use bowline::actors::{ActorKind, ask_slot};
 use tokio::sync::{Notify, mpsc};
 
-use crate::helpers::{WAIT, spawn_app, spawn_app_built};
-
-fn sample(text: &str, series: &str) -> Option<f64> {
-    text.lines()
-        .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
-}
+use crate::helpers::{WAIT, sample, spawn_app, spawn_app_built};
 
 #[tokio::test]
 async fn a_panicking_scheduler_is_restarted_counted_and_works_again() {

@@ -171,12 +171,7 @@ async fn duplicate_sign_up_and_bad_input_use_better_auth_codes() {
 async fn sign_in_with_right_and_wrong_credentials() {
     let app = spawn_app().await;
     let user = app.sign_up("lin@example.com").await;
-    let ok = app
-        .post_json(
-            "/api/auth/sign-in/email",
-            &json!({ "email": "LIN@example.com", "password": user.password }),
-        )
-        .await;
+    let ok = app.sign_in("LIN@example.com", &user.password).await;
     assert_eq!(ok.status(), StatusCode::OK);
     let body: Value = ok.json().await.expect("JSON");
     assert_eq!(body["redirect"], false);
@@ -187,12 +182,7 @@ async fn sign_in_with_right_and_wrong_credentials() {
         ("lin@example.com", "wrong password"),
         ("nobody@example.com", "whatever1"),
     ] {
-        let refused = app
-            .post_json(
-                "/api/auth/sign-in/email",
-                &json!({ "email": email, "password": password }),
-            )
-            .await;
+        let refused = app.sign_in(email, password).await;
         assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
         let body: Value = refused.json().await.expect("JSON");
         assert_eq!(
@@ -227,34 +217,15 @@ async fn sign_in_with_right_and_wrong_credentials() {
 #[tokio::test]
 async fn get_session_by_raw_bearer_signed_bearer_and_cookie() {
     let app = spawn_app().await;
-    let response = app
-        .post_json(
-            "/api/auth/sign-up/email",
-            &json!({ "email": "s@example.com", "password": "long enough", "name": "S" }),
-        )
-        .await;
-    let signed = response.headers()["set-auth-token"]
-        .to_str()
-        .expect("text")
-        .to_owned();
-    let body: Value = response.json().await.expect("JSON");
-    let raw = body["token"].as_str().expect("token").to_owned();
+    let user = app.sign_up("s@example.com").await;
+    let (raw, signed) = (user.token.clone(), user.signed.clone());
     let encoded = signed
         .replace('+', "%2B")
         .replace('/', "%2F")
         .replace('=', "%3D");
 
     for bearer in [&raw, &signed, &encoded] {
-        let session: Value = app
-            .client
-            .get(app.url("/api/auth/get-session"))
-            .bearer_auth(bearer)
-            .send()
-            .await
-            .expect("request")
-            .json()
-            .await
-            .expect("JSON");
+        let session = app.session(bearer).await;
         assert_eq!(session["user"]["email"], "s@example.com", "{bearer}");
         assert_eq!(session["session"]["token"], raw.as_str());
     }
@@ -324,16 +295,7 @@ async fn sign_out_ends_the_session_and_clears_cookies() {
 #[tokio::test]
 async fn cookie_posts_need_a_trusted_origin_and_expo_origin_counts() {
     let app = spawn_app().await;
-    let response = app
-        .post_json(
-            "/api/auth/sign-up/email",
-            &json!({ "email": "c@example.com", "password": "long enough", "name": "C" }),
-        )
-        .await;
-    let signed = response.headers()["set-auth-token"]
-        .to_str()
-        .expect("text")
-        .to_owned();
+    let signed = app.sign_up("c@example.com").await.signed;
     let cookie = format!("better-auth.session_token={signed}");
     let no_origin = app
         .client
@@ -369,16 +331,7 @@ async fn cookie_posts_need_a_trusted_origin_and_expo_origin_counts() {
         .await
         .expect("request");
     assert_eq!(bearer.status(), StatusCode::OK);
-    let session: Value = app
-        .client
-        .get(app.url("/api/auth/get-session"))
-        .bearer_auth(&signed)
-        .send()
-        .await
-        .expect("request")
-        .json()
-        .await
-        .expect("JSON");
+    let session = app.session(&signed).await;
     assert_eq!(session["user"]["name"], "C2");
     assert_eq!(session["user"]["image"], "https://example.com/c.png");
 }
@@ -428,10 +381,7 @@ async fn sessions_are_listed_and_revoked() {
     let first = app.sign_up("multi@example.com").await;
     let second_token = {
         let body: Value = app
-            .post_json(
-                "/api/auth/sign-in/email",
-                &json!({ "email": "multi@example.com", "password": first.password }),
-            )
+            .sign_in("multi@example.com", &first.password)
             .await
             .json()
             .await
@@ -535,31 +485,12 @@ async fn change_password_checks_the_current_one_and_can_revoke_sessions() {
         "null",
         "the old bearer stopped working"
     );
-    let new: Value = app
-        .client
-        .get(app.url("/api/auth/get-session"))
-        .bearer_auth(&new_token)
-        .send()
-        .await
-        .expect("request")
-        .json()
-        .await
-        .expect("JSON");
+    let new = app.session(&new_token).await;
     assert_eq!(new["user"]["id"], user.id.as_str());
 
-    let old_password = app
-        .post_json(
-            "/api/auth/sign-in/email",
-            &json!({ "email": user.email, "password": user.password }),
-        )
-        .await;
+    let old_password = app.sign_in(&user.email, &user.password).await;
     assert_eq!(old_password.status(), StatusCode::UNAUTHORIZED);
-    let new_password = app
-        .post_json(
-            "/api/auth/sign-in/email",
-            &json!({ "email": user.email, "password": "brand new password" }),
-        )
-        .await;
+    let new_password = app.sign_in(&user.email, "brand new password").await;
     assert_eq!(new_password.status(), StatusCode::OK);
 }
 

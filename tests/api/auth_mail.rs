@@ -1,17 +1,11 @@
 //! Flows that go through real mail (lettre to an SMTP sink in the test process): password
 //! reset, email verification, account deletion; and the `.eml` fallback without SMTP.
 
-use bowline::config::Secret;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, spawn_app, spawn_app_with};
+use crate::helpers::{no_redirects, spawn_app, spawn_app_with_mail};
 use crate::support::smtp::SmtpSink;
-
-async fn app_with_mail(sink: &SmtpSink) -> TestApp {
-    let url = sink.url();
-    spawn_app_with(move |s| s.mail.smtp_url = Some(Secret::new(url))).await
-}
 
 fn query_param(link: &str, name: &str) -> String {
     let url = reqwest::Url::parse(link).expect("link is a URL");
@@ -24,7 +18,7 @@ fn query_param(link: &str, name: &str) -> String {
 #[tokio::test]
 async fn mail_capability_follows_the_smtp_handshake() {
     let sink = SmtpSink::start().await;
-    let app = app_with_mail(&sink).await;
+    let app = spawn_app_with_mail(&sink).await;
     let info: Value = app.get("/api/v1/server").await.json().await.expect("JSON");
     assert_eq!(info["email"], true);
     let without = spawn_app().await;
@@ -40,7 +34,7 @@ async fn mail_capability_follows_the_smtp_handshake() {
 #[tokio::test]
 async fn password_reset_by_mail_is_single_use_and_non_enumerating() {
     let sink = SmtpSink::start().await;
-    let app = app_with_mail(&sink).await;
+    let app = spawn_app_with_mail(&sink).await;
     let user = app.sign_up("reset@example.com").await;
 
     let known = app
@@ -106,19 +100,9 @@ async fn password_reset_by_mail_is_single_use_and_non_enumerating() {
         "INVALID_TOKEN"
     );
 
-    let old = app
-        .post_json(
-            "/api/auth/sign-in/email",
-            &json!({ "email": user.email, "password": user.password }),
-        )
-        .await;
+    let old = app.sign_in(&user.email, &user.password).await;
     assert_eq!(old.status(), StatusCode::UNAUTHORIZED);
-    let new = app
-        .post_json(
-            "/api/auth/sign-in/email",
-            &json!({ "email": user.email, "password": "a new password" }),
-        )
-        .await;
+    let new = app.sign_in(&user.email, "a new password").await;
     assert_eq!(new.status(), StatusCode::OK);
     let stale = app
         .as_user(Method::GET, "/api/auth/get-session", &user)
@@ -135,7 +119,7 @@ async fn password_reset_by_mail_is_single_use_and_non_enumerating() {
 #[tokio::test]
 async fn a_reset_with_redirect_to_goes_through_the_callback() {
     let sink = SmtpSink::start().await;
-    let app = app_with_mail(&sink).await;
+    let app = spawn_app_with_mail(&sink).await;
     app.sign_up("cb@example.com").await;
     let response = app
         .post_json(
@@ -148,10 +132,7 @@ async fn a_reset_with_redirect_to_goes_through_the_callback() {
         .next_mail()
         .await
         .link_starting_with(&format!("{}/api/auth/reset-password/", app.base));
-    let no_redirect = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .expect("client");
+    let no_redirect = no_redirects();
     let hop = no_redirect.get(&link).send().await.expect("request");
     assert_eq!(hop.status(), StatusCode::FOUND);
     let location = hop.headers()["location"].to_str().expect("text");
@@ -182,7 +163,7 @@ async fn a_reset_with_redirect_to_goes_through_the_callback() {
 #[tokio::test]
 async fn email_verification_lands_on_the_email_verified_page() {
     let sink = SmtpSink::start().await;
-    let app = app_with_mail(&sink).await;
+    let app = spawn_app_with_mail(&sink).await;
     let user = app.sign_up("verify@example.com").await;
     let mismatch = app
         .as_user(Method::POST, "/api/auth/send-verification-email", &user)
@@ -213,10 +194,7 @@ async fn email_verification_lands_on_the_email_verified_page() {
         format!("{}/email-verified", app.base)
     );
 
-    let no_redirect = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .expect("client");
+    let no_redirect = no_redirects();
     let hop = no_redirect.get(&link).send().await.expect("request");
     assert_eq!(hop.status(), StatusCode::FOUND);
     assert_eq!(
@@ -232,14 +210,7 @@ async fn email_verification_lands_on_the_email_verified_page() {
             .starts_with("text/html")
     );
 
-    let session: Value = app
-        .as_user(Method::GET, "/api/auth/get-session", &user)
-        .send()
-        .await
-        .expect("request")
-        .json()
-        .await
-        .expect("JSON");
+    let session = app.session(&user.token).await;
     assert_eq!(session["user"]["emailVerified"], true);
 
     let tampered = link.replace("token=", "token=x");
@@ -264,7 +235,7 @@ async fn email_verification_lands_on_the_email_verified_page() {
 #[tokio::test]
 async fn account_deletion_is_confirmed_by_the_mailed_token() {
     let sink = SmtpSink::start().await;
-    let app = app_with_mail(&sink).await;
+    let app = spawn_app_with_mail(&sink).await;
     let user = app.sign_up("leaving@example.com").await;
     let anonymous = app
         .client
@@ -309,12 +280,7 @@ async fn account_deletion_is_confirmed_by_the_mailed_token() {
         assert_eq!(body["error"], message);
         assert!(body["requestId"].is_string());
     }
-    let alive = app
-        .post_json(
-            "/api/auth/sign-in/email",
-            &json!({ "email": user.email, "password": user.password }),
-        )
-        .await;
+    let alive = app.sign_in(&user.email, &user.password).await;
     assert_eq!(
         alive.status(),
         StatusCode::OK,
@@ -325,12 +291,7 @@ async fn account_deletion_is_confirmed_by_the_mailed_token() {
         .post_json("/api/v1/users/delete/confirm", &json!({ "token": token }))
         .await;
     assert_eq!(confirmed.status(), StatusCode::OK);
-    let gone = app
-        .post_json(
-            "/api/auth/sign-in/email",
-            &json!({ "email": user.email, "password": user.password }),
-        )
-        .await;
+    let gone = app.sign_in(&user.email, &user.password).await;
     assert_eq!(gone.status(), StatusCode::UNAUTHORIZED);
     let session = app
         .as_user(Method::GET, "/api/auth/get-session", &user)
@@ -412,7 +373,7 @@ async fn without_smtp_mails_are_written_as_eml_files() {
 #[tokio::test]
 async fn a_mail_the_server_refuses_at_first_is_retried() {
     let sink = SmtpSink::start().await;
-    let app = app_with_mail(&sink).await;
+    let app = spawn_app_with_mail(&sink).await;
     app.sign_up("retry@example.com").await;
     sink.refuse_next(1);
     let response = app

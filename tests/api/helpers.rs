@@ -101,13 +101,40 @@ impl TestApp {
             )
             .await;
         assert_eq!(response.status(), 200, "sign-up of {email}");
+        let signed = response.headers()["set-auth-token"]
+            .to_str()
+            .expect("set-auth-token")
+            .to_owned();
         let body: serde_json::Value = response.json().await.expect("JSON");
         TestUser {
             id: body["user"]["id"].as_str().expect("user id").to_owned(),
             email: email.to_owned(),
             password: password.to_owned(),
             token: body["token"].as_str().expect("token").to_owned(),
+            signed,
         }
+    }
+
+    /// Signs in with email and password (trusted Origin).
+    pub async fn sign_in(&self, email: &str, password: &str) -> reqwest::Response {
+        self.post_json(
+            "/api/auth/sign-in/email",
+            &serde_json::json!({ "email": email, "password": password }),
+        )
+        .await
+    }
+
+    /// `GET /api/auth/get-session` with `bearer`: the JSON body (`null` without a session).
+    pub async fn session(&self, bearer: &str) -> serde_json::Value {
+        self.client
+            .get(self.url("/api/auth/get-session"))
+            .bearer_auth(bearer)
+            .send()
+            .await
+            .expect("request")
+            .json()
+            .await
+            .expect("JSON")
     }
 
     /// A request with `user`'s bearer token.
@@ -163,6 +190,28 @@ pub struct TestUser {
     pub password: String,
     /// Raw session token (bearer).
     pub token: String,
+    /// The signed token (`set-auth-token`, the session cookie's value).
+    pub signed: String,
+}
+
+/// The value of the metrics sample line starting with `series` (name and labels).
+pub fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
+}
+
+/// A client that does not follow redirects (to look at `Location`).
+pub fn no_redirects() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client")
+}
+
+/// A server that sends mail to `sink`.
+pub async fn spawn_app_with_mail(sink: &crate::support::smtp::SmtpSink) -> TestApp {
+    let url = sink.url();
+    spawn_app_with(move |s| s.mail.smtp_url = Some(Secret::new(url))).await
 }
 
 /// A server with the test settings.

@@ -2,13 +2,7 @@
 
 use reqwest::{Method, StatusCode};
 
-use crate::helpers::spawn_app;
-
-/// The value of the sample line starting with `series` (name and labels), if present.
-fn sample(text: &str, series: &str) -> Option<f64> {
-    text.lines()
-        .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
-}
+use crate::helpers::{sample, spawn_app};
 
 #[tokio::test]
 async fn requests_are_counted_by_route_pattern_with_unmatched_and_other() {

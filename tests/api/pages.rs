@@ -1,23 +1,17 @@
 //! The self-hosted pages in a real headless Chromium: open the emailed link, submit, and
 //! check that the password changed / the account is gone.
 
-use bowline::config::Secret;
 use reqwest::StatusCode;
 use serde_json::json;
 
-use crate::helpers::{TestApp, spawn_app_with};
+use crate::helpers::{spawn_app_with, spawn_app_with_mail};
 use crate::support::browser::Browser;
 use crate::support::smtp::SmtpSink;
-
-async fn app_with_mail(sink: &SmtpSink) -> TestApp {
-    let url = sink.url();
-    spawn_app_with(move |s| s.mail.smtp_url = Some(Secret::new(url))).await
-}
 
 #[tokio::test]
 async fn the_reset_page_changes_the_password_in_a_browser() {
     let sink = SmtpSink::start().await;
-    let app = app_with_mail(&sink).await;
+    let app = spawn_app_with_mail(&sink).await;
     let user = app.sign_up("browser-reset@example.com").await;
     app.post_json(
         "/api/auth/request-password-reset",
@@ -49,12 +43,7 @@ async fn the_reset_page_changes_the_password_in_a_browser() {
     let done = browser.text("#status[data-state=success]").await;
     assert!(done.contains("password has been changed"), "{done}");
 
-    let signed_in = app
-        .post_json(
-            "/api/auth/sign-in/email",
-            &json!({ "email": user.email, "password": "fresh password 1" }),
-        )
-        .await;
+    let signed_in = app.sign_in(&user.email, "fresh password 1").await;
     assert_eq!(signed_in.status(), StatusCode::OK);
 
     // The same link again: the page shows the failure state.
@@ -71,7 +60,7 @@ async fn the_reset_page_changes_the_password_in_a_browser() {
 #[tokio::test]
 async fn the_delete_page_deletes_the_account_in_a_browser() {
     let sink = SmtpSink::start().await;
-    let app = app_with_mail(&sink).await;
+    let app = spawn_app_with_mail(&sink).await;
     let user = app.sign_up("browser-delete@example.com").await;
     let requested = app
         .as_user(reqwest::Method::DELETE, "/api/v1/users", &user)
@@ -90,12 +79,7 @@ async fn the_delete_page_deletes_the_account_in_a_browser() {
     let done = browser.text("#status[data-state=success]").await;
     assert!(done.contains("deleted"), "{done}");
 
-    let gone = app
-        .post_json(
-            "/api/auth/sign-in/email",
-            &json!({ "email": user.email, "password": user.password }),
-        )
-        .await;
+    let gone = app.sign_in(&user.email, &user.password).await;
     assert_eq!(gone.status(), StatusCode::UNAUTHORIZED);
 }
 

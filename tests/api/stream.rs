@@ -5,16 +5,11 @@ use bowline::domain::frames::Frame;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, WAIT, spawn_app};
+use crate::helpers::{TestApp, WAIT, sample, spawn_app};
 use crate::support::sse::{SseClient, SseEvent};
 
 async fn open(app: &TestApp, token: &str) -> SseClient {
     SseClient::open(app.client.get(app.url("/api/stream")).bearer_auth(token)).await
-}
-
-fn sample(text: &str, series: &str) -> Option<f64> {
-    text.lines()
-        .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
 }
 
 /// Waits until the registry counts `expected` open connections.
@@ -119,16 +114,7 @@ async fn closed_connections_are_detached_and_the_session_actor_stops() {
 #[tokio::test]
 async fn the_stream_accepts_the_session_cookie() {
     let app = spawn_app().await;
-    let response = app
-        .post_json(
-            "/api/auth/sign-up/email",
-            &json!({ "email": "web@example.com", "password": "long enough", "name": "W" }),
-        )
-        .await;
-    let signed = response.headers()["set-auth-token"]
-        .to_str()
-        .expect("text")
-        .to_owned();
+    let signed = app.sign_up("web@example.com").await.signed;
     let mut stream = SseClient::open(
         app.client
             .get(app.url("/api/stream"))
