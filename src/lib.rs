@@ -10,6 +10,8 @@
 pub mod actors;
 /// The authentication subsystem (better-auth wire) and session resolution.
 pub mod auth;
+/// The mutations calendar actors run (validate, authorize, commit, broadcast).
+pub mod commands;
 /// Typed, layered configuration.
 pub mod config;
 /// The context shared by one server's requests and actors.
@@ -30,6 +32,8 @@ pub mod startup;
 pub mod store;
 /// JSON logging.
 pub mod telemetry;
+/// JSON documents shared by responses and frames.
+pub mod views;
 
 pub use config::Settings;
 pub use error::AppError;

@@ -5,6 +5,7 @@
 pub mod accounts;
 pub mod calendar_members;
 pub mod calendars;
+pub mod invites;
 pub mod member_tokens;
 pub mod prelude;
 pub mod scheduled_tasks;

@@ -3,6 +3,7 @@
 pub use crate::accounts::Entity as Account;
 pub use crate::calendar_members::Entity as CalendarMember;
 pub use crate::calendars::Entity as Calendar;
+pub use crate::invites::Entity as Invite;
 pub use crate::member_tokens::Entity as MemberToken;
 pub use crate::scheduled_tasks::Entity as ScheduledTask;
 pub use crate::server_secrets::Entity as ServerSecret;

@@ -12,6 +12,7 @@ mod m20261122_000001_create_scheduled_tasks;
 mod m20261122_000002_create_accounts;
 mod m20261122_000003_create_calendars;
 mod m20261122_000004_create_user_settings;
+mod m20261122_000005_create_invites;
 
 /// The ordered list of every migration Bowline has shipped.
 pub struct Migrator;
@@ -24,6 +25,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261122_000002_create_accounts::Migration),
             Box::new(m20261122_000003_create_calendars::Migration),
             Box::new(m20261122_000004_create_user_settings::Migration),
+            Box::new(m20261122_000005_create_invites::Migration),
         ]
     }
 }

@@ -5,8 +5,10 @@
 //! root (RootActor)                    restart budget + backoff for its children
 //!  ├─ scheduler (SchedulerActor)      periodic tasks: cleanup, metrics upkeep; skip-if-running
 //!  ├─ mailer (MailerActor)            sends mail off the request path, with retries
-//!  └─ sessions (SessionRegistryActor) attaches /api/stream connections
-//!      └─ session (SessionActor)      one per connected user: owns its connections' queues
+//!  ├─ sessions (SessionRegistryActor) attaches /api/stream connections
+//!  │   └─ session (SessionActor)      one per connected user: owns its connections' queues
+//!  └─ calendars (CalendarSupervisor)  forwards commands, stops idle calendar actors
+//!      └─ calendar (CalendarActor)    one per active calendar: its single writer
 //! ```
 //!
 //! The HTTP edge talks to actors through [`ask`]: a typed command carrying an
@@ -15,6 +17,8 @@
 //! counts the failure and restarts it. A caller whose actor died or did not answer within the
 //! configured timeout gets [`AppError::Unavailable`] (503), never a hang.
 
+pub mod calendar;
+pub mod calendars;
 pub mod mailer;
 pub mod root;
 pub mod scheduler;
@@ -46,6 +50,10 @@ pub enum ActorKind {
     SessionRegistry,
     /// A user's stream session.
     Session,
+    /// The supervisor of calendar actors.
+    CalendarSupervisor,
+    /// A calendar's actor.
+    Calendar,
 }
 
 impl ActorKind {
@@ -57,6 +65,8 @@ impl ActorKind {
             Self::Mailer => "mailer",
             Self::SessionRegistry => "session_registry",
             Self::Session => "session",
+            Self::CalendarSupervisor => "calendar_supervisor",
+            Self::Calendar => "calendar",
         }
     }
 }
@@ -105,6 +115,8 @@ pub struct Actors {
     pub mailer: ChildSlot<mailer::MailerMsg>,
     /// Stream sessions: attach through the registry, broadcast directly.
     pub sessions: sessions::Sessions,
+    /// Calendar actors, reached through their supervisor.
+    pub calendars: calendars::Calendars,
     /// Restart and failure counts, observable without scraping metrics.
     pub stats: SupervisionStats,
 }

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 
+use super::calendars::CalendarSupervisor;
 use super::mailer::MailerActor;
 use super::scheduler::{SchedulerActor, SchedulerArgs, TaskSpec};
 use super::sessions::SessionRegistryActor;
@@ -49,9 +50,10 @@ pub struct RootState {
 }
 
 /// The root's children, in start order.
-const CHILDREN: [ActorKind; 3] = [
+const CHILDREN: [ActorKind; 4] = [
     ActorKind::Mailer,
     ActorKind::SessionRegistry,
+    ActorKind::CalendarSupervisor,
     ActorKind::Scheduler,
 ];
 
@@ -66,36 +68,42 @@ impl RootActor {
         kind: ActorKind,
         initial: bool,
     ) -> Result<(), ActorProcessingErr> {
-        let ctx = &state.ctx;
-        match kind {
+        let ctx = state.ctx.clone();
+        let cell = myself.get_cell();
+        let actors = &ctx.actors;
+        let spawned = match kind {
             ActorKind::Scheduler => {
                 let args = SchedulerArgs {
                     ctx: ctx.clone(),
                     tasks: state.tasks.clone(),
                     initial,
                 };
-                let (actor, _) =
-                    Actor::spawn_linked(None, SchedulerActor, args, myself.get_cell()).await?;
-                state.children.insert(actor.get_id(), kind);
-                ctx.actors.scheduler.set(Some(actor));
+                let (actor, _) = Actor::spawn_linked(None, SchedulerActor, args, cell).await?;
+                actors.scheduler.set(Some(actor.clone()));
+                actor.get_cell()
             }
             ActorKind::Mailer => {
-                let (actor, _) =
-                    Actor::spawn_linked(None, MailerActor, ctx.clone(), myself.get_cell()).await?;
-                state.children.insert(actor.get_id(), kind);
-                ctx.actors.mailer.set(Some(actor));
+                let (actor, _) = Actor::spawn_linked(None, MailerActor, ctx.clone(), cell).await?;
+                actors.mailer.set(Some(actor.clone()));
+                actor.get_cell()
             }
             ActorKind::SessionRegistry => {
                 let (actor, _) =
-                    Actor::spawn_linked(None, SessionRegistryActor, ctx.clone(), myself.get_cell())
-                        .await?;
-                state.children.insert(actor.get_id(), kind);
-                ctx.actors.sessions.registry.set(Some(actor));
+                    Actor::spawn_linked(None, SessionRegistryActor, ctx.clone(), cell).await?;
+                actors.sessions.registry.set(Some(actor.clone()));
+                actor.get_cell()
             }
-            ActorKind::Root | ActorKind::Session => {
+            ActorKind::CalendarSupervisor => {
+                let (actor, _) =
+                    Actor::spawn_linked(None, CalendarSupervisor, ctx.clone(), cell).await?;
+                actors.calendars.supervisor.set(Some(actor.clone()));
+                actor.get_cell()
+            }
+            ActorKind::Root | ActorKind::Session | ActorKind::Calendar => {
                 return Err(format!("{} is not a child of the root", kind.label()).into());
             }
-        }
+        };
+        state.children.insert(spawned.get_id(), kind);
         ctx.metrics.actor_alive(kind.label(), 1.0);
         Ok(())
     }
@@ -107,7 +115,8 @@ impl RootActor {
             ActorKind::Scheduler => state.ctx.actors.scheduler.set(None),
             ActorKind::Mailer => state.ctx.actors.mailer.set(None),
             ActorKind::SessionRegistry => state.ctx.actors.sessions.registry.set(None),
-            ActorKind::Root | ActorKind::Session => {}
+            ActorKind::CalendarSupervisor => state.ctx.actors.calendars.supervisor.set(None),
+            ActorKind::Root | ActorKind::Session | ActorKind::Calendar => {}
         }
     }
 

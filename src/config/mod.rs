@@ -132,6 +132,8 @@ pub struct ActorSettings {
     pub restart_backoff_ms: u64,
     /// `ACTOR_RESTART_BACKOFF_MAX_MS`
     pub restart_backoff_max_ms: u64,
+    /// `ACTOR_CALENDAR_IDLE_MS`
+    pub calendar_idle_ms: u64,
 }
 
 /// `[scheduler]`
@@ -354,6 +356,7 @@ impl Settings {
         for (key, value) in [
             ("actors.call_timeout_ms", self.actors.call_timeout_ms),
             ("actors.restart_window_ms", self.actors.restart_window_ms),
+            ("actors.calendar_idle_ms", self.actors.calendar_idle_ms),
             (
                 "scheduler.cleanup_interval_ms",
                 self.scheduler.cleanup_interval_ms,

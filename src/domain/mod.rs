@@ -4,7 +4,10 @@
 pub mod capabilities;
 pub mod email;
 pub mod frames;
+pub mod ids;
+pub mod invites;
 pub mod origins;
+pub mod roles;
 pub mod settings;
 pub mod time;
 pub mod version;

@@ -6,8 +6,11 @@
 //! [`server`] runs the listener. Static paths are registered before parameterised paths
 //! that could collide with them.
 
+pub mod calendars;
 pub mod cors;
 pub mod extract;
+pub mod invites;
+pub mod members;
 pub mod metrics_endpoint;
 pub mod pages;
 pub mod pipeline;
@@ -33,9 +36,15 @@ pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
     let application = server_info::routes(ctx.clone())
         .or(users::routes(ctx.clone()))
         .unify()
-        .or(stream::routes(ctx))
+        .or(invites::routes(ctx.clone()))
         .unify()
-        .or(pages::routes())
+        .or(members::routes(ctx.clone()))
+        .unify()
+        .or(calendars::routes(ctx.clone()))
+        .unify()
+        .or(stream::routes(ctx.clone()))
+        .unify()
+        .or(pages::routes(ctx))
         .unify()
         .boxed();
     render_errors(auth.or(application).unify().boxed())

@@ -90,6 +90,30 @@ pub fn account_deletion(server: &str, to: &str, link: &str) -> Mail {
     )
 }
 
+/// A calendar invitation sent by a member (not batched).
+pub fn calendar_invitation(
+    server: &str,
+    to: &str,
+    sender: &str,
+    calendar: &str,
+    link: &str,
+) -> Mail {
+    let sender = if sender.trim().is_empty() {
+        "Someone"
+    } else {
+        sender.trim()
+    };
+    with_link(
+        "calendar_invitation",
+        to,
+        format!("{sender} shared a calendar with you"),
+        &format!("{sender} invited you to the calendar \"{calendar}\" on {server}."),
+        "Open the invitation",
+        link,
+        "Open the link on your phone to join in the app.",
+    )
+}
+
 #[cfg(test)]
 #[allow(clippy::expect_used, clippy::unwrap_used)]
 mod tests {

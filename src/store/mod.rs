@@ -7,8 +7,11 @@
 //! `SQLITE_BUSY`. One submodule per aggregate holds its queries.
 
 pub mod accounts;
+pub mod calendars;
+pub mod invites;
 pub mod maintenance;
 pub mod member_tokens;
+pub mod members;
 pub mod scheduled_tasks;
 pub mod secrets;
 pub mod sessions;

@@ -44,7 +44,7 @@ pub struct TestApp {
     pub client: reqwest::Client,
     ctx: Ctx,
     run: Option<JoinHandle<Result<(), StartupError>>>,
-    _db: TestDb,
+    _db: Option<TestDb>,
 }
 
 impl TestApp {
@@ -162,6 +162,67 @@ impl TestApp {
             .expect("second connection")
     }
 
+    /// Creates a calendar owned by `owner`; returns its document.
+    pub async fn create_calendar(&self, owner: &TestUser, name: &str) -> serde_json::Value {
+        let response = self
+            .as_user(reqwest::Method::POST, "/api/v1/calendars", owner)
+            .json(&serde_json::json!({ "id": "new", "creatorID": "", "name": name, "color": "#7A8BA3", "members": [] }))
+            .send()
+            .await
+            .expect("request");
+        assert_eq!(response.status(), 201, "calendar created");
+        response.json().await.expect("JSON")
+    }
+
+    /// Creates an invite to `calendar_id` as `user`; returns the invite document.
+    pub async fn create_invite(
+        &self,
+        user: &TestUser,
+        calendar_id: &str,
+        max_uses: Option<i32>,
+    ) -> serde_json::Value {
+        let response = self
+            .as_user(reqwest::Method::POST, "/api/v1/calendars/invites", user)
+            .json(&serde_json::json!({ "id": "new", "calendarID": calendar_id, "expiresAt": null, "maxUses": max_uses }))
+            .send()
+            .await
+            .expect("request");
+        assert_eq!(response.status(), 201, "invite created");
+        response.json().await.expect("JSON")
+    }
+
+    /// `user` joins `calendar_id` with `token`.
+    pub async fn join(&self, user: &TestUser, calendar_id: &str, token: &str) -> reqwest::Response {
+        self.as_user(
+            reqwest::Method::POST,
+            &format!("/api/v1/calendars/members/{calendar_id}"),
+            user,
+        )
+        .json(&serde_json::json!({ "token": token }))
+        .send()
+        .await
+        .expect("request")
+    }
+
+    /// `actor` sets `target`'s role.
+    pub async fn set_role(
+        &self,
+        actor: &TestUser,
+        calendar_id: &str,
+        target: &str,
+        role: &str,
+    ) -> reqwest::Response {
+        self.as_user(
+            reqwest::Method::PUT,
+            &format!("/api/v1/calendars/{calendar_id}/members/{target}"),
+            actor,
+        )
+        .json(&serde_json::json!({ "role": role }))
+        .send()
+        .await
+        .expect("request")
+    }
+
     /// Stops the server gracefully and returns how it ended.
     pub async fn stop(mut self) -> Result<(), StartupError> {
         self.ctx.shutdown.trigger();
@@ -234,6 +295,21 @@ pub async fn spawn_app_built(
     let db = TestDb::create().await;
     db.configure(&mut settings);
     configure(&mut settings);
+    start(settings, build, Some(db)).await
+}
+
+/// A second server on `app`'s database (another process, as far as correctness goes).
+pub async fn spawn_app_sharing_database(app: &TestApp) -> TestApp {
+    let mut settings = test_settings();
+    settings.storage = app.ctx.settings.storage.clone();
+    start(settings, |builder| builder, None).await
+}
+
+async fn start(
+    settings: Settings,
+    build: impl FnOnce(ApplicationBuilder) -> ApplicationBuilder,
+    db: Option<TestDb>,
+) -> TestApp {
     let metrics_listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a metrics port");
     let builder = Application::builder(settings).with_metrics_listener(metrics_listener);
     let app = build(builder).build().await.expect("server starts");

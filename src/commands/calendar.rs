@@ -1,0 +1,57 @@
+//! Calendar metadata: rename/recolor (owner) and delete (owner; never the default calendar).
+
+use chrono::Utc;
+use uuid::Uuid;
+
+use super::{announce_calendar, authorize, send_view};
+use crate::context::Ctx;
+use crate::domain::roles::Action;
+use crate::error::AppError;
+use crate::store::{calendars as calendar_store, members};
+use crate::views::calendars::CalendarView;
+
+/// New name and colour, already validated.
+#[derive(Debug, Clone)]
+pub struct CalendarChange {
+    /// Name.
+    pub name: String,
+    /// Colour.
+    pub color: String,
+}
+
+/// Renames and recolours; `calendar_updated` to every member.
+pub async fn update(
+    ctx: &Ctx,
+    calendar_id: Uuid,
+    actor: &str,
+    change: CalendarChange,
+) -> Result<CalendarView, AppError> {
+    let txn = ctx.db.begin_write().await?;
+    let (calendar, role) = authorize(&txn, calendar_id, actor, Action::EditCalendar).await?;
+    let updated =
+        calendar_store::update_meta(&txn, calendar, change.name, change.color, Utc::now()).await?;
+    let members = members::list(&txn, calendar_id).await?;
+    txn.commit().await?;
+    announce_calendar(ctx, &updated, &members);
+    Ok(CalendarView::new(&updated, &members, Some(role)))
+}
+
+/// Deletes the calendar with its memberships and invites; `calendar_removed` (the calendar
+/// with no members) to everyone who was a member.
+pub async fn delete(ctx: &Ctx, calendar_id: Uuid, actor: &str) -> Result<CalendarView, AppError> {
+    let txn = ctx.db.begin_write().await?;
+    let (calendar, role) = authorize(&txn, calendar_id, actor, Action::DeleteCalendar).await?;
+    if calendar.is_default {
+        return Err(AppError::bad_request(
+            "Your personal calendar can't be deleted.",
+        ));
+    }
+    let former = members::list(&txn, calendar_id).await?;
+    calendar_store::delete(&txn, calendar_id).await?;
+    txn.commit().await?;
+    let removed = CalendarView::new(&calendar, &[], None);
+    for member in &former {
+        send_view(ctx, &member.user.id, "calendar_removed", &removed);
+    }
+    Ok(CalendarView::new(&calendar, &[], Some(role)))
+}

@@ -1,0 +1,55 @@
+//! Invites: create (owner or editor) and revoke (immediately unusable everywhere).
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::authorize;
+use crate::context::Ctx;
+use crate::domain::roles::Action;
+use crate::error::AppError;
+use crate::store::invites::{self, NewInvite};
+use crate::views::calendars::InviteView;
+
+/// Creates an invite to the calendar.
+pub async fn create(
+    ctx: &Ctx,
+    calendar_id: Uuid,
+    actor: &str,
+    expires_at: Option<DateTime<Utc>>,
+    max_uses: Option<i32>,
+) -> Result<InviteView, AppError> {
+    let txn = ctx.db.begin_write().await?;
+    authorize(&txn, calendar_id, actor, Action::Invite).await?;
+    let invite = invites::create(
+        &txn,
+        NewInvite {
+            calendar_id,
+            created_by: actor.to_owned(),
+            expires_at,
+            max_uses,
+        },
+        Utc::now(),
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(InviteView::from(&invite))
+}
+
+/// Revokes an invite of the calendar.
+pub async fn revoke(
+    ctx: &Ctx,
+    calendar_id: Uuid,
+    actor: &str,
+    invite_id: Uuid,
+) -> Result<(), AppError> {
+    let txn = ctx.db.begin_write().await?;
+    authorize(&txn, calendar_id, actor, Action::Invite).await?;
+    let belongs = invites::find(&txn, invite_id)
+        .await?
+        .is_some_and(|invite| invite.calendar_id == calendar_id && invite.revoked_at.is_none());
+    if !belongs || !invites::revoke(&txn, invite_id, Utc::now()).await? {
+        return Err(AppError::not_found("Invite not found..."));
+    }
+    txn.commit().await?;
+    Ok(())
+}

@@ -1,0 +1,170 @@
+//! Membership: join by invite, leave, change a role (including ownership transfer), remove
+//! a member. Frames: `calendar_updated` to the members after the change (each with their own
+//! role), `calendar_removed {id}` to whoever lost access.
+
+use chrono::Utc;
+use serde::Serialize;
+use uuid::Uuid;
+
+use super::{announce_calendar, announce_removed, authorize, not_a_member};
+use crate::context::Ctx;
+use crate::domain::invites::is_usable;
+use crate::domain::roles::{Action, Role};
+use crate::error::AppError;
+use crate::store::{calendars as calendar_store, invites, members};
+use crate::views::calendars::MembershipView;
+
+fn invite_not_found() -> AppError {
+    AppError::not_found("Invite not found...")
+}
+
+fn member_not_found() -> AppError {
+    AppError::not_found("Member not found on this calendar...")
+}
+
+/// Joins `user` as a viewer with `invite`, which must be usable and belong to this calendar
+/// (checked before anything is written). Joining twice changes nothing and does not count a
+/// use. Returns the membership created (none when already a member).
+pub async fn join(
+    ctx: &Ctx,
+    calendar_id: Uuid,
+    user: &str,
+    invite_id: Uuid,
+) -> Result<Vec<MembershipView>, AppError> {
+    let now = Utc::now();
+    let txn = ctx.db.begin_write().await?;
+    let Some(calendar) = calendar_store::lock(&txn, calendar_id).await? else {
+        return Err(invite_not_found());
+    };
+    let invite = invites::lock(&txn, invite_id)
+        .await?
+        .filter(|invite| is_usable(invite, now))
+        .ok_or_else(invite_not_found)?;
+    if invite.calendar_id != calendar_id {
+        return Err(AppError::forbidden(
+            "A valid invite is required to join this calendar.",
+        ));
+    }
+    let joined = members::add_viewer(&txn, calendar_id, user, now).await?;
+    if joined.is_some() {
+        invites::count_use(&txn, invite_id, now).await?;
+        calendar_store::touch(&txn, calendar_id, now).await?;
+    }
+    let members = members::list(&txn, calendar_id).await?;
+    txn.commit().await?;
+    if joined.is_some() {
+        announce_calendar(ctx, &calendar, &members);
+    }
+    Ok(joined.iter().map(MembershipView::from).collect())
+}
+
+/// `user` leaves; the owner cannot.
+pub async fn leave(ctx: &Ctx, calendar_id: Uuid, user: &str) -> Result<(), AppError> {
+    let now = Utc::now();
+    let txn = ctx.db.begin_write().await?;
+    let Some(calendar) = calendar_store::lock(&txn, calendar_id).await? else {
+        return Err(AppError::not_found("Calendar not found..."));
+    };
+    match members::role_of(&txn, calendar_id, user).await? {
+        None => return Err(member_not_found()),
+        Some(Role::Owner) => {
+            return Err(AppError::bad_request(
+                "The owner can't leave. Transfer ownership or delete the calendar.",
+            ));
+        }
+        Some(_) => {}
+    }
+    members::remove(&txn, calendar_id, user).await?;
+    calendar_store::touch(&txn, calendar_id, now).await?;
+    let remaining = members::list(&txn, calendar_id).await?;
+    txn.commit().await?;
+    announce_removed(ctx, user, calendar_id);
+    announce_calendar(ctx, &calendar, &remaining);
+    Ok(())
+}
+
+/// The answer to a role change: `{id, role}`.
+#[derive(Debug, Clone, Serialize)]
+pub struct RoleChanged {
+    /// The member whose role changed.
+    pub id: String,
+    /// Their role now.
+    pub role: &'static str,
+}
+
+/// Changes `target`'s role (needs manageMembers). `owner` transfers ownership of a
+/// non-default calendar, demoting the previous owner to editor in the same transaction.
+pub async fn set_role(
+    ctx: &Ctx,
+    calendar_id: Uuid,
+    actor: &str,
+    target: &str,
+    role: Role,
+) -> Result<RoleChanged, AppError> {
+    let now = Utc::now();
+    let txn = ctx.db.begin_write().await?;
+    let (calendar, _) = authorize(&txn, calendar_id, actor, Action::ManageMembers).await?;
+    if target == calendar.creator_id {
+        return Err(AppError::bad_request(
+            "The calendar owner's role can't be changed.",
+        ));
+    }
+    if members::role_of(&txn, calendar_id, target).await?.is_none() {
+        return Err(member_not_found());
+    }
+    let calendar = if role == Role::Owner {
+        if calendar.is_default {
+            return Err(AppError::bad_request(
+                "A personal calendar's ownership can't be transferred.",
+            ));
+        }
+        let previous_owner = calendar.creator_id.clone();
+        members::set_role(&txn, calendar_id, target, Role::Owner, now).await?;
+        members::set_role(&txn, calendar_id, &previous_owner, Role::Editor, now).await?;
+        calendar_store::set_creator(&txn, calendar, target, now).await?
+    } else {
+        members::set_role(&txn, calendar_id, target, role, now).await?;
+        calendar_store::touch(&txn, calendar_id, now).await?;
+        calendar
+    };
+    let members = members::list(&txn, calendar_id).await?;
+    txn.commit().await?;
+    announce_calendar(ctx, &calendar, &members);
+    Ok(RoleChanged {
+        id: target.to_owned(),
+        role: role.as_str(),
+    })
+}
+
+/// Removes `target` (owner only; the owner cannot be removed).
+pub async fn remove(
+    ctx: &Ctx,
+    calendar_id: Uuid,
+    actor: &str,
+    target: &str,
+) -> Result<(), AppError> {
+    let now = Utc::now();
+    let txn = ctx.db.begin_write().await?;
+    let Some(calendar) = calendar_store::lock(&txn, calendar_id).await? else {
+        return Err(not_a_member());
+    };
+    match members::role_of(&txn, calendar_id, actor).await? {
+        None => return Err(not_a_member()),
+        Some(role) if !role.allows(Action::ManageMembers) => {
+            return Err(AppError::forbidden("Only the owner can remove members."));
+        }
+        Some(_) => {}
+    }
+    if target == calendar.creator_id {
+        return Err(AppError::bad_request("The owner can't be removed."));
+    }
+    if !members::remove(&txn, calendar_id, target).await? {
+        return Err(member_not_found());
+    }
+    calendar_store::touch(&txn, calendar_id, now).await?;
+    let remaining = members::list(&txn, calendar_id).await?;
+    txn.commit().await?;
+    announce_removed(ctx, target, calendar_id);
+    announce_calendar(ctx, &calendar, &remaining);
+    Ok(())
+}

@@ -1,0 +1,80 @@
+//! The mutations a calendar actor runs for its calendar. Each one validates what the HTTP
+//! edge could not, locks the calendar row, authorizes with the permission matrix, commits
+//! in one transaction, and only then broadcasts frames to the affected members, once per
+//! user. Correctness rests on the transaction (row lock, unique constraints), not on the
+//! actor being the only writer; the actor adds ordering, so frames leave in commit order.
+
+pub mod calendar;
+pub mod invites;
+pub mod membership;
+
+use entities::calendars;
+use sea_orm::ConnectionTrait;
+use uuid::Uuid;
+
+use crate::context::Ctx;
+use crate::domain::frames::Frame;
+use crate::domain::roles::{Action, Role};
+use crate::error::AppError;
+use crate::store::calendars as calendar_store;
+use crate::store::members::{self, Member};
+use crate::views::calendars::CalendarView;
+
+/// 403 for anyone without a membership row (unknown and foreign calendars alike).
+pub fn not_a_member() -> AppError {
+    AppError::forbidden("You're not a member of this calendar.")
+}
+
+/// 403 for a member whose role does not allow `action`.
+pub fn not_allowed(action: Action) -> AppError {
+    AppError::forbidden(format!(
+        "You don't have permission to {} on this calendar.",
+        action.as_str()
+    ))
+}
+
+/// Locks the calendar and returns it with `user`'s role, which must allow `action`.
+pub async fn authorize(
+    txn: &impl ConnectionTrait,
+    calendar_id: Uuid,
+    user: &str,
+    action: Action,
+) -> Result<(calendars::Model, Role), AppError> {
+    let Some(calendar) = calendar_store::lock(txn, calendar_id).await? else {
+        return Err(not_a_member());
+    };
+    let Some(role) = members::role_of(txn, calendar_id, user).await? else {
+        return Err(not_a_member());
+    };
+    if !role.allows(action) {
+        return Err(not_allowed(action));
+    }
+    Ok((calendar, role))
+}
+
+/// Sends `calendar_updated` to every member, each with their own role.
+pub fn announce_calendar(ctx: &Ctx, calendar: &calendars::Model, members: &[Member]) {
+    for member in members {
+        let view = CalendarView::new(calendar, members, Some(member.role));
+        send_view(ctx, &member.user.id, "calendar_updated", &view);
+    }
+}
+
+/// Sends one calendar document as a frame to one user.
+pub fn send_view(ctx: &Ctx, user_id: &str, kind: &'static str, view: &CalendarView) {
+    match serde_json::to_value(view) {
+        Ok(payload) => ctx
+            .actors
+            .sessions
+            .broadcast([user_id], &Frame::new(kind, payload)),
+        Err(err) => tracing::error!(error = %err, "frame.encode_failed"),
+    }
+}
+
+/// Sends `calendar_removed {id}` to a user who lost access.
+pub fn announce_removed(ctx: &Ctx, user_id: &str, calendar_id: Uuid) {
+    ctx.actors.sessions.broadcast(
+        [user_id],
+        &Frame::new("calendar_removed", serde_json::json!({ "id": calendar_id })),
+    );
+}

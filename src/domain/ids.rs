@@ -1,0 +1,64 @@
+//! Identifiers at the boundary: canonical hyphenated UUIDs for calendars, events and
+//! invites, and the text ids of users. Anything else is a 400 before authorization or any
+//! database access.
+
+use uuid::Uuid;
+
+use crate::error::AppError;
+
+/// Parses a canonical hyphenated UUID (`8-4-4-4-12` hex digits, any case).
+pub fn canonical_uuid(text: &str) -> Option<Uuid> {
+    let bytes = text.as_bytes();
+    let canonical = bytes.len() == 36
+        && bytes.iter().enumerate().all(|(i, b)| match i {
+            8 | 13 | 18 | 23 => *b == b'-',
+            _ => b.is_ascii_hexdigit(),
+        });
+    if canonical {
+        Uuid::parse_str(text).ok()
+    } else {
+        None
+    }
+}
+
+/// `field` as a canonical UUID, else 400 "`field` must be a valid UUID.".
+pub fn require_uuid(field: &str, text: &str) -> Result<Uuid, AppError> {
+    canonical_uuid(text)
+        .ok_or_else(|| AppError::bad_request(format!("{field} must be a valid UUID.")))
+}
+
+/// Whether `text` looks like a user id (better-auth's alphanumerics, `fed_<uuid>` shadows).
+pub fn is_user_id(text: &str) -> bool {
+    (1..=64).contains(&text.len())
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+#[cfg(test)]
+#[allow(clippy::expect_used, clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_canonical_uuids() {
+        assert!(canonical_uuid("123e4567-e89b-12d3-a456-426614174000").is_some());
+        assert!(canonical_uuid("123E4567-E89B-12D3-A456-426614174000").is_some());
+        for bad in [
+            "123e4567e89b12d3a456426614174000",
+            "{123e4567-e89b-12d3-a456-426614174000}",
+            "urn:uuid:123e4567-e89b-12d3-a456-426614174000",
+            "123e4567-e89b-12d3-a456-42661417400",
+            "not-a-uuid",
+            "",
+        ] {
+            assert!(canonical_uuid(bad).is_none(), "{bad}");
+        }
+        assert_eq!(
+            require_uuid("calendarID", "x")
+                .expect_err("bad")
+                .to_string(),
+            "calendarID must be a valid UUID."
+        );
+    }
+}

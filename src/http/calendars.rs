@@ -1,0 +1,264 @@
+//! Calendars: `GET /api/v1/calendars` (the caller's, with role and provider fields),
+//! `GET /api/v1/calendars/:id` (with members; membership required), `POST`, `PUT`,
+//! `DELETE /api/v1/calendars`, and the legacy `GET /api/v1/calendars/google` sync trigger.
+//! Changes go through the calendar's actor.
+
+use http::StatusCode;
+use serde::Deserialize;
+use warp::filters::BoxedFilter;
+use warp::reply::Response;
+use warp::{Filter, Rejection, Reply};
+
+use super::extract::{AuthUser, authenticated, json_body, ok_text, respond, route, with_ctx};
+use crate::actors::calendar::CalendarMsg;
+use crate::commands::calendar::CalendarChange;
+use crate::commands::not_a_member;
+use crate::context::Ctx;
+use crate::domain::ids::require_uuid;
+use crate::domain::roles::Role;
+use crate::error::AppError;
+use crate::store::calendars::{self as calendar_store, NewCalendar};
+use crate::store::members;
+use crate::views::calendars::CalendarView;
+
+/// The calendar routes (static paths first).
+pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
+    legacy_sync(ctx.clone())
+        .or(list_calendars(ctx.clone()))
+        .unify()
+        .or(create_calendar(ctx.clone()))
+        .unify()
+        .or(update_calendar(ctx.clone()))
+        .unify()
+        .or(delete_calendar(ctx.clone()))
+        .unify()
+        .or(get_calendar(ctx))
+        .unify()
+        .boxed()
+}
+
+/// The body of calendar create, update and delete: the Calendar document. Fields the server
+/// owns (`creatorID`, `members`, `isDefault`) are accepted and ignored.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CalendarRequest {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    color: Option<String>,
+    #[serde(default)]
+    provider: Option<String>,
+    #[serde(default)]
+    account_id: Option<String>,
+}
+
+const INVALID_CALENDAR: &str = "Request is missing valid calendar data...";
+
+impl CalendarRequest {
+    fn id(&self) -> Result<uuid::Uuid, AppError> {
+        require_uuid("id", self.id.as_deref().unwrap_or_default())
+    }
+
+    fn change(&self) -> Result<CalendarChange, AppError> {
+        let name = self.name.as_deref().map(str::trim).unwrap_or_default();
+        let color = self.color.as_deref().map(str::trim).unwrap_or_default();
+        if name.is_empty() || name.chars().count() > 200 {
+            return Err(AppError::bad_request(format!(
+                "{INVALID_CALENDAR} (name must be 1 to 200 characters)"
+            )));
+        }
+        if color.is_empty() || color.chars().count() > 32 {
+            return Err(AppError::bad_request(format!(
+                "{INVALID_CALENDAR} (color must be 1 to 32 characters)"
+            )));
+        }
+        Ok(CalendarChange {
+            name: name.to_owned(),
+            color: color.to_owned(),
+        })
+    }
+}
+
+/// GET /api/v1/calendars/google — the legacy "sync my providers" trigger; no provider is
+/// connected through this server yet, so there is nothing to sync.
+fn legacy_sync(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
+    warp::path!("api" / "v1" / "calendars" / "google")
+        .and(route("/api/v1/calendars/google"))
+        .and(warp::get())
+        .and(authenticated(ctx))
+        .map(|_: AuthUser| ok_text())
+}
+
+/// GET /api/v1/calendars — the caller's calendars with their role.
+fn list_calendars(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
+    warp::path!("api" / "v1" / "calendars")
+        .and(route("/api/v1/calendars"))
+        .and(warp::get())
+        .and(with_ctx(ctx.clone()))
+        .and(authenticated(ctx))
+        .and_then(|ctx: Ctx, user: AuthUser| async move {
+            respond(list_calendars_handler(&ctx, &user).await)
+        })
+}
+
+async fn list_calendars_handler(ctx: &Ctx, user: &AuthUser) -> Result<Response, AppError> {
+    let calendars = calendar_store::list_for_user(&ctx.db, user.id()).await?;
+    let ids: Vec<_> = calendars.iter().map(|(calendar, _)| calendar.id).collect();
+    let members = members::list_for_calendars(ctx.db.conn(), &ids).await?;
+    let views: Vec<CalendarView> = calendars
+        .iter()
+        .map(|(calendar, role)| {
+            let members = members
+                .get(&calendar.id)
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            CalendarView::new(calendar, members, Some(*role))
+        })
+        .collect();
+    Ok(warp::reply::json(&views).into_response())
+}
+
+/// GET /api/v1/calendars/:id — one calendar with its members (members only).
+fn get_calendar(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
+    warp::path!("api" / "v1" / "calendars" / String)
+        .and(route("/api/v1/calendars/:id"))
+        .and(warp::get())
+        .and(with_ctx(ctx.clone()))
+        .and(authenticated(ctx))
+        .and_then(|id: String, ctx: Ctx, user: AuthUser| async move {
+            respond(get_calendar_handler(&ctx, &user, &id).await)
+        })
+}
+
+async fn get_calendar_handler(ctx: &Ctx, user: &AuthUser, id: &str) -> Result<Response, AppError> {
+    let id = require_uuid("id", id)?;
+    let role = members::role_of(ctx.db.conn(), id, user.id())
+        .await?
+        .ok_or_else(not_a_member)?;
+    let calendar = calendar_store::find(ctx.db.conn(), id)
+        .await?
+        .ok_or_else(|| AppError::not_found("Calendar not found..."))?;
+    let members = members::list(ctx.db.conn(), id).await?;
+    Ok(warp::reply::json(&CalendarView::new(&calendar, &members, Some(role))).into_response())
+}
+
+/// POST /api/v1/calendars — creates a calendar owned by the caller (201).
+fn create_calendar(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
+    warp::path!("api" / "v1" / "calendars")
+        .and(route("/api/v1/calendars"))
+        .and(warp::post())
+        .and(with_ctx(ctx.clone()))
+        .and(authenticated(ctx))
+        .and(json_body::<CalendarRequest>(INVALID_CALENDAR))
+        .and_then(
+            |ctx: Ctx, user: AuthUser, body: CalendarRequest| async move {
+                respond(create_calendar_handler(&ctx, &user, body).await)
+            },
+        )
+}
+
+async fn create_calendar_handler(
+    ctx: &Ctx,
+    user: &AuthUser,
+    body: CalendarRequest,
+) -> Result<Response, AppError> {
+    let change = body.change()?;
+    match (body.provider.as_deref(), body.account_id.as_deref()) {
+        (None, None) => {}
+        (Some(_), None) | (None, Some(_)) => {
+            return Err(AppError::bad_request(
+                "Calendar destination requires both provider and accountId.",
+            ));
+        }
+        (Some("google" | "microsoft" | "caldav" | "provider_a" | "provider_c"), Some(_)) => {
+            return Err(AppError::bad_request(
+                "Creating calendars in a connected account is not available on this server yet.",
+            ));
+        }
+        (Some(_), Some(_)) => return Err(AppError::bad_request("Unsupported provider.")),
+    }
+    let calendar = calendar_store::create(
+        &ctx.db,
+        NewCalendar {
+            creator_id: user.id().to_owned(),
+            name: change.name,
+            color: change.color,
+        },
+        chrono::Utc::now(),
+    )
+    .await?;
+    let members = members::list(ctx.db.conn(), calendar.id).await?;
+    let view = CalendarView::new(&calendar, &members, Some(Role::Owner));
+    Ok(warp::reply::with_status(warp::reply::json(&view), StatusCode::CREATED).into_response())
+}
+
+/// PUT /api/v1/calendars — owner-only rename and recolor.
+fn update_calendar(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
+    warp::path!("api" / "v1" / "calendars")
+        .and(route("/api/v1/calendars"))
+        .and(warp::put())
+        .and(with_ctx(ctx.clone()))
+        .and(authenticated(ctx))
+        .and(json_body::<CalendarRequest>(INVALID_CALENDAR))
+        .and_then(
+            |ctx: Ctx, user: AuthUser, body: CalendarRequest| async move {
+                respond(update_calendar_handler(&ctx, &user, body).await)
+            },
+        )
+}
+
+async fn update_calendar_handler(
+    ctx: &Ctx,
+    user: &AuthUser,
+    body: CalendarRequest,
+) -> Result<Response, AppError> {
+    let id = body.id()?;
+    let change = body.change()?;
+    let actor = user.id().to_owned();
+    let view = ctx
+        .actors
+        .calendars
+        .ask(ctx.settings.call_timeout(), id, |reply| {
+            CalendarMsg::Update {
+                actor,
+                change,
+                reply,
+            }
+        })
+        .await?;
+    Ok(warp::reply::json(&view).into_response())
+}
+
+/// DELETE /api/v1/calendars — owner-only; never the personal calendar.
+fn delete_calendar(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
+    warp::path!("api" / "v1" / "calendars")
+        .and(route("/api/v1/calendars"))
+        .and(warp::delete())
+        .and(with_ctx(ctx.clone()))
+        .and(authenticated(ctx))
+        .and(json_body::<CalendarRequest>(INVALID_CALENDAR))
+        .and_then(
+            |ctx: Ctx, user: AuthUser, body: CalendarRequest| async move {
+                respond(delete_calendar_handler(&ctx, &user, body).await)
+            },
+        )
+}
+
+async fn delete_calendar_handler(
+    ctx: &Ctx,
+    user: &AuthUser,
+    body: CalendarRequest,
+) -> Result<Response, AppError> {
+    let id = body.id()?;
+    let actor = user.id().to_owned();
+    let view = ctx
+        .actors
+        .calendars
+        .ask(ctx.settings.call_timeout(), id, |reply| {
+            CalendarMsg::Delete { actor, reply }
+        })
+        .await?;
+    Ok(warp::reply::json(&view).into_response())
+}

@@ -1,0 +1,232 @@
+//! Members: `GET /api/v1/calendars/:calendarId/members`, join
+//! `POST /api/v1/calendars/members/:calendarId {token}`, leave
+//! `DELETE /api/v1/calendars/members/:calendarId`, role change
+//! `PUT /api/v1/calendars/:calendarId/members/:userId {role}`, removal
+//! `DELETE /api/v1/calendars/:calendarId/members/:userId`.
+
+use serde::Deserialize;
+use warp::filters::BoxedFilter;
+use warp::reply::Response;
+use warp::{Filter, Rejection, Reply};
+
+use super::extract::{AuthUser, authenticated, json_body, ok_text, respond, route, with_ctx};
+use crate::actors::calendar::CalendarMsg;
+use crate::commands::not_a_member;
+use crate::context::Ctx;
+use crate::domain::ids::{canonical_uuid, is_user_id, require_uuid};
+use crate::domain::roles::Role;
+use crate::error::AppError;
+use crate::store::members;
+use crate::views::calendars::MemberView;
+
+/// The member routes.
+pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
+    join(ctx.clone())
+        .or(leave(ctx.clone()))
+        .unify()
+        .or(list_members(ctx.clone()))
+        .unify()
+        .or(set_role(ctx.clone()))
+        .unify()
+        .or(remove_member(ctx))
+        .unify()
+        .boxed()
+}
+
+/// GET /api/v1/calendars/:calendarId/members — `[{id, name, image, role}]`, owner first.
+fn list_members(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
+    warp::path!("api" / "v1" / "calendars" / String / "members")
+        .and(route("/api/v1/calendars/:calendarId/members"))
+        .and(warp::get())
+        .and(with_ctx(ctx.clone()))
+        .and(authenticated(ctx))
+        .and_then(|id: String, ctx: Ctx, user: AuthUser| async move {
+            respond(list_members_handler(&ctx, &user, &id).await)
+        })
+}
+
+async fn list_members_handler(ctx: &Ctx, user: &AuthUser, id: &str) -> Result<Response, AppError> {
+    let id = require_uuid("calendarId", id)?;
+    members::role_of(ctx.db.conn(), id, user.id())
+        .await?
+        .ok_or_else(not_a_member)?;
+    let listed: Vec<MemberView> = members::list(ctx.db.conn(), id)
+        .await?
+        .iter()
+        .map(MemberView::new)
+        .collect();
+    Ok(warp::reply::json(&listed).into_response())
+}
+
+/// `POST /api/v1/calendars/members/:calendarId` body.
+#[derive(Debug, Deserialize)]
+struct JoinRequest {
+    #[serde(default)]
+    token: Option<String>,
+}
+
+/// POST /api/v1/calendars/members/:calendarId — joins with an invite token, as a viewer.
+fn join(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
+    warp::path!("api" / "v1" / "calendars" / "members" / String)
+        .and(route("/api/v1/calendars/members/:calendarId"))
+        .and(warp::post())
+        .and(with_ctx(ctx.clone()))
+        .and(authenticated(ctx))
+        .and(json_body::<JoinRequest>("Body must be { token }."))
+        .and_then(
+            |id: String, ctx: Ctx, user: AuthUser, body: JoinRequest| async move {
+                respond(join_handler(&ctx, &user, &id, body).await)
+            },
+        )
+}
+
+async fn join_handler(
+    ctx: &Ctx,
+    user: &AuthUser,
+    id: &str,
+    body: JoinRequest,
+) -> Result<Response, AppError> {
+    let id = require_uuid("calendarId", id)?;
+    let token = body
+        .token
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| AppError::forbidden("A valid invite is required to join this calendar."))?;
+    let invite =
+        canonical_uuid(&token).ok_or_else(|| AppError::not_found("Invite not found..."))?;
+    let user_id = user.id().to_owned();
+    let joined = ctx
+        .actors
+        .calendars
+        .ask(ctx.settings.call_timeout(), id, |reply| CalendarMsg::Join {
+            user: user_id,
+            invite,
+            reply,
+        })
+        .await?;
+    Ok(warp::reply::json(&joined).into_response())
+}
+
+/// DELETE /api/v1/calendars/members/:calendarId — the caller leaves.
+fn leave(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
+    warp::path!("api" / "v1" / "calendars" / "members" / String)
+        .and(route("/api/v1/calendars/members/:calendarId"))
+        .and(warp::delete())
+        .and(with_ctx(ctx.clone()))
+        .and(authenticated(ctx))
+        .and_then(|id: String, ctx: Ctx, user: AuthUser| async move {
+            respond(leave_handler(&ctx, &user, &id).await)
+        })
+}
+
+async fn leave_handler(ctx: &Ctx, user: &AuthUser, id: &str) -> Result<Response, AppError> {
+    let id = require_uuid("calendarId", id)?;
+    let user_id = user.id().to_owned();
+    ctx.actors
+        .calendars
+        .ask(ctx.settings.call_timeout(), id, |reply| {
+            CalendarMsg::Leave {
+                user: user_id,
+                reply,
+            }
+        })
+        .await?;
+    Ok(ok_text())
+}
+
+/// `PUT /api/v1/calendars/:calendarId/members/:userId` body.
+#[derive(Debug, Deserialize)]
+struct RoleRequest {
+    #[serde(default)]
+    role: Option<String>,
+}
+
+fn target_user(user_id: &str) -> Result<String, AppError> {
+    if is_user_id(user_id) {
+        Ok(user_id.to_owned())
+    } else {
+        Err(AppError::bad_request("userId must be a user id."))
+    }
+}
+
+/// PUT /api/v1/calendars/:calendarId/members/:userId — changes a role (manageMembers).
+fn set_role(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
+    warp::path!("api" / "v1" / "calendars" / String / "members" / String)
+        .and(route("/api/v1/calendars/:calendarId/members/:userId"))
+        .and(warp::put())
+        .and(with_ctx(ctx.clone()))
+        .and(authenticated(ctx))
+        .and(json_body::<RoleRequest>(
+            "Role must be 'viewer', 'editor' or 'owner'.",
+        ))
+        .and_then(
+            |id: String, target: String, ctx: Ctx, user: AuthUser, body: RoleRequest| async move {
+                respond(set_role_handler(&ctx, &user, &id, &target, body).await)
+            },
+        )
+}
+
+async fn set_role_handler(
+    ctx: &Ctx,
+    user: &AuthUser,
+    id: &str,
+    target: &str,
+    body: RoleRequest,
+) -> Result<Response, AppError> {
+    let role = body
+        .role
+        .as_deref()
+        .and_then(Role::parse)
+        .ok_or_else(|| AppError::bad_request("Role must be 'viewer', 'editor' or 'owner'."))?;
+    let id = require_uuid("calendarId", id)?;
+    let target = target_user(target)?;
+    let actor = user.id().to_owned();
+    let changed = ctx
+        .actors
+        .calendars
+        .ask(ctx.settings.call_timeout(), id, |reply| {
+            CalendarMsg::SetRole {
+                actor,
+                target,
+                role,
+                reply,
+            }
+        })
+        .await?;
+    Ok(warp::reply::json(&changed).into_response())
+}
+
+/// DELETE /api/v1/calendars/:calendarId/members/:userId — removes a member (owner).
+fn remove_member(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
+    warp::path!("api" / "v1" / "calendars" / String / "members" / String)
+        .and(route("/api/v1/calendars/:calendarId/members/:userId"))
+        .and(warp::delete())
+        .and(with_ctx(ctx.clone()))
+        .and(authenticated(ctx))
+        .and_then(
+            |id: String, target: String, ctx: Ctx, user: AuthUser| async move {
+                respond(remove_member_handler(&ctx, &user, &id, &target).await)
+            },
+        )
+}
+
+async fn remove_member_handler(
+    ctx: &Ctx,
+    user: &AuthUser,
+    id: &str,
+    target: &str,
+) -> Result<Response, AppError> {
+    let id = require_uuid("calendarId", id)?;
+    let target = target_user(target)?;
+    let actor = user.id().to_owned();
+    ctx.actors
+        .calendars
+        .ask(ctx.settings.call_timeout(), id, |reply| {
+            CalendarMsg::RemoveMember {
+                actor,
+                target,
+                reply,
+            }
+        })
+        .await?;
+    Ok(ok_text())
+}

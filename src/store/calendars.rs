@@ -1,0 +1,141 @@
+//! Calendars: reads for listings, and the writes the calendar actor performs inside its
+//! transactions. Every mutating transaction first locks the calendar row
+//! ([`lock`], `SELECT … FOR UPDATE` on PostgreSQL; SQLite's `BEGIN IMMEDIATE` already
+//! serializes writers), so checks and writes see one consistent state even with several
+//! server processes.
+
+use chrono::{DateTime, Utc};
+use entities::{calendar_members, calendars};
+use sea_orm::{
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait,
+    QueryFilter, QuerySelect,
+};
+use uuid::Uuid;
+
+use super::Database;
+use crate::domain::roles::Role;
+
+/// A calendar to create.
+#[derive(Debug, Clone)]
+pub struct NewCalendar {
+    /// Its owner.
+    pub creator_id: String,
+    /// Name.
+    pub name: String,
+    /// Colour.
+    pub color: String,
+}
+
+/// Creates a calendar with its creator as owner, in one transaction.
+pub async fn create(
+    db: &Database,
+    new: NewCalendar,
+    now: DateTime<Utc>,
+) -> Result<calendars::Model, DbErr> {
+    let txn = db.begin_write().await?;
+    let calendar = calendars::ActiveModel {
+        id: Set(Uuid::new_v4()),
+        creator_id: Set(new.creator_id.clone()),
+        name: Set(new.name),
+        color: Set(new.color),
+        is_default: Set(false),
+        created_at: Set(now),
+        updated_at: Set(now),
+    }
+    .insert(&txn)
+    .await?;
+    calendar_members::ActiveModel {
+        id: Set(Uuid::new_v4()),
+        calendar_id: Set(calendar.id),
+        user_id: Set(new.creator_id),
+        role: Set(Role::Owner.as_str().to_owned()),
+        reminder: Set(None),
+        created_at: Set(now),
+        updated_at: Set(now),
+    }
+    .insert(&txn)
+    .await?;
+    txn.commit().await?;
+    Ok(calendar)
+}
+
+/// The calendar with this id.
+pub async fn find(db: &impl ConnectionTrait, id: Uuid) -> Result<Option<calendars::Model>, DbErr> {
+    calendars::Entity::find_by_id(id).one(db).await
+}
+
+/// Locks the calendar row for the rest of the transaction and returns it.
+pub async fn lock(txn: &impl ConnectionTrait, id: Uuid) -> Result<Option<calendars::Model>, DbErr> {
+    calendars::Entity::find_by_id(id)
+        .lock_exclusive()
+        .one(txn)
+        .await
+}
+
+/// The calendars `user_id` belongs to, with their role in each.
+pub async fn list_for_user(
+    db: &Database,
+    user_id: &str,
+) -> Result<Vec<(calendars::Model, Role)>, DbErr> {
+    let rows = calendar_members::Entity::find()
+        .filter(calendar_members::Column::UserId.eq(user_id))
+        .find_also_related(calendars::Entity)
+        .all(db.conn())
+        .await?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(membership, calendar)| {
+            Some((
+                calendar?,
+                Role::parse(&membership.role).unwrap_or(Role::Viewer),
+            ))
+        })
+        .collect())
+}
+
+/// Renames and/or recolours.
+pub async fn update_meta(
+    txn: &impl ConnectionTrait,
+    calendar: calendars::Model,
+    name: String,
+    color: String,
+    now: DateTime<Utc>,
+) -> Result<calendars::Model, DbErr> {
+    let mut active: calendars::ActiveModel = calendar.into();
+    active.name = Set(name);
+    active.color = Set(color);
+    active.updated_at = Set(now);
+    active.update(txn).await
+}
+
+/// Moves ownership to `new_owner` (roles are changed by the caller).
+pub async fn set_creator(
+    txn: &impl ConnectionTrait,
+    calendar: calendars::Model,
+    new_owner: &str,
+    now: DateTime<Utc>,
+) -> Result<calendars::Model, DbErr> {
+    let mut active: calendars::ActiveModel = calendar.into();
+    active.creator_id = Set(new_owner.to_owned());
+    active.updated_at = Set(now);
+    active.update(txn).await
+}
+
+/// Bumps `updated_at` (membership changed).
+pub async fn touch(txn: &impl ConnectionTrait, id: Uuid, now: DateTime<Utc>) -> Result<(), DbErr> {
+    calendars::Entity::update_many()
+        .col_expr(calendars::Column::UpdatedAt, now.into())
+        .filter(calendars::Column::Id.eq(id))
+        .exec(txn)
+        .await?;
+    Ok(())
+}
+
+/// Deletes the calendar (memberships and invites cascade).
+pub async fn delete(txn: &impl ConnectionTrait, id: Uuid) -> Result<bool, DbErr> {
+    Ok(calendars::Entity::delete_by_id(id)
+        .exec(txn)
+        .await?
+        .rows_affected
+        == 1)
+}

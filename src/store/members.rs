@@ -1,0 +1,181 @@
+//! Calendar memberships and roles.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use entities::{calendar_members, member_tokens, users};
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, PaginatorTrait, QueryFilter,
+};
+use uuid::Uuid;
+
+use crate::domain::roles::Role;
+
+/// A member with their user record.
+#[derive(Debug, Clone)]
+pub struct Member {
+    /// The user.
+    pub user: users::Model,
+    /// Their role.
+    pub role: Role,
+    /// The membership row.
+    pub membership: calendar_members::Model,
+}
+
+/// `user_id`'s role in the calendar, if they are a member.
+pub async fn role_of(
+    db: &impl ConnectionTrait,
+    calendar_id: Uuid,
+    user_id: &str,
+) -> Result<Option<Role>, DbErr> {
+    Ok(calendar_members::Entity::find()
+        .filter(calendar_members::Column::CalendarId.eq(calendar_id))
+        .filter(calendar_members::Column::UserId.eq(user_id))
+        .one(db)
+        .await?
+        .and_then(|m| Role::parse(&m.role)))
+}
+
+/// Members ordered owner, editors, viewers, then by name.
+pub async fn list(db: &impl ConnectionTrait, calendar_id: Uuid) -> Result<Vec<Member>, DbErr> {
+    let mut by_calendar = list_for_calendars(db, &[calendar_id]).await?;
+    Ok(by_calendar.remove(&calendar_id).unwrap_or_default())
+}
+
+/// Members of several calendars at once, each list ordered as in [`list`].
+pub async fn list_for_calendars(
+    db: &impl ConnectionTrait,
+    calendar_ids: &[Uuid],
+) -> Result<HashMap<Uuid, Vec<Member>>, DbErr> {
+    if calendar_ids.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let rows = calendar_members::Entity::find()
+        .filter(calendar_members::Column::CalendarId.is_in(calendar_ids.iter().copied()))
+        .find_also_related(users::Entity)
+        .all(db)
+        .await?;
+    let mut by_calendar: HashMap<Uuid, Vec<Member>> = HashMap::new();
+    for (membership, user) in rows {
+        let Some(user) = user else { continue };
+        let role = Role::parse(&membership.role).unwrap_or(Role::Viewer);
+        by_calendar
+            .entry(membership.calendar_id)
+            .or_default()
+            .push(Member {
+                user,
+                role,
+                membership,
+            });
+    }
+    for members in by_calendar.values_mut() {
+        members.sort_by(|a, b| {
+            (a.role, a.user.name.to_lowercase(), &a.user.id).cmp(&(
+                b.role,
+                b.user.name.to_lowercase(),
+                &b.user.id,
+            ))
+        });
+    }
+    Ok(by_calendar)
+}
+
+/// The user ids of every member.
+pub async fn member_ids(
+    db: &impl ConnectionTrait,
+    calendar_id: Uuid,
+) -> Result<Vec<String>, DbErr> {
+    Ok(calendar_members::Entity::find()
+        .filter(calendar_members::Column::CalendarId.eq(calendar_id))
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|m| m.user_id)
+        .collect())
+}
+
+/// Adds `user_id` as a viewer unless already a member; `Some(row)` when a membership resulted.
+pub async fn add_viewer(
+    txn: &impl ConnectionTrait,
+    calendar_id: Uuid,
+    user_id: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<calendar_members::Model>, DbErr> {
+    let row = calendar_members::ActiveModel {
+        id: Set(Uuid::new_v4()),
+        calendar_id: Set(calendar_id),
+        user_id: Set(user_id.to_owned()),
+        role: Set(Role::Viewer.as_str().to_owned()),
+        reminder: Set(None),
+        created_at: Set(now),
+        updated_at: Set(now),
+    };
+    let result = calendar_members::Entity::insert(row)
+        .on_conflict_do_nothing_on([
+            calendar_members::Column::CalendarId,
+            calendar_members::Column::UserId,
+        ])
+        .exec(txn)
+        .await?;
+    match result {
+        sea_orm::TryInsertResult::Inserted(_) => {
+            calendar_members::Entity::find()
+                .filter(calendar_members::Column::CalendarId.eq(calendar_id))
+                .filter(calendar_members::Column::UserId.eq(user_id))
+                .one(txn)
+                .await
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Sets a member's role; `false` if they are not a member.
+pub async fn set_role(
+    txn: &impl ConnectionTrait,
+    calendar_id: Uuid,
+    user_id: &str,
+    role: Role,
+    now: DateTime<Utc>,
+) -> Result<bool, DbErr> {
+    let result = calendar_members::Entity::update_many()
+        .col_expr(calendar_members::Column::Role, role.as_str().into())
+        .col_expr(calendar_members::Column::UpdatedAt, now.into())
+        .filter(calendar_members::Column::CalendarId.eq(calendar_id))
+        .filter(calendar_members::Column::UserId.eq(user_id))
+        .exec(txn)
+        .await?;
+    Ok(result.rows_affected == 1)
+}
+
+/// Removes a membership. A federated shadow user left with no calendar loses its member
+/// tokens in the same transaction.
+pub async fn remove(
+    txn: &impl ConnectionTrait,
+    calendar_id: Uuid,
+    user_id: &str,
+) -> Result<bool, DbErr> {
+    let removed = calendar_members::Entity::delete_many()
+        .filter(calendar_members::Column::CalendarId.eq(calendar_id))
+        .filter(calendar_members::Column::UserId.eq(user_id))
+        .exec(txn)
+        .await?
+        .rows_affected
+        == 1;
+    if removed {
+        let remaining = calendar_members::Entity::find()
+            .filter(calendar_members::Column::UserId.eq(user_id))
+            .count(txn)
+            .await?;
+        let external = users::Entity::find_by_id(user_id.to_owned())
+            .one(txn)
+            .await?
+            .is_some_and(|user| user.is_external);
+        if remaining == 0 && external {
+            member_tokens::Entity::delete_many()
+                .filter(member_tokens::Column::UserId.eq(user_id))
+                .exec(txn)
+                .await?;
+        }
+    }
+    Ok(removed)
+}
