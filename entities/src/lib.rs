@@ -3,10 +3,15 @@
 //! body: the `http` layer maps models to its own response types.
 
 pub mod accounts;
+pub mod calendar_events;
 pub mod calendar_members;
 pub mod calendars;
+pub mod event_attendees;
+pub mod event_visibility_losses;
+pub mod events;
 pub mod invites;
 pub mod member_tokens;
+pub mod pending_notifications;
 pub mod prelude;
 pub mod scheduled_tasks;
 pub mod server_secrets;

@@ -17,9 +17,11 @@ use super::calendars::CalendarsMsg;
 use super::{ActorKind, MessageTimer, reply};
 use crate::commands::{self, calendar::CalendarChange, membership::RoleChanged};
 use crate::context::Ctx;
+use crate::domain::events::{Attendance, EventInput};
 use crate::domain::roles::Role;
 use crate::error::AppError;
 use crate::views::calendars::{CalendarView, InviteView, MembershipView};
+use crate::views::events::{AttendeeView, DeletedEventView, EventView};
 
 /// A reply port of a command.
 pub type Reply<T> = RpcReplyPort<Result<T, AppError>>;
@@ -122,6 +124,66 @@ pub enum CalendarMsg {
         invite: Uuid,
         /// Done.
         reply: Reply<()>,
+    },
+    /// Create an event homed in this calendar.
+    CreateEvent {
+        /// Acting user.
+        actor: String,
+        /// The validated event.
+        input: EventInput,
+        /// The created event.
+        reply: Reply<EventView>,
+    },
+    /// Update an event homed here.
+    UpdateEvent {
+        /// Acting user.
+        actor: String,
+        /// The validated event.
+        input: EventInput,
+        /// The updated event.
+        reply: Reply<EventView>,
+    },
+    /// Delete (or unlink from one calendar) an event homed here.
+    DeleteEvent {
+        /// Acting user.
+        actor: String,
+        /// The event.
+        event: Uuid,
+        /// Only this calendar's link.
+        unlink: Option<Uuid>,
+        /// `{id, calendars, removed}`.
+        reply: Reply<DeletedEventView>,
+    },
+    /// Link an event homed here into another calendar.
+    LinkEvent {
+        /// Acting user.
+        actor: String,
+        /// The event.
+        event: Uuid,
+        /// The calendar to link into.
+        target: Uuid,
+        /// The event.
+        reply: Reply<EventView>,
+    },
+    /// Copy an event into this calendar.
+    ForkEvent {
+        /// Acting user.
+        actor: String,
+        /// The source event.
+        event: Uuid,
+        /// The new event.
+        reply: Reply<EventView>,
+    },
+    /// Answer attendance for an event homed here.
+    SetAttendance {
+        /// Acting user.
+        actor: String,
+        /// The event.
+        event: Uuid,
+        /// The answer.
+        answer: Attendance,
+        /// The attendees now.
+        reply: Reply<Vec<AttendeeView>>,
     },
     /// Sent to itself: still idle since `handled` commands?
     IdleCheck {
@@ -234,6 +296,54 @@ impl Actor for CalendarActor {
             } => reply(
                 port,
                 commands::invites::revoke(&ctx, id, &actor, invite).await,
+            ),
+            CalendarMsg::CreateEvent {
+                actor,
+                input,
+                reply: port,
+            } => reply(
+                port,
+                commands::events::create(&ctx, id, &actor, input).await,
+            ),
+            CalendarMsg::UpdateEvent {
+                actor,
+                input,
+                reply: port,
+            } => reply(port, commands::events::update(&ctx, &actor, input).await),
+            CalendarMsg::DeleteEvent {
+                actor,
+                event,
+                unlink,
+                reply: port,
+            } => reply(
+                port,
+                commands::events::delete(&ctx, &actor, event, unlink).await,
+            ),
+            CalendarMsg::LinkEvent {
+                actor,
+                event,
+                target,
+                reply: port,
+            } => reply(
+                port,
+                commands::event_links::link(&ctx, &actor, event, target).await,
+            ),
+            CalendarMsg::ForkEvent {
+                actor,
+                event,
+                reply: port,
+            } => reply(
+                port,
+                commands::event_links::fork(&ctx, &actor, event, id).await,
+            ),
+            CalendarMsg::SetAttendance {
+                actor,
+                event,
+                answer,
+                reply: port,
+            } => reply(
+                port,
+                commands::event_links::set_attendance(&ctx, &actor, event, answer).await,
             ),
             CalendarMsg::IdleCheck { .. } => {}
             #[cfg(feature = "fault-injection")]

@@ -45,7 +45,7 @@ impl Calendars {
         supervisor
             .send_message(CalendarsMsg::Forward {
                 calendar_id,
-                message: build(port.into()),
+                message: Box::new(build(port.into())),
             })
             .map_err(|_| AppError::Unavailable("calendar supervisor is not running".into()))?;
         match tokio::time::timeout(timeout, answer).await {
@@ -76,8 +76,8 @@ pub enum CalendarsMsg {
     Forward {
         /// The calendar.
         calendar_id: Uuid,
-        /// The command.
-        message: CalendarMsg,
+        /// The command (boxed: commands carry whole events).
+        message: Box<CalendarMsg>,
     },
     /// A calendar actor has handled `handled` commands and nothing since.
     Idle {
@@ -211,7 +211,7 @@ impl Actor for CalendarSupervisor {
                 if let Some(entry) = state.entries.get_mut(&calendar_id) {
                     entry.forwarded += 1;
                 }
-                if let Err(err) = actor.send_message(message) {
+                if let Err(err) = actor.send_message(*message) {
                     tracing::warn!(calendar = %calendar_id, error = %err, "calendar.forward_failed");
                 }
             }

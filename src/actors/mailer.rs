@@ -1,15 +1,20 @@
 //! [`MailerActor`]: sends mail through the configured transport without holding up the
-//! request that asked for it.
+//! request that asked for it, and owns the timer of the batched change notifications.
 //!
 //! `Send` is fire-and-forget with retries (a transient SMTP failure is retried with backoff);
 //! `Deliver` answers once the server accepted the mail, for routes whose response says
 //! whether it was sent. Each send runs in its own task so a slow SMTP server never blocks
-//! the mailbox.
+//! the mailbox. Batches: the pending rows live in the database; the actor wakes at the
+//! earliest due time (told by `BatchQueued` after each commit, and reloaded from the
+//! database at start, so a restart keeps the original due times) and sends what is due.
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
+use ractor::concurrency::JoinHandle;
+
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
-use std::sync::Arc;
 use tokio::sync::Semaphore;
 
 use super::{ActorKind, MessageTimer, reply};
@@ -26,10 +31,39 @@ const CONCURRENT_SENDS: usize = 4;
 #[derive(Debug)]
 pub struct MailerActor;
 
+/// A scheduled wake-up: when, and the timer to cancel if an earlier one is needed.
+type Wakeup = (
+    DateTime<Utc>,
+    JoinHandle<Result<(), ractor::MessagingErr<MailerMsg>>>,
+);
+
 /// The mailer's state.
 pub struct MailerState {
     ctx: Ctx,
     permits: Arc<Semaphore>,
+    /// The pending wake-up for due batches.
+    wakeup: Option<Wakeup>,
+    /// A batch drain is running.
+    draining: bool,
+    /// Another drain was asked for while one ran.
+    drain_again: bool,
+}
+
+impl MailerState {
+    /// Wakes the actor at `at`, unless an earlier wake-up is set.
+    fn wake_at(&mut self, myself: &ActorRef<MailerMsg>, at: DateTime<Utc>) {
+        if let Some((current, _)) = &self.wakeup
+            && *current <= at
+        {
+            return;
+        }
+        if let Some((_, handle)) = self.wakeup.take() {
+            handle.abort();
+        }
+        let delay = (at - Utc::now()).to_std().unwrap_or(Duration::ZERO);
+        let handle = myself.send_after(delay, || MailerMsg::DrainBatches);
+        self.wakeup = Some((at, handle));
+    }
 }
 
 /// Messages to the mailer.
@@ -47,6 +81,15 @@ pub enum MailerMsg {
         /// `Ok` once accepted.
         reply: RpcReplyPort<Result<(), AppError>>,
     },
+    /// Notification rows were committed; their batch is due at `due_at`.
+    BatchQueued {
+        /// When the batch is due.
+        due_at: DateTime<Utc>,
+    },
+    /// Send the batches that are due (the timer).
+    DrainBatches,
+    /// A drain finished.
+    DrainFinished,
 }
 
 impl Actor for MailerActor {
@@ -56,23 +99,28 @@ impl Actor for MailerActor {
 
     async fn pre_start(
         &self,
-        _myself: ActorRef<Self::Msg>,
+        myself: ActorRef<Self::Msg>,
         ctx: Self::Arguments,
     ) -> Result<Self::State, ActorProcessingErr> {
+        // Batches left pending by a previous run (or instance) keep their due times.
+        myself.send_message(MailerMsg::DrainBatches)?;
         Ok(MailerState {
             ctx,
             permits: Arc::new(Semaphore::new(CONCURRENT_SENDS)),
+            wakeup: None,
+            draining: false,
+            drain_again: false,
         })
     }
 
     async fn handle(
         &self,
-        _myself: ActorRef<Self::Msg>,
+        myself: ActorRef<Self::Msg>,
         message: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        let _timer = MessageTimer::start(&state.ctx.metrics, ActorKind::Mailer);
         let ctx = state.ctx.clone();
+        let _timer = MessageTimer::start(&ctx.metrics, ActorKind::Mailer);
         let permits = state.permits.clone();
         match message {
             MailerMsg::Send { mail } => {
@@ -98,6 +146,38 @@ impl Actor for MailerActor {
                     });
                     reply(port, result);
                 });
+            }
+            MailerMsg::BatchQueued { due_at } => state.wake_at(&myself, due_at),
+            MailerMsg::DrainBatches => {
+                state.wakeup = None;
+                if state.draining {
+                    state.drain_again = true;
+                    return Ok(());
+                }
+                state.draining = true;
+                let me = myself.clone();
+                tokio::spawn(async move {
+                    if let Err(err) = crate::mail::batches::send_due(&ctx).await {
+                        tracing::error!(error = %err, "notifications.drain_failed");
+                    }
+                    let _ = me.send_message(MailerMsg::DrainFinished);
+                });
+            }
+            MailerMsg::DrainFinished => {
+                state.draining = false;
+                if std::mem::take(&mut state.drain_again) {
+                    myself.send_message(MailerMsg::DrainBatches)?;
+                } else {
+                    match crate::store::notifications::next_wakeup(&ctx.db).await {
+                        Ok(Some(next)) => state.wake_at(&myself, next),
+                        Ok(None) => {}
+                        Err(err) => {
+                            tracing::error!(error = %err, "notifications.schedule_failed");
+                            let retry = Utc::now() + chrono::Duration::seconds(30);
+                            state.wake_at(&myself, retry);
+                        }
+                    }
+                }
             }
         }
         Ok(())

@@ -181,6 +181,14 @@ impl Actors {
             tracing::error!(kind, "mail.not_queued");
         }
     }
+
+    /// Tells the mailer a notification batch is due at `due_at` (after the rows committed;
+    /// if the mailer is down, it finds them in the database when it restarts).
+    pub fn notify_batch(&self, due_at: chrono::DateTime<chrono::Utc>) {
+        if let Some(mailer) = self.mailer.get() {
+            let _ = mailer.send_message(mailer::MailerMsg::BatchQueued { due_at });
+        }
+    }
 }
 
 /// Sends a reply, ignoring a caller that has gone away (not an error for the actor).
@@ -191,24 +199,24 @@ pub fn reply<T>(port: RpcReplyPort<T>, value: T) {
 }
 
 /// Records `svc_actor_message_duration_seconds` for one message when dropped.
-pub struct MessageTimer<'a> {
-    metrics: &'a Metrics,
+pub struct MessageTimer {
+    metrics: Arc<Metrics>,
     kind: ActorKind,
     started: Instant,
 }
 
-impl<'a> MessageTimer<'a> {
+impl MessageTimer {
     /// Starts timing a message handled by an actor of `kind`.
-    pub fn start(metrics: &'a Metrics, kind: ActorKind) -> Self {
+    pub fn start(metrics: &Arc<Metrics>, kind: ActorKind) -> Self {
         Self {
-            metrics,
+            metrics: metrics.clone(),
             kind,
             started: Instant::now(),
         }
     }
 }
 
-impl Drop for MessageTimer<'_> {
+impl Drop for MessageTimer {
     fn drop(&mut self) {
         self.metrics
             .actor_message(self.kind.label(), self.started.elapsed());

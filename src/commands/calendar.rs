@@ -3,6 +3,7 @@
 use chrono::Utc;
 use uuid::Uuid;
 
+use super::events::{self, WriteClock};
 use super::{announce_calendar, authorize, send_view};
 use crate::context::Ctx;
 use crate::domain::roles::Action;
@@ -36,8 +37,9 @@ pub async fn update(
     Ok(CalendarView::new(&updated, &members, Some(role)))
 }
 
-/// Deletes the calendar with its memberships and invites; `calendar_removed` (the calendar
-/// with no members) to everyone who was a member.
+/// Deletes the calendar with its memberships and invites, and the events homed there
+/// (tombstoned for delta reads); `calendar_removed` (the calendar with no members) to
+/// everyone who was a member, `event_removed` to whoever saw a deleted event.
 pub async fn delete(ctx: &Ctx, calendar_id: Uuid, actor: &str) -> Result<CalendarView, AppError> {
     let txn = ctx.db.begin_write().await?;
     let (calendar, role) = authorize(&txn, calendar_id, actor, Action::DeleteCalendar).await?;
@@ -47,11 +49,17 @@ pub async fn delete(ctx: &Ctx, calendar_id: Uuid, actor: &str) -> Result<Calenda
         ));
     }
     let former = members::list(&txn, calendar_id).await?;
+    let clock = WriteClock::start();
+    let deleted_events = events::on_calendar_deleted(&txn, calendar_id, clock.now).await?;
     calendar_store::delete(&txn, calendar_id).await?;
+    clock.check()?;
     txn.commit().await?;
     let removed = CalendarView::new(&calendar, &[], None);
     for member in &former {
         send_view(ctx, &member.user.id, "calendar_removed", &removed);
+    }
+    for (event, readers) in &deleted_events {
+        events::send_removed(ctx, *event, readers.iter().map(String::as_str));
     }
     Ok(CalendarView::new(&calendar, &[], Some(role)))
 }

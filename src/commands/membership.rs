@@ -6,7 +6,7 @@ use chrono::Utc;
 use serde::Serialize;
 use uuid::Uuid;
 
-use super::{announce_calendar, announce_removed, authorize, not_a_member};
+use super::{announce_calendar, announce_removed, authorize, events, not_a_member};
 use crate::context::Ctx;
 use crate::domain::invites::is_usable;
 use crate::domain::roles::{Action, Role};
@@ -74,6 +74,7 @@ pub async fn leave(ctx: &Ctx, calendar_id: Uuid, user: &str) -> Result<(), AppEr
         }
         Some(_) => {}
     }
+    events::on_membership_lost(&txn, calendar_id, user, now).await?;
     members::remove(&txn, calendar_id, user).await?;
     calendar_store::touch(&txn, calendar_id, now).await?;
     let remaining = members::list(&txn, calendar_id).await?;
@@ -158,9 +159,11 @@ pub async fn remove(
     if target == calendar.creator_id {
         return Err(AppError::bad_request("The owner can't be removed."));
     }
-    if !members::remove(&txn, calendar_id, target).await? {
+    if members::role_of(&txn, calendar_id, target).await?.is_none() {
         return Err(member_not_found());
     }
+    events::on_membership_lost(&txn, calendar_id, target, now).await?;
+    members::remove(&txn, calendar_id, target).await?;
     calendar_store::touch(&txn, calendar_id, now).await?;
     let remaining = members::list(&txn, calendar_id).await?;
     txn.commit().await?;

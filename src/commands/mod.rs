@@ -5,6 +5,8 @@
 //! actor being the only writer; the actor adds ordering, so frames leave in commit order.
 
 pub mod calendar;
+pub mod event_links;
+pub mod events;
 pub mod invites;
 pub mod membership;
 

@@ -59,6 +59,7 @@ const ENV_VARS: &[(&str, &str)] = &[
     ("SMTP_URL", "mail.smtp_url"),
     ("MAIL_FROM", "mail.from"),
     ("BATCH_DELAY_MS", "mail.batch_delay_ms"),
+    ("MAIL_RETRY_MS", "mail.retry_ms"),
     ("STREAM_KEEPALIVE_MS", "stream.keepalive_ms"),
     ("STREAM_BUFFER", "stream.buffer"),
     ("GOOGLE_CLIENT_ID", "google.client_id"),

@@ -175,6 +175,8 @@ pub struct MailSettings {
     pub from: String,
     /// `BATCH_DELAY_MS`
     pub batch_delay_ms: u64,
+    /// `MAIL_RETRY_MS`
+    pub retry_ms: u64,
 }
 
 /// `[stream]`
@@ -363,6 +365,7 @@ impl Settings {
             ),
             ("scheduler.lease_ms", self.scheduler.lease_ms),
             ("mail.batch_delay_ms", self.mail.batch_delay_ms),
+            ("mail.retry_ms", self.mail.retry_ms),
             ("stream.keepalive_ms", self.stream.keepalive_ms),
             ("stream.buffer", u64::from(self.stream.buffer)),
             (

@@ -3,6 +3,7 @@
 
 pub mod capabilities;
 pub mod email;
+pub mod events;
 pub mod frames;
 pub mod ids;
 pub mod invites;

@@ -8,6 +8,7 @@
 
 pub mod calendars;
 pub mod cors;
+pub mod events;
 pub mod extract;
 pub mod invites;
 pub mod members;
@@ -41,6 +42,8 @@ pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
         .or(members::routes(ctx.clone()))
         .unify()
         .or(calendars::routes(ctx.clone()))
+        .unify()
+        .or(events::routes(ctx.clone()))
         .unify()
         .or(stream::routes(ctx.clone()))
         .unify()

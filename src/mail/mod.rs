@@ -5,6 +5,7 @@
 //!
 //! Sending is done by the `mailer` actor; [`MailService`] is the transport it uses.
 
+pub mod batches;
 pub mod templates;
 
 use std::path::PathBuf;

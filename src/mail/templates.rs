@@ -1,5 +1,9 @@
 //! The mails Bowline sends: a plain-text and an HTML part, the server's name and the link.
 
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+use entities::pending_notifications;
+
 use super::Mail;
 
 /// Escapes text for HTML.
@@ -114,6 +118,93 @@ pub fn calendar_invitation(
     )
 }
 
+/// One change in a notification batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChangeItem {
+    /// `moved` or `cancelled`.
+    pub kind: String,
+    /// Event title.
+    pub title: String,
+    /// New start.
+    pub start: DateTime<Utc>,
+    /// All-day event (dates shown in UTC, so the day never shifts).
+    pub is_all_day: bool,
+}
+
+impl ChangeItem {
+    /// The change a pending row describes.
+    pub fn from_row(row: &pending_notifications::Model) -> Option<Self> {
+        let start = row
+            .payload
+            .get("start")
+            .and_then(|v| v.as_str())
+            .and_then(crate::domain::time::parse_timestamp)?;
+        Some(Self {
+            kind: row.kind.clone(),
+            title: row
+                .payload
+                .get("title")
+                .and_then(|v| v.as_str())
+                .unwrap_or_default()
+                .to_owned(),
+            start,
+            is_all_day: row
+                .payload
+                .get("isAllDay")
+                .and_then(|v| v.as_bool())
+                .unwrap_or(false),
+        })
+    }
+
+    fn line(&self, zone: Tz) -> String {
+        match self.kind.as_str() {
+            "cancelled" => format!("\u{201c}{}\u{201d} was cancelled.", self.title),
+            _ => {
+                let when = if self.is_all_day {
+                    self.start.format("%A %-d %B %Y").to_string()
+                } else {
+                    self.start
+                        .with_timezone(&zone)
+                        .format("%A %-d %B %Y, %H:%M")
+                        .to_string()
+                };
+                format!("\u{201c}{}\u{201d} moved to {when}.", self.title)
+            }
+        }
+    }
+}
+
+/// One mail with every change of a batch, times on the reader's clock.
+pub fn event_changes(server: &str, to: &str, items: &[ChangeItem], zone: Tz) -> Mail {
+    let subject = match items {
+        [only] if only.kind == "cancelled" => "An event was cancelled".to_owned(),
+        [_] => "An event moved".to_owned(),
+        many => format!("{} events changed", many.len()),
+    };
+    let lines: Vec<String> = items.iter().map(|item| item.line(zone)).collect();
+    let text = format!(
+        "Changes on {server}:\n\n{}\n\nYou can turn these mails off in the app's settings.\n",
+        lines.join("\n")
+    );
+    let html = format!(
+        "<!doctype html><html><body style=\"font-family:system-ui,sans-serif;line-height:1.5;color:#222\">\
+         <p>Changes on {}:</p><ul>{}</ul><p style=\"font-size:13px;color:#555\">You can turn these mails off in the app's settings.</p>\
+         </body></html>",
+        escape(server),
+        lines
+            .iter()
+            .map(|line| format!("<li>{}</li>", escape(line)))
+            .collect::<String>()
+    );
+    Mail {
+        to: to.to_owned(),
+        subject,
+        text,
+        html,
+        kind: "event_changes",
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::expect_used, clippy::unwrap_used)]
 mod tests {
@@ -125,5 +216,57 @@ mod tests {
         assert!(mail.text.contains("https://x/r?token=a&b=<c>"));
         assert!(mail.html.contains("https://x/r?token=a&amp;b=&lt;c&gt;"));
         assert_eq!(server_name("https://cal.example.com"), "cal.example.com");
+    }
+
+    #[test]
+    fn change_mails_speak_the_reader_s_time() {
+        let start = chrono::TimeZone::with_ymd_and_hms(&Utc, 2026, 8, 20, 9, 0, 0)
+            .single()
+            .expect("t");
+        let moved = ChangeItem {
+            kind: "moved".into(),
+            title: "Standup".into(),
+            start,
+            is_all_day: false,
+        };
+        let mail = event_changes(
+            "cal.example",
+            "a@b.example",
+            std::slice::from_ref(&moved),
+            chrono_tz::Europe::Prague,
+        );
+        assert_eq!(mail.subject, "An event moved");
+        assert!(
+            mail.text.contains("Thursday 20 August 2026, 11:00"),
+            "{}",
+            mail.text
+        );
+        let all_day = ChangeItem {
+            is_all_day: true,
+            ..moved.clone()
+        };
+        let mail = event_changes(
+            "cal.example",
+            "a@b.example",
+            &[all_day],
+            chrono_tz::Pacific::Auckland,
+        );
+        assert!(
+            mail.text.contains("Thursday 20 August 2026."),
+            "{}",
+            mail.text
+        );
+        let cancelled = ChangeItem {
+            kind: "cancelled".into(),
+            ..moved.clone()
+        };
+        let mail = event_changes(
+            "cal.example",
+            "a@b.example",
+            &[moved, cancelled],
+            chrono_tz::UTC,
+        );
+        assert_eq!(mail.subject, "2 events changed");
+        assert!(mail.text.contains("was cancelled"));
     }
 }

@@ -1,11 +1,14 @@
 //! Housekeeping the cleanup task runs: expired sessions, one-time tokens and member tokens,
-//! and, on the
+//! event tombstones and visibility losses older than 30 days, and, on the
 //! embedded SQLite file, `PRAGMA optimize` and a WAL checkpoint, as SQLite recommends for
 //! long-lived connections.
 
 use sea_orm::DbErr;
 
-use super::{Backend, Database, execute_raw, member_tokens, sessions, verifications};
+use super::{Backend, Database, events, execute_raw, member_tokens, sessions, verifications};
+
+/// How long deleted events and visibility losses are kept for delta reads.
+pub const EVENT_HISTORY_DAYS: i64 = 30;
 
 /// What one cleanup pass did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -19,7 +22,12 @@ pub async fn cleanup(db: &Database) -> Result<CleanupReport, DbErr> {
     let now = chrono::Utc::now();
     let expired_rows = sessions::delete_expired(db, now).await?
         + verifications::delete_expired(db, now).await?
-        + member_tokens::delete_expired(db, now).await?;
+        + member_tokens::delete_expired(db, now).await?
+        + events::delete_history_before(
+            db.conn(),
+            now - chrono::Duration::days(EVENT_HISTORY_DAYS),
+        )
+        .await?;
     if db.backend() == Backend::Sqlite {
         execute_raw(db.conn(), "PRAGMA optimize").await?;
         execute_raw(db.conn(), "PRAGMA wal_checkpoint(PASSIVE)").await?;

@@ -80,6 +80,42 @@ pub async fn list_for_calendars(
     Ok(by_calendar)
 }
 
+/// The member ids of several calendars (calendar → user ids).
+pub async fn ids_by_calendar(
+    db: &impl ConnectionTrait,
+    calendar_ids: &[Uuid],
+) -> Result<HashMap<Uuid, Vec<String>>, DbErr> {
+    let mut by_calendar: HashMap<Uuid, Vec<String>> = HashMap::new();
+    if calendar_ids.is_empty() {
+        return Ok(by_calendar);
+    }
+    let rows = calendar_members::Entity::find()
+        .filter(calendar_members::Column::CalendarId.is_in(calendar_ids.iter().copied()))
+        .all(db)
+        .await?;
+    for row in rows {
+        by_calendar
+            .entry(row.calendar_id)
+            .or_default()
+            .push(row.user_id);
+    }
+    Ok(by_calendar)
+}
+
+/// The calendars `user_id` is a member of.
+pub async fn calendars_of(
+    db: &impl ConnectionTrait,
+    user_id: &str,
+) -> Result<std::collections::HashSet<Uuid>, DbErr> {
+    Ok(calendar_members::Entity::find()
+        .filter(calendar_members::Column::UserId.eq(user_id))
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|m| m.calendar_id)
+        .collect())
+}
+
 /// The user ids of every member.
 pub async fn member_ids(
     db: &impl ConnectionTrait,

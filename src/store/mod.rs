@@ -7,14 +7,18 @@
 //! `SQLITE_BUSY`. One submodule per aggregate holds its queries.
 
 pub mod accounts;
+pub mod attendance;
 pub mod calendars;
+pub mod events;
 pub mod invites;
 pub mod maintenance;
 pub mod member_tokens;
 pub mod members;
+pub mod notifications;
 pub mod scheduled_tasks;
 pub mod secrets;
 pub mod sessions;
+pub mod settings;
 pub mod users;
 pub mod verifications;
 
@@ -124,6 +128,20 @@ impl Database {
             Backend::Postgres => TransactionOptions {
                 isolation_level: Some(IsolationLevel::ReadCommitted),
                 access_mode: Some(AccessMode::ReadWrite),
+                ..Default::default()
+            },
+        };
+        self.conn.begin_with_options(options).await
+    }
+
+    /// Starts a read-only transaction that sees one consistent snapshot (repeatable read on
+    /// PostgreSQL; SQLite's read transactions are snapshots in WAL mode).
+    pub async fn begin_read(&self) -> Result<DatabaseTransaction, DbErr> {
+        let options = match self.backend {
+            Backend::Sqlite => TransactionOptions::default(),
+            Backend::Postgres => TransactionOptions {
+                isolation_level: Some(IsolationLevel::RepeatableRead),
+                access_mode: Some(AccessMode::ReadOnly),
                 ..Default::default()
             },
         };

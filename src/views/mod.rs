@@ -2,6 +2,7 @@
 //! from store models here, never by serializing an entity).
 
 pub mod calendars;
+pub mod events;
 
 use chrono::{DateTime, Utc};
 use serde::Serializer;

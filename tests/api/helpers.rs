@@ -223,8 +223,43 @@ impl TestApp {
         .expect("request")
     }
 
+    /// Sends an event request (`POST`, `PUT` or `DELETE /api/v1/events`) as `user`.
+    pub async fn event_request(
+        &self,
+        method: reqwest::Method,
+        user: &TestUser,
+        body: &serde_json::Value,
+    ) -> reqwest::Response {
+        self.as_user(method, "/api/v1/events", user)
+            .json(body)
+            .send()
+            .await
+            .expect("request")
+    }
+
+    /// `GET /api/v1/events` with `query` as `user`: the JSON answer.
+    pub async fn read_events(&self, user: &TestUser, query: &str) -> serde_json::Value {
+        let response = self
+            .as_user(
+                reqwest::Method::GET,
+                &format!("/api/v1/events{query}"),
+                user,
+            )
+            .send()
+            .await
+            .expect("request");
+        assert_eq!(response.status(), 200, "events read {query}");
+        response.json().await.expect("JSON")
+    }
+
     /// Stops the server gracefully and returns how it ended.
     pub async fn stop(mut self) -> Result<(), StartupError> {
+        self.stop_in_place().await
+    }
+
+    /// Stops the server but keeps this handle (and its database) for later inspection or a
+    /// second server on the same database.
+    pub async fn stop_in_place(&mut self) -> Result<(), StartupError> {
         self.ctx.shutdown.trigger();
         let run = self.run.take().expect("running");
         tokio::time::timeout(WAIT, run)
@@ -253,6 +288,28 @@ pub struct TestUser {
     pub token: String,
     /// The signed token (`set-auth-token`, the session cookie's value).
     pub signed: String,
+}
+
+/// An Event body for `calendars` (the first is home), starting at `hour` UTC on 23 July
+/// 2026, one hour long.
+pub fn event_body(calendars: &[&str], title: &str, hour: u32) -> serde_json::Value {
+    serde_json::json!({
+        "id": uuid::Uuid::new_v4().to_string(),
+        "creatorID": "ignored",
+        "organizer": "someone",
+        "title": title,
+        "color": "#C8553D",
+        "start": format!("2026-07-23T{hour:02}:00:00.000Z"),
+        "end": format!("2026-07-23T{:02}:00:00.000Z", hour + 1),
+        "calendars": calendars,
+        "isCanceled": false,
+        "isAllDay": false,
+        "hasAttendees": true,
+        "description": null,
+        "location": "Room 1",
+        "recurrence": null,
+        "url": null
+    })
 }
 
 /// The value of the metrics sample line starting with `series` (name and labels).
@@ -298,11 +355,10 @@ pub async fn spawn_app_built(
     start(settings, build, Some(db)).await
 }
 
-/// A second server on `app`'s database (another process, as far as correctness goes).
+/// A second server with `app`'s settings and database (another process, as far as
+/// correctness goes).
 pub async fn spawn_app_sharing_database(app: &TestApp) -> TestApp {
-    let mut settings = test_settings();
-    settings.storage = app.ctx.settings.storage.clone();
-    start(settings, |builder| builder, None).await
+    start(app.ctx.settings.clone(), |builder| builder, None).await
 }
 
 async fn start(

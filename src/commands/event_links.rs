@@ -1,0 +1,175 @@
+//! Putting an event into another calendar: link (the same event, now also there; run by
+//! its home calendar's actor) and fork (an independent copy homed there; run by the target
+//! calendar's actor). Both need the actor to see the event and to edit the target.
+
+use uuid::Uuid;
+
+use super::events::{WriteClock, readers, send_event};
+use crate::context::Ctx;
+use crate::domain::events::{Attendance, EventInput};
+use crate::domain::roles::Action;
+use crate::error::AppError;
+use crate::store::events::{self as event_store, InsertEventError};
+use crate::store::{attendance, calendars as calendar_store, members};
+use crate::views::events::EventView;
+
+/// The live event `event_id` and its links, if `actor` can see it.
+async fn visible_event(
+    txn: &impl sea_orm::ConnectionTrait,
+    event_id: Uuid,
+    actor: &str,
+    lock: bool,
+) -> Result<(entities::events::Model, Vec<Uuid>), AppError> {
+    let event = if lock {
+        event_store::lock(txn, event_id).await?
+    } else {
+        event_store::find(txn, event_id).await?
+    };
+    let event = event
+        .filter(|e| e.deleted_at.is_none())
+        .ok_or_else(|| AppError::not_found("Event not found..."))?;
+    let links = event_store::links(txn, event_id).await?;
+    if links.is_empty() {
+        return Err(AppError::not_found("Event not found..."));
+    }
+    let sees = members::ids_by_calendar(txn, &links)
+        .await?
+        .values()
+        .any(|users| users.iter().any(|u| u == actor));
+    if !sees {
+        return Err(AppError::forbidden("You can't access this event."));
+    }
+    Ok((event, links))
+}
+
+async fn require_target(
+    txn: &impl sea_orm::ConnectionTrait,
+    target: Uuid,
+    actor: &str,
+) -> Result<(), AppError> {
+    let allowed = members::role_of(txn, target, actor)
+        .await?
+        .is_some_and(|role| role.allows(Action::EditEvents));
+    if allowed {
+        Ok(())
+    } else {
+        Err(AppError::forbidden(
+            "You can't add events to that calendar.",
+        ))
+    }
+}
+
+/// Links the event into `target` (idempotent; the home calendar is unchanged);
+/// `event_updated` to the readers of every linked calendar.
+pub async fn link(
+    ctx: &Ctx,
+    actor: &str,
+    event_id: Uuid,
+    target: Uuid,
+) -> Result<EventView, AppError> {
+    let txn = ctx.db.begin_write().await?;
+    let (event, mut links) = visible_event(&txn, event_id, actor, true).await?;
+    require_target(&txn, target, actor).await?;
+    let clock = WriteClock::start();
+    let event = if links.contains(&target) {
+        event
+    } else {
+        event_store::add_links(&txn, event_id, &[target], clock.now).await?;
+        links.push(target);
+        event_store::touch(&txn, event, clock.now).await?
+    };
+    let readers = readers(&txn, &links).await?;
+    clock.check()?;
+    txn.commit().await?;
+    send_event(ctx, "event_updated", &event, &readers);
+    Ok(EventView::new(
+        &event,
+        readers.get(actor).cloned().unwrap_or_default(),
+    ))
+}
+
+/// Copies the event into `target` as a new, independent event (new id, the actor as creator
+/// and organizer, `target` as home, not cancelled); `event_created` to the target's members.
+pub async fn fork(
+    ctx: &Ctx,
+    actor: &str,
+    event_id: Uuid,
+    target: Uuid,
+) -> Result<EventView, AppError> {
+    let txn = ctx.db.begin_write().await?;
+    calendar_store::lock(&txn, target).await?;
+    let (source, links) = visible_event(&txn, event_id, actor, false).await?;
+    require_target(&txn, target, actor).await?;
+    if links.contains(&target) {
+        return Err(AppError::bad_request(
+            "This event is already in that calendar.",
+        ));
+    }
+    let copy = EventInput {
+        id: Uuid::new_v4(),
+        organizer: actor.to_owned(),
+        title: source.title,
+        color: source.color,
+        start: source.start,
+        end: source.end,
+        calendars: vec![target],
+        origin_calendar_id: Some(target),
+        is_canceled: false,
+        is_all_day: source.is_all_day,
+        has_attendees: source.has_attendees,
+        description: source.description,
+        location: source.location,
+        recurrence: source.recurrence,
+        url: source.url,
+    };
+    let clock = WriteClock::start();
+    let event = event_store::insert(&txn, &copy, actor, target, &[target], clock.now)
+        .await
+        .map_err(|err| match err {
+            InsertEventError::Duplicate => AppError::internal("fork id collision"),
+            InsertEventError::Database(err) => err.into(),
+        })?;
+    attendance::set(&txn, event.id, actor, Attendance::Going, clock.now).await?;
+    let readers = readers(&txn, &[target]).await?;
+    clock.check()?;
+    txn.commit().await?;
+    send_event(ctx, "event_created", &event, &readers);
+    Ok(EventView::new(&event, vec![target]))
+}
+
+/// Sets the actor's attendance (any member who sees the event, viewers included);
+/// `attendance_changed` to every reader.
+pub async fn set_attendance(
+    ctx: &Ctx,
+    actor: &str,
+    event_id: Uuid,
+    answer: Attendance,
+) -> Result<Vec<crate::views::events::AttendeeView>, AppError> {
+    let txn = ctx.db.begin_write().await?;
+    let (_, links) = visible_event(&txn, event_id, actor, true).await?;
+    let clock = WriteClock::start();
+    attendance::set(&txn, event_id, actor, answer, clock.now).await?;
+    let attendees = attendance::list(&txn, event_id).await?;
+    let readers = readers(&txn, &links).await?;
+    clock.check()?;
+    txn.commit().await?;
+    let frame = crate::domain::frames::Frame::new(
+        "attendance_changed",
+        serde_json::json!({ "eventID": event_id, "attendees": attendees }),
+    );
+    ctx.actors
+        .sessions
+        .broadcast(readers.keys().map(String::as_str), &frame);
+    Ok(attendees)
+}
+
+/// The attendees of an event the reader can see (a read; no actor needed).
+pub async fn attendees(
+    ctx: &Ctx,
+    reader: &str,
+    event_id: Uuid,
+) -> Result<Vec<crate::views::events::AttendeeView>, AppError> {
+    let db = ctx.db.conn();
+    visible_event(db, event_id, reader, false).await?;
+    Ok(attendance::list(db, event_id).await?)
+}

@@ -1,0 +1,432 @@
+//! Event writes, run by the event's home calendar actor: create, update, delete (or unlink
+//! from one calendar). Each records the visibility losses delta reads need, queues change
+//! notifications in the same transaction, and sends per-reader frames after commit:
+//! `event_created` / `event_updated` with the reader's own calendars, `event_removed` to
+//! whoever can no longer see the event.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+use entities::events;
+use sea_orm::ConnectionTrait;
+use serde_json::json;
+use uuid::Uuid;
+
+use super::not_allowed;
+use crate::context::Ctx;
+use crate::domain::events::{ChangeNews, EventInput, WRITE_BOUND};
+use crate::domain::frames::Frame;
+use crate::domain::roles::{Action, Role};
+use crate::error::AppError;
+use crate::store::events::{self as event_store, InsertEventError};
+use crate::store::{attendance, calendars as calendar_store, members, notifications};
+use crate::views::events::{DeletedEventView, EventView};
+
+/// The readers of an event linked to some calendars: user → their calendars among them,
+/// in link order.
+pub type Readers = BTreeMap<String, Vec<Uuid>>;
+
+/// Who sees an event linked to `links`, and through which calendars.
+pub async fn readers(db: &impl ConnectionTrait, links: &[Uuid]) -> Result<Readers, AppError> {
+    let by_calendar = members::ids_by_calendar(db, links).await?;
+    let mut readers = Readers::new();
+    for calendar in links {
+        for user in by_calendar.get(calendar).into_iter().flatten() {
+            readers.entry(user.clone()).or_default().push(*calendar);
+        }
+    }
+    Ok(readers)
+}
+
+/// Sends `kind` (`event_created` / `event_updated`) to every reader with their calendars.
+pub fn send_event(ctx: &Ctx, kind: &'static str, event: &events::Model, readers: &Readers) {
+    for (user, calendars) in readers {
+        match serde_json::to_value(EventView::new(event, calendars.clone())) {
+            Ok(payload) => ctx
+                .actors
+                .sessions
+                .broadcast([user.as_str()], &Frame::new(kind, payload)),
+            Err(err) => tracing::error!(error = %err, "frame.encode_failed"),
+        }
+    }
+}
+
+/// Sends `event_removed` to users who can no longer see the event.
+pub fn send_removed<'a>(ctx: &Ctx, event_id: Uuid, users: impl IntoIterator<Item = &'a str>) {
+    let frame = Frame::new(
+        "event_removed",
+        json!({ "id": event_id, "calendars": [], "removed": true }),
+    );
+    ctx.actors.sessions.broadcast(users, &frame);
+}
+
+/// The timestamp of a write, taken once its locks are held, and the bound it must commit
+/// within (see [`WRITE_BOUND`]).
+pub struct WriteClock {
+    started: Instant,
+    /// The write's `updated_at`.
+    pub now: DateTime<Utc>,
+}
+
+impl WriteClock {
+    /// Starts the clock.
+    pub fn start() -> Self {
+        Self {
+            started: Instant::now(),
+            now: Utc::now(),
+        }
+    }
+
+    /// Refuses to commit a write that took too long (its transaction rolls back).
+    pub fn check(&self) -> Result<(), AppError> {
+        if self.started.elapsed() > WRITE_BOUND {
+            tracing::error!(
+                elapsed_ms = self.started.elapsed().as_millis() as u64,
+                "event.write_too_slow"
+            );
+            return Err(AppError::Unavailable(
+                "event write exceeded its time bound".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn event_not_found() -> AppError {
+    AppError::not_found("Event not found...")
+}
+
+/// The user's role in each calendar of `calendars` (absent: not a member).
+async fn roles(
+    db: &impl ConnectionTrait,
+    user: &str,
+    calendars: &[Uuid],
+) -> Result<BTreeMap<Uuid, Role>, AppError> {
+    let mut roles = BTreeMap::new();
+    for calendar in calendars {
+        if let Some(role) = members::role_of(db, *calendar, user).await? {
+            roles.insert(*calendar, role);
+        }
+    }
+    Ok(roles)
+}
+
+/// Creates an event homed in `home`; the actor needs editEvents on every calendar.
+pub async fn create(
+    ctx: &Ctx,
+    home: Uuid,
+    actor: &str,
+    input: EventInput,
+) -> Result<EventView, AppError> {
+    let txn = ctx.db.begin_write().await?;
+    if calendar_store::lock(&txn, home).await?.is_none() {
+        return Err(not_allowed(Action::EditEvents));
+    }
+    let roles = roles(&txn, actor, &input.calendars).await?;
+    let allowed = input.calendars.iter().all(|c| {
+        roles
+            .get(c)
+            .is_some_and(|role| role.allows(Action::EditEvents))
+    });
+    if !allowed {
+        return Err(not_allowed(Action::EditEvents));
+    }
+    let clock = WriteClock::start();
+    let event = event_store::insert(&txn, &input, actor, home, &input.calendars, clock.now)
+        .await
+        .map_err(|err| match err {
+            InsertEventError::Duplicate => AppError::Conflict {
+                error: "EVENT_EXISTS".into(),
+                message: "An event with this id already exists.".into(),
+                current: None,
+            },
+            InsertEventError::Database(err) => err.into(),
+        })?;
+    attendance::set(
+        &txn,
+        event.id,
+        actor,
+        crate::domain::events::Attendance::Going,
+        clock.now,
+    )
+    .await?;
+    let readers = readers(&txn, &input.calendars).await?;
+    clock.check()?;
+    txn.commit().await?;
+    send_event(ctx, "event_created", &event, &readers);
+    Ok(EventView::new(&event, input.calendars.clone()))
+}
+
+/// Whether `actor` may edit `event`: editEvents on its home calendar, or, if the home
+/// calendar is gone, being its creator and still seeing it.
+async fn may_edit(
+    db: &impl ConnectionTrait,
+    event: &events::Model,
+    links: &[Uuid],
+    actor: &str,
+) -> Result<bool, AppError> {
+    Ok(match event.origin_calendar_id {
+        Some(home) => members::role_of(db, home, actor)
+            .await?
+            .is_some_and(|role| role.allows(Action::EditEvents)),
+        None => event.creator_id == actor && !roles(db, actor, links).await?.is_empty(),
+    })
+}
+
+/// Replaces an event's content and its calendar list (links added need editEvents there).
+pub async fn update(ctx: &Ctx, actor: &str, input: EventInput) -> Result<EventView, AppError> {
+    let txn = ctx.db.begin_write().await?;
+    let event = event_store::lock(&txn, input.id)
+        .await?
+        .filter(|e| e.deleted_at.is_none())
+        .ok_or_else(event_not_found)?;
+    let existing = event_store::links(&txn, event.id).await?;
+    if !may_edit(&txn, &event, &existing, actor).await? {
+        return Err(AppError::forbidden("You can't edit this event."));
+    }
+    if input.calendars.is_empty() {
+        return Err(AppError::bad_request(
+            "Event needs at least one calendar...",
+        ));
+    }
+    if let Some(home) = event.origin_calendar_id
+        && !input.calendars.contains(&home)
+    {
+        return Err(AppError::bad_request(
+            "originCalendarID must be one of the event's calendars...",
+        ));
+    }
+    let added: Vec<Uuid> = input
+        .calendars
+        .iter()
+        .filter(|c| !existing.contains(c))
+        .copied()
+        .collect();
+    let removed: Vec<Uuid> = existing
+        .iter()
+        .filter(|c| !input.calendars.contains(c))
+        .copied()
+        .collect();
+    let added_roles = roles(&txn, actor, &added).await?;
+    if !added.iter().all(|c| {
+        added_roles
+            .get(c)
+            .is_some_and(|r| r.allows(Action::EditEvents))
+    }) {
+        return Err(not_allowed(Action::EditEvents));
+    }
+    let before = readers(&txn, &existing).await?;
+    let after = readers(&txn, &input.calendars).await?;
+    let clock = WriteClock::start();
+    let news = ChangeNews::of(
+        (event.start, event.end, event.is_canceled),
+        (input.start, input.end, input.is_canceled),
+    );
+    let previous_start = event.start;
+    let updated = event_store::update_content(&txn, event, &input, clock.now).await?;
+    event_store::add_links(&txn, updated.id, &added, clock.now).await?;
+    event_store::remove_links(&txn, updated.id, &removed).await?;
+    let lost = lost_readers(&before, &after);
+    event_store::record_losses(&txn, lost.iter().copied(), updated.id, clock.now).await?;
+    let mut due = None;
+    if let Some(news) = news {
+        due = queue_news(ctx, &txn, &updated, news, previous_start, actor, clock.now).await?;
+    }
+    clock.check()?;
+    txn.commit().await?;
+    if let Some(due) = due {
+        ctx.actors.notify_batch(due);
+    }
+    send_event(ctx, "event_updated", &updated, &after);
+    send_removed(ctx, updated.id, lost);
+    let mine = after.get(actor).cloned().unwrap_or_default();
+    Ok(EventView::new(&updated, mine))
+}
+
+/// Queues the move or cancellation for the attendees who did not decline, except the actor.
+async fn queue_news(
+    ctx: &Ctx,
+    txn: &impl ConnectionTrait,
+    event: &events::Model,
+    news: ChangeNews,
+    previous_start: DateTime<Utc>,
+    actor: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<DateTime<Utc>>, AppError> {
+    let recipients = attendance::to_notify(txn, event.id, actor).await?;
+    let payload = json!({
+        "title": event.title,
+        "start": crate::domain::time::format_timestamp(event.start),
+        "end": crate::domain::time::format_timestamp(event.end),
+        "isAllDay": event.is_all_day,
+        "wasStart": crate::domain::time::format_timestamp(previous_start),
+    });
+    let delay = chrono::Duration::milliseconds(
+        i64::try_from(ctx.settings.mail.batch_delay_ms).unwrap_or(i64::MAX),
+    );
+    let mut earliest: Option<DateTime<Utc>> = None;
+    for user in recipients {
+        let due =
+            notifications::queue(txn, &user, news, event.id, payload.clone(), delay, now).await?;
+        earliest = Some(earliest.map_or(due, |e| e.min(due)));
+    }
+    Ok(earliest)
+}
+
+/// Deletes an event, or with `unlink` removes it from that one calendar. Without `unlink`,
+/// an editor of the home calendar removes it everywhere; otherwise it leaves the calendars
+/// the actor may edit. `removed` is `true` when no calendar keeps it (it is tombstoned).
+pub async fn delete(
+    ctx: &Ctx,
+    actor: &str,
+    event_id: Uuid,
+    unlink: Option<Uuid>,
+) -> Result<DeletedEventView, AppError> {
+    let txn = ctx.db.begin_write().await?;
+    let event = event_store::lock(&txn, event_id)
+        .await?
+        .filter(|e| e.deleted_at.is_none())
+        .ok_or_else(event_not_found)?;
+    let links = event_store::links(&txn, event_id).await?;
+    let roles = roles(&txn, actor, &links).await?;
+    let editable: Vec<Uuid> = links
+        .iter()
+        .filter(|c| roles.get(c).is_some_and(|r| r.allows(Action::EditEvents)))
+        .copied()
+        .collect();
+    let targets: Vec<Uuid> = match unlink {
+        Some(calendar) => {
+            if !links.contains(&calendar) {
+                return Err(AppError::bad_request("Event isn't in that calendar..."));
+            }
+            if !editable.contains(&calendar) {
+                return Err(AppError::forbidden(
+                    "You can't remove this event from that calendar.",
+                ));
+            }
+            vec![calendar]
+        }
+        None => {
+            let governs = match event.origin_calendar_id {
+                Some(home) => editable.contains(&home),
+                None => event.creator_id == actor && !roles.is_empty(),
+            };
+            if governs {
+                links.clone()
+            } else if editable.is_empty() {
+                return Err(AppError::forbidden(
+                    "You can't remove this event from any of your calendars.",
+                ));
+            } else {
+                editable
+            }
+        }
+    };
+    let remaining: Vec<Uuid> = links
+        .iter()
+        .filter(|c| !targets.contains(c))
+        .copied()
+        .collect();
+    let before = readers(&txn, &links).await?;
+    let after = readers(&txn, &remaining).await?;
+    let clock = WriteClock::start();
+    let removed = remaining.is_empty();
+    let event = if removed {
+        notifications::drop_for_events(&txn, &[event_id]).await?;
+        event_store::tombstone(&txn, event, clock.now).await?
+    } else {
+        event_store::remove_links(&txn, event_id, &targets).await?;
+        event_store::touch(&txn, event, clock.now).await?
+    };
+    let lost = lost_readers(&before, &after);
+    event_store::record_losses(&txn, lost.iter().copied(), event_id, clock.now).await?;
+    clock.check()?;
+    txn.commit().await?;
+    send_removed(ctx, event_id, lost);
+    if !removed {
+        send_event(ctx, "event_updated", &event, &after);
+    }
+    Ok(DeletedEventView {
+        id: event_id,
+        calendars: remaining,
+        removed,
+    })
+}
+
+/// The users in `before` who are not in `after`.
+pub fn lost_readers<'a>(before: &'a Readers, after: &Readers) -> BTreeSet<&'a str> {
+    before
+        .keys()
+        .filter(|user| !after.contains_key(*user))
+        .map(String::as_str)
+        .collect()
+}
+
+/// What deleting a calendar does to events: those homed there are deleted everywhere;
+/// those homed elsewhere leave the view of members who saw them only there. Records the
+/// losses; returns the deleted events with the users who saw them (for `event_removed`).
+pub async fn on_calendar_deleted(
+    txn: &impl ConnectionTrait,
+    calendar_id: Uuid,
+    now: DateTime<Utc>,
+) -> Result<Vec<(Uuid, Vec<String>)>, AppError> {
+    let homed: Vec<Uuid> = event_store::homed_in(txn, calendar_id)
+        .await?
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    let mut links = event_store::links_of_events_in(txn, calendar_id).await?;
+    links.extend(event_store::links_of(txn, &homed).await?);
+    let calendars: Vec<Uuid> = links
+        .values()
+        .flatten()
+        .copied()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let members = members::ids_by_calendar(txn, &calendars).await?;
+    let users_of = |cals: &mut dyn Iterator<Item = &Uuid>| -> BTreeSet<String> {
+        cals.filter_map(|c| members.get(c))
+            .flatten()
+            .cloned()
+            .collect()
+    };
+    let mut losses = Vec::new();
+    let mut deleted = Vec::new();
+    for (event, event_links) in &links {
+        let before = users_of(&mut event_links.iter());
+        let after = if homed.contains(event) {
+            BTreeSet::new()
+        } else {
+            users_of(&mut event_links.iter().filter(|c| **c != calendar_id))
+        };
+        let lost: Vec<String> = before.difference(&after).cloned().collect();
+        losses.extend(lost.iter().map(|user| (user.clone(), *event)));
+        if homed.contains(event) {
+            deleted.push((*event, lost));
+        }
+    }
+    event_store::tombstone_many(txn, &homed, now).await?;
+    notifications::drop_for_events(txn, &homed).await?;
+    event_store::record_loss_pairs(txn, &losses, now).await?;
+    Ok(deleted)
+}
+
+/// What leaving a calendar does to events: `user` loses those they saw only through it.
+pub async fn on_membership_lost(
+    txn: &impl ConnectionTrait,
+    calendar_id: Uuid,
+    user: &str,
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    let links = event_store::links_of_events_in(txn, calendar_id).await?;
+    let mine = members::calendars_of(txn, user).await?;
+    let losses: Vec<(String, Uuid)> = links
+        .iter()
+        .filter(|(_, links)| !links.iter().any(|c| *c != calendar_id && mine.contains(c)))
+        .map(|(event, _)| (user.to_owned(), *event))
+        .collect();
+    event_store::record_loss_pairs(txn, &losses, now).await?;
+    Ok(())
+}

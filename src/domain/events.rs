@@ -1,0 +1,391 @@
+//! Event input validation and the rules around events that need no database: the shape of
+//! an Event body, attendance statuses, what counts as news for change notifications, and
+//! the timing bounds that make delta reads complete.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::ids::canonical_uuid;
+use super::time::{from_epoch_millis, parse_timestamp};
+use crate::error::AppError;
+
+/// A write transaction that changes events must commit within this long of taking its
+/// timestamp, or it rolls back (so delta reads can rely on [`DELTA_OVERLAP`]).
+pub const WRITE_BOUND: Duration = Duration::from_secs(5);
+/// Delta reads look this far behind `since`: a change stamped before a read's `serverTime`
+/// but committed after the read is still returned by the next delta read (clients merge by
+/// id, so a repeated change is harmless). Covers [`WRITE_BOUND`] plus clock skew between
+/// instances.
+pub const DELTA_OVERLAP: Duration = Duration::from_secs(10);
+/// The longest range a range read may ask for (3 × 366 days).
+pub const MAX_RANGE_DAYS: i64 = 3 * 366;
+
+/// A validated Event body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventInput {
+    /// Client-chosen id.
+    pub id: Uuid,
+    /// Organizer.
+    pub organizer: String,
+    /// Title.
+    pub title: String,
+    /// Colour.
+    pub color: String,
+    /// Start.
+    pub start: DateTime<Utc>,
+    /// End.
+    pub end: DateTime<Utc>,
+    /// Linked calendars, in the client's order, without duplicates.
+    pub calendars: Vec<Uuid>,
+    /// Home calendar as sent (checked against `calendars`).
+    pub origin_calendar_id: Option<Uuid>,
+    /// Cancelled.
+    pub is_canceled: bool,
+    /// All-day.
+    pub is_all_day: bool,
+    /// Shows attendance.
+    pub has_attendees: bool,
+    /// Description.
+    pub description: Option<String>,
+    /// Location.
+    pub location: Option<String>,
+    /// Recurrence.
+    pub recurrence: Option<String>,
+    /// URL.
+    pub url: Option<String>,
+}
+
+/// A timestamp as clients send it: an ISO string or JavaScript milliseconds.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum TimestampInput {
+    Text(String),
+    Millis(i64),
+}
+
+impl TimestampInput {
+    fn parse(&self) -> Option<DateTime<Utc>> {
+        match self {
+            Self::Text(text) => parse_timestamp(text),
+            Self::Millis(millis) => from_epoch_millis(*millis),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct EventBody {
+    id: String,
+    organizer: String,
+    title: String,
+    color: String,
+    start: TimestampInput,
+    end: TimestampInput,
+    calendars: Vec<String>,
+    #[serde(rename = "originCalendarID", default)]
+    origin_calendar_id: Option<String>,
+    is_canceled: bool,
+    is_all_day: bool,
+    #[serde(default)]
+    has_attendees: Option<bool>,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    location: Option<String>,
+    #[serde(default)]
+    recurrence: Option<String>,
+    #[serde(default)]
+    url: Option<String>,
+}
+
+fn too_long(field: &str, value: Option<&str>, max: usize) -> Result<(), AppError> {
+    match value {
+        Some(value) if value.chars().count() > max => Err(AppError::bad_request(format!(
+            "{field} must be at most {max} characters."
+        ))),
+        _ => Ok(()),
+    }
+}
+
+impl EventInput {
+    /// Validates an Event body; `invalid` prefixes shape errors.
+    pub fn parse(body: &Value, invalid: &str) -> Result<Self, AppError> {
+        let raw: EventBody = serde_json::from_value(body.clone())
+            .map_err(|err| AppError::bad_request(format!("{invalid} ({err})")))?;
+        let id = canonical_uuid(&raw.id)
+            .ok_or_else(|| AppError::bad_request("event.id must be a valid UUID."))?;
+        let start = raw
+            .start
+            .parse()
+            .ok_or_else(|| AppError::bad_request("start must be a valid timestamp."))?;
+        let end = raw
+            .end
+            .parse()
+            .ok_or_else(|| AppError::bad_request("end must be a valid timestamp."))?;
+        if start > end {
+            return Err(AppError::bad_request("start must not be after end."));
+        }
+        let mut calendars = Vec::with_capacity(raw.calendars.len());
+        for calendar in &raw.calendars {
+            let calendar = canonical_uuid(calendar)
+                .ok_or_else(|| AppError::bad_request("event.calendars[] must be a valid UUID."))?;
+            if !calendars.contains(&calendar) {
+                calendars.push(calendar);
+            }
+        }
+        let origin_calendar_id =
+            match raw.origin_calendar_id.as_deref() {
+                None => None,
+                Some(origin) => Some(canonical_uuid(origin).ok_or_else(|| {
+                    AppError::bad_request("originCalendarID must be a valid UUID.")
+                })?),
+            };
+        too_long("title", Some(&raw.title), 1_000)?;
+        too_long("organizer", Some(&raw.organizer), 1_000)?;
+        too_long("color", Some(&raw.color), 32)?;
+        too_long("description", raw.description.as_deref(), 50_000)?;
+        too_long("location", raw.location.as_deref(), 2_000)?;
+        too_long("recurrence", raw.recurrence.as_deref(), 20_000)?;
+        too_long("url", raw.url.as_deref(), 2_048)?;
+        Ok(Self {
+            id,
+            organizer: raw.organizer,
+            title: raw.title,
+            color: raw.color,
+            start,
+            end,
+            calendars,
+            origin_calendar_id,
+            is_canceled: raw.is_canceled,
+            is_all_day: raw.is_all_day,
+            has_attendees: raw.has_attendees.unwrap_or(false),
+            description: raw.description,
+            location: raw.location,
+            recurrence: raw.recurrence.filter(|r| !r.trim().is_empty()),
+            url: raw.url,
+        })
+    }
+
+    /// The rules of a create: at least one calendar; the home calendar (by default the
+    /// first) must be one of them. Returns the home calendar.
+    pub fn home_for_create(&self) -> Result<Uuid, AppError> {
+        let first = *self
+            .calendars
+            .first()
+            .ok_or_else(|| AppError::bad_request("Event needs at least one calendar..."))?;
+        let home = self.origin_calendar_id.unwrap_or(first);
+        if !self.calendars.contains(&home) {
+            return Err(AppError::bad_request(
+                "originCalendarID must be one of the event's calendars...",
+            ));
+        }
+        Ok(home)
+    }
+}
+
+/// An attendance answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attendance {
+    /// Going.
+    Going,
+    /// Maybe.
+    Maybe,
+    /// Declined.
+    Declined,
+    /// No answer (the row is removed).
+    None,
+}
+
+impl Attendance {
+    /// Parses `going`, `maybe`, `declined`, `none`.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "going" => Some(Self::Going),
+            "maybe" => Some(Self::Maybe),
+            "declined" => Some(Self::Declined),
+            "none" => Some(Self::None),
+            _ => None,
+        }
+    }
+
+    /// The stored status (`None` has none).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Going => "going",
+            Self::Maybe => "maybe",
+            Self::Declined => "declined",
+            Self::None => "none",
+        }
+    }
+
+    /// The body of `PUT …/attendance`: `{status}`, or the older `{attending: bool}`;
+    /// `status` wins when both are sent.
+    pub fn from_body(body: &Value) -> Result<Self, AppError> {
+        match (body.get("status"), body.get("attending")) {
+            (Some(Value::String(status)), _) => Self::parse(status).ok_or_else(|| {
+                AppError::bad_request("status must be going, maybe, declined or none...")
+            }),
+            (Some(_), _) => Err(AppError::bad_request(
+                "status must be going, maybe, declined or none...",
+            )),
+            (None, Some(Value::Bool(true))) => Ok(Self::Going),
+            (None, Some(Value::Bool(false))) => Ok(Self::None),
+            _ => Err(AppError::bad_request(
+                "status (going | maybe | declined | none) is required...",
+            )),
+        }
+    }
+}
+
+/// What a change means to the people attending an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeNews {
+    /// Its start or end moved.
+    Moved,
+    /// It was cancelled.
+    Cancelled,
+}
+
+impl ChangeNews {
+    /// The stored kind.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Moved => "moved",
+            Self::Cancelled => "cancelled",
+        }
+    }
+
+    /// The news of a change from `before` to `after` (start, end, cancelled): only a move or
+    /// a cancellation counts; editing a cancelled event and un-cancelling are silent.
+    pub fn of(
+        before: (DateTime<Utc>, DateTime<Utc>, bool),
+        after: (DateTime<Utc>, DateTime<Utc>, bool),
+    ) -> Option<Self> {
+        let (start_before, end_before, cancelled_before) = before;
+        let (start_after, end_after, cancelled_after) = after;
+        if !cancelled_before && cancelled_after {
+            Some(Self::Cancelled)
+        } else if !cancelled_after && (start_before != start_after || end_before != end_after) {
+            Some(Self::Moved)
+        } else {
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::expect_used, clippy::unwrap_used)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn body() -> Value {
+        json!({
+            "id": "123e4567-e89b-12d3-a456-426614174000",
+            "creatorID": "whoever",
+            "organizer": "me",
+            "title": "Standup",
+            "color": "#C8553D",
+            "start": "2026-07-23T09:00:00.000Z",
+            "end": "2026-07-23T09:15:00.000Z",
+            "calendars": ["223e4567-e89b-12d3-a456-426614174000", "223e4567-e89b-12d3-a456-426614174000"],
+            "isCanceled": false,
+            "isAllDay": false
+        })
+    }
+
+    #[test]
+    fn a_valid_body_parses_with_defaults() {
+        let input = EventInput::parse(&body(), "x").expect("valid");
+        assert_eq!(input.calendars.len(), 1, "duplicates collapse");
+        assert!(!input.has_attendees);
+        assert_eq!(input.home_for_create().expect("home"), input.calendars[0]);
+    }
+
+    #[test]
+    fn invalid_bodies_are_400s() {
+        let cases = [
+            ("id", json!("not-a-uuid")),
+            ("start", json!("soon")),
+            ("end", json!("2026-07-23T08:00:00Z")),
+            ("calendars", json!(["nope"])),
+            ("originCalendarID", json!("nope")),
+            ("title", json!(42)),
+            ("isCanceled", json!("no")),
+        ];
+        for (field, value) in cases {
+            let mut body = body();
+            body[field] = value;
+            let err = EventInput::parse(&body, "bad event").expect_err(field);
+            assert_eq!(err.status(), http::StatusCode::BAD_REQUEST, "{field}");
+        }
+        let mut no_calendars = body();
+        no_calendars["calendars"] = json!([]);
+        let input = EventInput::parse(&no_calendars, "x").expect("shape is fine");
+        assert!(input.home_for_create().is_err());
+        let mut foreign_origin = body();
+        foreign_origin["originCalendarID"] = json!("323e4567-e89b-12d3-a456-426614174000");
+        let input = EventInput::parse(&foreign_origin, "x").expect("shape is fine");
+        assert!(input.home_for_create().is_err());
+    }
+
+    #[test]
+    fn attendance_bodies() {
+        assert_eq!(
+            Attendance::from_body(&json!({"status": "maybe"})).ok(),
+            Some(Attendance::Maybe)
+        );
+        assert_eq!(
+            Attendance::from_body(&json!({"attending": true})).ok(),
+            Some(Attendance::Going)
+        );
+        assert_eq!(
+            Attendance::from_body(&json!({"attending": false})).ok(),
+            Some(Attendance::None)
+        );
+        assert_eq!(
+            Attendance::from_body(&json!({"status": "declined", "attending": true})).ok(),
+            Some(Attendance::Declined)
+        );
+        assert!(Attendance::from_body(&json!({"status": "perhaps"})).is_err());
+        assert!(Attendance::from_body(&json!({})).is_err());
+    }
+
+    #[test]
+    fn what_counts_as_news() {
+        let t = |h| {
+            chrono::TimeZone::with_ymd_and_hms(&Utc, 2026, 7, 23, h, 0, 0)
+                .single()
+                .expect("t")
+        };
+        assert_eq!(
+            ChangeNews::of((t(9), t(10), false), (t(9), t(10), false)),
+            None
+        );
+        assert_eq!(
+            ChangeNews::of((t(9), t(10), false), (t(11), t(12), false)),
+            Some(ChangeNews::Moved)
+        );
+        assert_eq!(
+            ChangeNews::of((t(9), t(10), false), (t(9), t(11), false)),
+            Some(ChangeNews::Moved)
+        );
+        assert_eq!(
+            ChangeNews::of((t(9), t(10), false), (t(9), t(10), true)),
+            Some(ChangeNews::Cancelled)
+        );
+        assert_eq!(
+            ChangeNews::of((t(9), t(10), true), (t(11), t(12), true)),
+            None
+        );
+        assert_eq!(
+            ChangeNews::of((t(9), t(10), true), (t(9), t(10), false)),
+            None
+        );
+    }
+}

@@ -1,0 +1,434 @@
+//! Events: `GET /api/v1/events` (full, delta since a time, or a range), `POST`, `PUT`,
+//! `DELETE /api/v1/events`, `POST /api/v1/events/:eventId/link` and `/fork`,
+//! `GET /api/v1/events/:eventId/attendees`, `PUT /api/v1/events/:eventId/attendance`.
+//!
+//! Input is validated here, before any authorization or database access; every change is
+//! a command to the event's home calendar actor (a fork, to the target's).
+
+use chrono::{DateTime, Duration, Utc};
+use http::StatusCode;
+use serde::Serialize;
+use serde_json::Value;
+use uuid::Uuid;
+use warp::filters::BoxedFilter;
+use warp::reply::Response;
+use warp::{Filter, Rejection, Reply};
+
+use super::extract::{AuthUser, authenticated, json_body, respond, route, with_ctx};
+use crate::actors::calendar::CalendarMsg;
+use crate::commands::event_links;
+use crate::context::Ctx;
+use crate::domain::events::{Attendance, DELTA_OVERLAP, EventInput, MAX_RANGE_DAYS};
+use crate::domain::ids::{canonical_uuid, require_uuid};
+use crate::domain::time::parse_timestamp;
+use crate::error::AppError;
+use crate::store::events::{self as event_store, Window};
+use crate::views::events::EventView;
+
+/// The event routes.
+pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
+    list_events(ctx.clone())
+        .or(create_event(ctx.clone()))
+        .unify()
+        .or(update_event(ctx.clone()))
+        .unify()
+        .or(delete_event(ctx.clone()))
+        .unify()
+        .or(link_event(ctx.clone()))
+        .unify()
+        .or(fork_event(ctx.clone()))
+        .unify()
+        .or(list_attendees(ctx.clone()))
+        .unify()
+        .or(set_attendance(ctx))
+        .unify()
+        .boxed()
+}
+
+const INVALID_CREATE: &str = "Request is missing valid event data...";
+const INVALID_UPDATE: &str = "Request missing valid event data...";
+
+/// A `:eventId` path segment: a canonical UUID, never an occurrence id.
+fn event_id(text: &str) -> Result<Uuid, AppError> {
+    canonical_uuid(text)
+        .ok_or_else(|| AppError::bad_request("eventId must be an event id, not an occurrence."))
+}
+
+/// The calendar whose actor handles changes to `event_id`: its home, or (home deleted) the
+/// first calendar it is still in.
+async fn home_of(ctx: &Ctx, event_id: Uuid) -> Result<Uuid, AppError> {
+    let event = event_store::find(ctx.db.conn(), event_id)
+        .await?
+        .filter(|event| event.deleted_at.is_none())
+        .ok_or_else(|| AppError::not_found("Event not found..."))?;
+    if let Some(home) = event.origin_calendar_id {
+        return Ok(home);
+    }
+    event_store::links(ctx.db.conn(), event_id)
+        .await?
+        .first()
+        .copied()
+        .ok_or_else(|| AppError::not_found("Event not found..."))
+}
+
+async fn ask<T: Send + 'static>(
+    ctx: &Ctx,
+    calendar: Uuid,
+    build: impl FnOnce(crate::actors::calendar::Reply<T>) -> CalendarMsg,
+) -> Result<T, AppError> {
+    ctx.actors
+        .calendars
+        .ask(ctx.settings.call_timeout(), calendar, build)
+        .await
+}
+
+/// `GET /api/v1/events` answer.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct EventsResponse {
+    events: Vec<EventView>,
+    deleted_ids: Vec<Uuid>,
+    #[serde(serialize_with = "crate::views::timestamp")]
+    server_time: DateTime<Utc>,
+}
+
+/// What a read asked for.
+enum ReadQuery {
+    All,
+    Since(DateTime<Utc>),
+    Range(DateTime<Utc>, DateTime<Utc>),
+}
+
+fn parse_read_query(raw: &str) -> Result<ReadQuery, AppError> {
+    let mut since = Vec::new();
+    let mut start = Vec::new();
+    let mut end = Vec::new();
+    for (key, value) in url::form_urlencoded::parse(raw.as_bytes()) {
+        match key.as_ref() {
+            "since" => since.push(value.into_owned()),
+            "start" => start.push(value.into_owned()),
+            "end" => end.push(value.into_owned()),
+            _ => {}
+        }
+    }
+    let one = |values: Vec<String>, name: &str| -> Result<Option<DateTime<Utc>>, AppError> {
+        match values.as_slice() {
+            [] => Ok(None),
+            [value] => parse_timestamp(value)
+                .map(Some)
+                .ok_or_else(|| AppError::bad_request(format!("{name} must be a valid timestamp."))),
+            _ => Err(AppError::bad_request(format!(
+                "{name} must be a valid timestamp."
+            ))),
+        }
+    };
+    let since = one(since, "since")?;
+    let start = one(start, "start")?;
+    let end = one(end, "end")?;
+    match (since, start, end) {
+        (None, None, None) => Ok(ReadQuery::All),
+        (Some(since), None, None) => Ok(ReadQuery::Since(since)),
+        (Some(_), _, _) => Err(AppError::bad_request(
+            "since cannot be combined with start and end.",
+        )),
+        (None, Some(start), Some(end)) => {
+            if start >= end {
+                return Err(AppError::bad_request("start must be before end."));
+            }
+            if end - start > Duration::days(MAX_RANGE_DAYS) {
+                return Err(AppError::bad_request("Requested event range is too large."));
+            }
+            Ok(ReadQuery::Range(start, end))
+        }
+        (None, _, _) => Err(AppError::bad_request(
+            "start and end must be provided together.",
+        )),
+    }
+}
+
+/// GET /api/v1/events — everything visible, a delta since `since`, or a `start`–`end` range.
+fn list_events(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
+    let query = warp::query::raw().or(warp::any().map(String::new)).unify();
+    warp::path!("api" / "v1" / "events")
+        .and(route("/api/v1/events"))
+        .and(warp::get())
+        .and(query)
+        .and(with_ctx(ctx.clone()))
+        .and(authenticated(ctx))
+        .and_then(|query: String, ctx: Ctx, user: AuthUser| async move {
+            respond(list_events_handler(&ctx, &user, &query).await)
+        })
+}
+
+async fn list_events_handler(
+    ctx: &Ctx,
+    user: &AuthUser,
+    query: &str,
+) -> Result<Response, AppError> {
+    let query = parse_read_query(query)?;
+    let server_time = Utc::now();
+    let txn = ctx.db.begin_read().await?;
+    let overlap = Duration::from_std(DELTA_OVERLAP).unwrap_or(Duration::seconds(10));
+    let (window, deleted_ids) = match query {
+        ReadQuery::All => (Window::All, Vec::new()),
+        ReadQuery::Since(since) => {
+            let since = since - overlap;
+            (
+                Window::Since(since),
+                event_store::deleted_since(&txn, user.id(), since).await?,
+            )
+        }
+        ReadQuery::Range(start, end) => (Window::Range(start, end), Vec::new()),
+    };
+    let events = event_store::visible(&txn, user.id(), window)
+        .await?
+        .into_iter()
+        .map(|(event, calendars)| EventView::new(&event, calendars))
+        .collect();
+    txn.commit().await?;
+    let response = EventsResponse {
+        events,
+        deleted_ids,
+        server_time,
+    };
+    Ok(warp::reply::json(&response).into_response())
+}
+
+/// POST /api/v1/events — creates the event (client-chosen id), 201.
+fn create_event(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
+    warp::path!("api" / "v1" / "events")
+        .and(route("/api/v1/events"))
+        .and(warp::post())
+        .and(with_ctx(ctx.clone()))
+        .and(authenticated(ctx))
+        .and(json_body::<Value>(INVALID_CREATE))
+        .and_then(|ctx: Ctx, user: AuthUser, body: Value| async move {
+            respond(create_event_handler(&ctx, &user, &body).await)
+        })
+}
+
+async fn create_event_handler(
+    ctx: &Ctx,
+    user: &AuthUser,
+    body: &Value,
+) -> Result<Response, AppError> {
+    let input = EventInput::parse(body, INVALID_CREATE)?;
+    let home = input.home_for_create()?;
+    let actor = user.id().to_owned();
+    let view = ask(ctx, home, |reply| CalendarMsg::CreateEvent {
+        actor,
+        input,
+        reply,
+    })
+    .await?;
+    Ok(warp::reply::with_status(warp::reply::json(&view), StatusCode::CREATED).into_response())
+}
+
+/// PUT /api/v1/events — replaces the event (its home calendar governs editing).
+fn update_event(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
+    warp::path!("api" / "v1" / "events")
+        .and(route("/api/v1/events"))
+        .and(warp::put())
+        .and(with_ctx(ctx.clone()))
+        .and(authenticated(ctx))
+        .and(json_body::<Value>(INVALID_UPDATE))
+        .and_then(|ctx: Ctx, user: AuthUser, body: Value| async move {
+            respond(update_event_handler(&ctx, &user, &body).await)
+        })
+}
+
+async fn update_event_handler(
+    ctx: &Ctx,
+    user: &AuthUser,
+    body: &Value,
+) -> Result<Response, AppError> {
+    let input = EventInput::parse(body, INVALID_UPDATE)?;
+    let home = home_of(ctx, input.id).await?;
+    let actor = user.id().to_owned();
+    let view = ask(ctx, home, |reply| CalendarMsg::UpdateEvent {
+        actor,
+        input,
+        reply,
+    })
+    .await?;
+    Ok(warp::reply::json(&view).into_response())
+}
+
+/// DELETE /api/v1/events — deletes, or with `unlinkCalendarID` removes from one calendar.
+fn delete_event(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
+    warp::path!("api" / "v1" / "events")
+        .and(route("/api/v1/events"))
+        .and(warp::delete())
+        .and(with_ctx(ctx.clone()))
+        .and(authenticated(ctx))
+        .and(json_body::<Value>(INVALID_UPDATE))
+        .and_then(|ctx: Ctx, user: AuthUser, body: Value| async move {
+            respond(delete_event_handler(&ctx, &user, &body).await)
+        })
+}
+
+async fn delete_event_handler(
+    ctx: &Ctx,
+    user: &AuthUser,
+    body: &Value,
+) -> Result<Response, AppError> {
+    let event = body
+        .get("id")
+        .and_then(Value::as_str)
+        .and_then(canonical_uuid)
+        .ok_or_else(|| AppError::bad_request("event.id must be a valid UUID."))?;
+    let unlink = match body.get("unlinkCalendarID") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(id)) => Some(require_uuid("unlinkCalendarID", id)?),
+        Some(_) => {
+            return Err(AppError::bad_request(
+                "unlinkCalendarID must be a valid UUID.",
+            ));
+        }
+    };
+    let home = home_of(ctx, event).await?;
+    let actor = user.id().to_owned();
+    let deleted = ask(ctx, home, |reply| CalendarMsg::DeleteEvent {
+        actor,
+        event,
+        unlink,
+        reply,
+    })
+    .await?;
+    Ok(warp::reply::json(&deleted).into_response())
+}
+
+/// `{calendarID}` of link and fork.
+fn target_calendar(body: &Value) -> Result<Uuid, AppError> {
+    body.get("calendarID")
+        .and_then(Value::as_str)
+        .and_then(canonical_uuid)
+        .ok_or_else(|| AppError::bad_request("calendarID must be a valid UUID."))
+}
+
+/// POST /api/v1/events/:eventId/link — the same event, also in the target calendar.
+fn link_event(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
+    warp::path!("api" / "v1" / "events" / String / "link")
+        .and(route("/api/v1/events/:eventId/link"))
+        .and(warp::post())
+        .and(with_ctx(ctx.clone()))
+        .and(authenticated(ctx))
+        .and(json_body::<Value>("Body must be { calendarID }."))
+        .and_then(
+            |id: String, ctx: Ctx, user: AuthUser, body: Value| async move {
+                respond(link_event_handler(&ctx, &user, &id, &body).await)
+            },
+        )
+}
+
+async fn link_event_handler(
+    ctx: &Ctx,
+    user: &AuthUser,
+    id: &str,
+    body: &Value,
+) -> Result<Response, AppError> {
+    let event = event_id(id)?;
+    let target = target_calendar(body)?;
+    let home = home_of(ctx, event).await?;
+    let actor = user.id().to_owned();
+    let view = ask(ctx, home, |reply| CalendarMsg::LinkEvent {
+        actor,
+        event,
+        target,
+        reply,
+    })
+    .await?;
+    Ok(warp::reply::json(&view).into_response())
+}
+
+/// POST /api/v1/events/:eventId/fork — an independent copy in the target calendar, 201.
+fn fork_event(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
+    warp::path!("api" / "v1" / "events" / String / "fork")
+        .and(route("/api/v1/events/:eventId/fork"))
+        .and(warp::post())
+        .and(with_ctx(ctx.clone()))
+        .and(authenticated(ctx))
+        .and(json_body::<Value>("Body must be { calendarID }."))
+        .and_then(
+            |id: String, ctx: Ctx, user: AuthUser, body: Value| async move {
+                respond(fork_event_handler(&ctx, &user, &id, &body).await)
+            },
+        )
+}
+
+async fn fork_event_handler(
+    ctx: &Ctx,
+    user: &AuthUser,
+    id: &str,
+    body: &Value,
+) -> Result<Response, AppError> {
+    let event = event_id(id)?;
+    let target = target_calendar(body)?;
+    let actor = user.id().to_owned();
+    let view = ask(ctx, target, |reply| CalendarMsg::ForkEvent {
+        actor,
+        event,
+        reply,
+    })
+    .await?;
+    Ok(warp::reply::with_status(warp::reply::json(&view), StatusCode::CREATED).into_response())
+}
+
+/// GET /api/v1/events/:eventId/attendees — `[{id, name, image, status}]`, no emails.
+fn list_attendees(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
+    warp::path!("api" / "v1" / "events" / String / "attendees")
+        .and(route("/api/v1/events/:eventId/attendees"))
+        .and(warp::get())
+        .and(with_ctx(ctx.clone()))
+        .and(authenticated(ctx))
+        .and_then(|id: String, ctx: Ctx, user: AuthUser| async move {
+            respond(list_attendees_handler(&ctx, &user, &id).await)
+        })
+}
+
+async fn list_attendees_handler(
+    ctx: &Ctx,
+    user: &AuthUser,
+    id: &str,
+) -> Result<Response, AppError> {
+    let event = event_id(id)?;
+    let attendees = event_links::attendees(ctx, user.id(), event).await?;
+    Ok(warp::reply::json(&attendees).into_response())
+}
+
+/// PUT /api/v1/events/:eventId/attendance — `{status}` (viewers may answer); idempotent.
+fn set_attendance(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
+    warp::path!("api" / "v1" / "events" / String / "attendance")
+        .and(route("/api/v1/events/:eventId/attendance"))
+        .and(warp::put())
+        .and(with_ctx(ctx.clone()))
+        .and(authenticated(ctx))
+        .and(json_body::<Value>(
+            "status (going | maybe | declined | none) is required...",
+        ))
+        .and_then(
+            |id: String, ctx: Ctx, user: AuthUser, body: Value| async move {
+                respond(set_attendance_handler(&ctx, &user, &id, &body).await)
+            },
+        )
+}
+
+async fn set_attendance_handler(
+    ctx: &Ctx,
+    user: &AuthUser,
+    id: &str,
+    body: &Value,
+) -> Result<Response, AppError> {
+    let event = event_id(id)?;
+    let answer = Attendance::from_body(body)?;
+    let home = home_of(ctx, event).await?;
+    let actor = user.id().to_owned();
+    let attendees = ask(ctx, home, |reply| CalendarMsg::SetAttendance {
+        actor,
+        event,
+        answer,
+        reply,
+    })
+    .await?;
+    Ok(warp::reply::json(&attendees).into_response())
+}

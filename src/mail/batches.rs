@@ -1,0 +1,93 @@
+//! Sending the batched change notifications that are due: one mail per person with every
+//! move and cancellation pending for them, in their time zone. Rows go only once the SMTP
+//! server accepted the mail; a failed send is retried after `MAIL_RETRY_MS` until the row is
+//! 24 hours old, then abandoned (and logged). People who turned `eventChanged` off get
+//! nothing, and their rows are dropped.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Duration, Utc};
+use entities::pending_notifications;
+use serde_json::Value;
+
+use super::MailError;
+use super::templates::{self, ChangeItem};
+use crate::context::Ctx;
+use crate::error::AppError;
+use crate::store::{notifications, settings, users};
+
+/// How long one instance holds claimed rows while sending.
+const CLAIM_LEASE: Duration = Duration::minutes(2);
+/// Rows this old are abandoned when their send fails.
+const RETRY_HORIZON: Duration = Duration::hours(24);
+
+/// Sends every due batch once.
+pub async fn send_due(ctx: &Ctx) -> Result<(), AppError> {
+    let now = Utc::now();
+    let rows = notifications::claim_due(&ctx.db, now, CLAIM_LEASE).await?;
+    let mut by_user: BTreeMap<String, Vec<pending_notifications::Model>> = BTreeMap::new();
+    for row in rows {
+        by_user.entry(row.user_id.clone()).or_default().push(row);
+    }
+    for (user_id, rows) in by_user {
+        send_batch(ctx, &user_id, rows, now).await?;
+    }
+    Ok(())
+}
+
+async fn send_batch(
+    ctx: &Ctx,
+    user_id: &str,
+    rows: Vec<pending_notifications::Model>,
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    let ids: Vec<_> = rows.iter().map(|row| row.id).collect();
+    let Some(user) = users::find(ctx.db.conn(), user_id).await? else {
+        notifications::delete(&ctx.db, &ids).await?;
+        return Ok(());
+    };
+    let preferences = settings::value_of(ctx.db.conn(), user_id).await?;
+    let wanted = preferences
+        .as_ref()
+        .and_then(|s| s.pointer("/notificationEmails/eventChanged"))
+        .and_then(Value::as_bool)
+        .unwrap_or(true);
+    if !wanted {
+        notifications::delete(&ctx.db, &ids).await?;
+        return Ok(());
+    }
+    let zone = preferences
+        .as_ref()
+        .and_then(|s| s.get("timezone"))
+        .and_then(Value::as_str)
+        .and_then(|tz| tz.parse::<chrono_tz::Tz>().ok())
+        .unwrap_or(chrono_tz::UTC);
+    let items: Vec<ChangeItem> = rows.iter().filter_map(ChangeItem::from_row).collect();
+    let mail = templates::event_changes(
+        &templates::server_name(&ctx.base_url),
+        &user.email,
+        &items,
+        zone,
+    );
+    match ctx.mail.send(&mail).await {
+        Ok(()) => notifications::delete(&ctx.db, &ids).await?,
+        Err(MailError::Invalid(reason)) => {
+            tracing::warn!(reason, "notifications.dropped_invalid");
+            notifications::delete(&ctx.db, &ids).await?;
+        }
+        Err(err) => {
+            let oldest = rows.iter().map(|row| row.created_at).min().unwrap_or(now);
+            if now - oldest > RETRY_HORIZON {
+                tracing::error!(error = %err, rows = ids.len(), "notifications.abandoned");
+                notifications::delete(&ctx.db, &ids).await?;
+            } else {
+                let retry = Duration::milliseconds(
+                    i64::try_from(ctx.settings.mail.retry_ms).unwrap_or(60_000),
+                );
+                tracing::warn!(error = %err, "notifications.retrying");
+                notifications::retry_at(&ctx.db, &ids, now + retry).await?;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,101 @@
+//! Attendance answers (`none` is the absence of a row).
+
+use chrono::{DateTime, Utc};
+use entities::{event_attendees, users};
+use sea_orm::sea_query::OnConflict;
+use sea_orm::{ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
+use uuid::Uuid;
+
+use crate::domain::events::Attendance;
+use crate::views::events::AttendeeView;
+
+/// The event's attendees: going, maybe, declined, then by name; never emails.
+pub async fn list(db: &impl ConnectionTrait, event_id: Uuid) -> Result<Vec<AttendeeView>, DbErr> {
+    let rows = event_attendees::Entity::find()
+        .filter(event_attendees::Column::EventId.eq(event_id))
+        .find_also_related(users::Entity)
+        .all(db)
+        .await?;
+    let rank = |status: &str| match status {
+        "going" => 0,
+        "maybe" => 1,
+        _ => 2,
+    };
+    let mut attendees: Vec<AttendeeView> = rows
+        .into_iter()
+        .filter_map(|(row, user)| {
+            let user = user?;
+            Some(AttendeeView {
+                id: user.id,
+                name: user.name,
+                image: user.image,
+                status: row.status,
+            })
+        })
+        .collect();
+    attendees.sort_by(|a, b| {
+        (rank(&a.status), a.name.to_lowercase(), &a.id).cmp(&(
+            rank(&b.status),
+            b.name.to_lowercase(),
+            &b.id,
+        ))
+    });
+    Ok(attendees)
+}
+
+/// Sets (or, for `none`, removes) `user_id`'s answer.
+pub async fn set(
+    txn: &impl ConnectionTrait,
+    event_id: Uuid,
+    user_id: &str,
+    answer: Attendance,
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    if answer == Attendance::None {
+        event_attendees::Entity::delete_many()
+            .filter(event_attendees::Column::EventId.eq(event_id))
+            .filter(event_attendees::Column::UserId.eq(user_id))
+            .exec(txn)
+            .await?;
+        return Ok(());
+    }
+    let row = event_attendees::ActiveModel {
+        event_id: Set(event_id),
+        user_id: Set(user_id.to_owned()),
+        status: Set(answer.as_str().to_owned()),
+        created_at: Set(now),
+        updated_at: Set(now),
+    };
+    event_attendees::Entity::insert(row)
+        .on_conflict(
+            OnConflict::columns([
+                event_attendees::Column::EventId,
+                event_attendees::Column::UserId,
+            ])
+            .update_columns([
+                event_attendees::Column::Status,
+                event_attendees::Column::UpdatedAt,
+            ])
+            .to_owned(),
+        )
+        .exec(txn)
+        .await?;
+    Ok(())
+}
+
+/// Attendees who have not declined, except `actor`: who hears about a move or cancellation.
+pub async fn to_notify(
+    db: &impl ConnectionTrait,
+    event_id: Uuid,
+    actor: &str,
+) -> Result<Vec<String>, DbErr> {
+    Ok(event_attendees::Entity::find()
+        .filter(event_attendees::Column::EventId.eq(event_id))
+        .filter(event_attendees::Column::Status.ne("declined"))
+        .filter(event_attendees::Column::UserId.ne(actor))
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|row| row.user_id)
+        .collect())
+}

@@ -1,0 +1,467 @@
+//! Events, their links into calendars and who can see them.
+//!
+//! An event is visible to a user who is a member of any calendar it is linked to, until it
+//! is deleted (tombstoned). Every write that takes an event out of someone's view records a
+//! visibility loss for them ([`record_losses`]), which delta reads report as `deletedIds`.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use chrono::{DateTime, Utc};
+use entities::{calendar_events, calendar_members, event_visibility_losses, events};
+use sea_orm::{
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DbErr,
+    EntityTrait, QueryFilter, QueryOrder, QuerySelect, SqlErr,
+};
+use uuid::Uuid;
+
+use crate::domain::events::EventInput;
+
+/// Why an event could not be inserted.
+#[derive(Debug, thiserror::Error)]
+pub enum InsertEventError {
+    /// An event with this id exists (ids are chosen by clients).
+    #[error("an event with this id exists")]
+    Duplicate,
+    /// The database failed.
+    #[error(transparent)]
+    Database(#[from] DbErr),
+}
+
+/// Inserts a new event homed in `home`, linked to `calendars`.
+pub async fn insert(
+    txn: &impl ConnectionTrait,
+    input: &EventInput,
+    creator: &str,
+    home: Uuid,
+    calendars: &[Uuid],
+    now: DateTime<Utc>,
+) -> Result<events::Model, InsertEventError> {
+    let event = events::ActiveModel {
+        id: Set(input.id),
+        creator_id: Set(creator.to_owned()),
+        organizer: Set(input.organizer.clone()),
+        title: Set(input.title.clone()),
+        color: Set(input.color.clone()),
+        start: Set(input.start),
+        end: Set(input.end),
+        is_all_day: Set(input.is_all_day),
+        is_canceled: Set(input.is_canceled),
+        has_attendees: Set(input.has_attendees),
+        description: Set(input.description.clone()),
+        location: Set(input.location.clone()),
+        recurrence: Set(input.recurrence.clone()),
+        url: Set(input.url.clone()),
+        origin_calendar_id: Set(Some(home)),
+        revision: Set(1),
+        created_at: Set(now),
+        updated_at: Set(now),
+        deleted_at: Set(None),
+    }
+    .insert(txn)
+    .await
+    .map_err(|err| match err.sql_err() {
+        Some(SqlErr::UniqueConstraintViolation(_)) => InsertEventError::Duplicate,
+        _ => InsertEventError::Database(err),
+    })?;
+    add_links(txn, event.id, calendars, now).await?;
+    Ok(event)
+}
+
+/// The event with this id, deleted or not.
+pub async fn find(db: &impl ConnectionTrait, id: Uuid) -> Result<Option<events::Model>, DbErr> {
+    events::Entity::find_by_id(id).one(db).await
+}
+
+/// Locks the event row for the rest of the transaction.
+pub async fn lock(txn: &impl ConnectionTrait, id: Uuid) -> Result<Option<events::Model>, DbErr> {
+    events::Entity::find_by_id(id)
+        .lock_exclusive()
+        .one(txn)
+        .await
+}
+
+/// The calendars an event is linked to, in the order they were linked.
+pub async fn links(db: &impl ConnectionTrait, event_id: Uuid) -> Result<Vec<Uuid>, DbErr> {
+    Ok(calendar_events::Entity::find()
+        .filter(calendar_events::Column::EventId.eq(event_id))
+        .order_by_asc(calendar_events::Column::CreatedAt)
+        .order_by_asc(calendar_events::Column::CalendarId)
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|link| link.calendar_id)
+        .collect())
+}
+
+/// Links an event into calendars (already linked ones are left alone).
+pub async fn add_links(
+    txn: &impl ConnectionTrait,
+    event_id: Uuid,
+    calendars: &[Uuid],
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    if calendars.is_empty() {
+        return Ok(());
+    }
+    let rows = calendars
+        .iter()
+        .map(|calendar| calendar_events::ActiveModel {
+            event_id: Set(event_id),
+            calendar_id: Set(*calendar),
+            created_at: Set(now),
+        });
+    calendar_events::Entity::insert_many(rows)
+        .on_conflict_do_nothing_on([
+            calendar_events::Column::EventId,
+            calendar_events::Column::CalendarId,
+        ])
+        .exec(txn)
+        .await?;
+    Ok(())
+}
+
+/// Unlinks an event from calendars.
+pub async fn remove_links(
+    txn: &impl ConnectionTrait,
+    event_id: Uuid,
+    calendars: &[Uuid],
+) -> Result<(), DbErr> {
+    if calendars.is_empty() {
+        return Ok(());
+    }
+    calendar_events::Entity::delete_many()
+        .filter(calendar_events::Column::EventId.eq(event_id))
+        .filter(calendar_events::Column::CalendarId.is_in(calendars.iter().copied()))
+        .exec(txn)
+        .await?;
+    Ok(())
+}
+
+/// Replaces an event's content (identity fields stay), one revision up.
+pub async fn update_content(
+    txn: &impl ConnectionTrait,
+    current: events::Model,
+    input: &EventInput,
+    now: DateTime<Utc>,
+) -> Result<events::Model, DbErr> {
+    let revision = current.revision + 1;
+    let mut active: events::ActiveModel = current.into();
+    active.organizer = Set(input.organizer.clone());
+    active.title = Set(input.title.clone());
+    active.color = Set(input.color.clone());
+    active.start = Set(input.start);
+    active.end = Set(input.end);
+    active.is_all_day = Set(input.is_all_day);
+    active.is_canceled = Set(input.is_canceled);
+    active.has_attendees = Set(input.has_attendees);
+    active.description = Set(input.description.clone());
+    active.location = Set(input.location.clone());
+    active.recurrence = Set(input.recurrence.clone());
+    active.url = Set(input.url.clone());
+    active.revision = Set(revision);
+    active.updated_at = Set(now);
+    active.update(txn).await
+}
+
+/// Marks a change that is not a content change (a link), one revision up.
+pub async fn touch(
+    txn: &impl ConnectionTrait,
+    current: events::Model,
+    now: DateTime<Utc>,
+) -> Result<events::Model, DbErr> {
+    let revision = current.revision + 1;
+    let mut active: events::ActiveModel = current.into();
+    active.revision = Set(revision);
+    active.updated_at = Set(now);
+    active.update(txn).await
+}
+
+/// Deletes an event, keeping a tombstone; its links go.
+pub async fn tombstone(
+    txn: &impl ConnectionTrait,
+    current: events::Model,
+    now: DateTime<Utc>,
+) -> Result<events::Model, DbErr> {
+    let id = current.id;
+    let revision = current.revision + 1;
+    let mut active: events::ActiveModel = current.into();
+    active.revision = Set(revision);
+    active.updated_at = Set(now);
+    active.deleted_at = Set(Some(now));
+    let event = active.update(txn).await?;
+    calendar_events::Entity::delete_many()
+        .filter(calendar_events::Column::EventId.eq(id))
+        .exec(txn)
+        .await?;
+    Ok(event)
+}
+
+/// Deletes many events at once (a calendar's deletion), keeping tombstones.
+pub async fn tombstone_many(
+    txn: &impl ConnectionTrait,
+    ids: &[Uuid],
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    use sea_orm::sea_query::{Expr, ExprTrait};
+    for chunk in ids.chunks(500) {
+        events::Entity::update_many()
+            .col_expr(events::Column::DeletedAt, Expr::value(now))
+            .col_expr(events::Column::UpdatedAt, Expr::value(now))
+            .col_expr(
+                events::Column::Revision,
+                Expr::col(events::Column::Revision).add(1),
+            )
+            .filter(events::Column::Id.is_in(chunk.iter().copied()))
+            .exec(txn)
+            .await?;
+        calendar_events::Entity::delete_many()
+            .filter(calendar_events::Column::EventId.is_in(chunk.iter().copied()))
+            .exec(txn)
+            .await?;
+    }
+    Ok(())
+}
+
+/// Records many `(user, event)` visibility losses at once.
+pub async fn record_loss_pairs(
+    txn: &impl ConnectionTrait,
+    losses: &[(String, Uuid)],
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    for chunk in losses.chunks(500) {
+        let rows = chunk
+            .iter()
+            .map(|(user, event)| event_visibility_losses::ActiveModel {
+                id: Set(Uuid::new_v4()),
+                user_id: Set(user.clone()),
+                event_id: Set(*event),
+                at: Set(now),
+            });
+        event_visibility_losses::Entity::insert_many(rows)
+            .exec(txn)
+            .await?;
+    }
+    Ok(())
+}
+
+/// Records that `users` can no longer see `event_id`.
+pub async fn record_losses<'a>(
+    txn: &impl ConnectionTrait,
+    users: impl IntoIterator<Item = &'a str>,
+    event_id: Uuid,
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    let rows: Vec<_> = users
+        .into_iter()
+        .map(|user| event_visibility_losses::ActiveModel {
+            id: Set(Uuid::new_v4()),
+            user_id: Set(user.to_owned()),
+            event_id: Set(event_id),
+            at: Set(now),
+        })
+        .collect();
+    if rows.is_empty() {
+        return Ok(());
+    }
+    event_visibility_losses::Entity::insert_many(rows)
+        .exec(txn)
+        .await?;
+    Ok(())
+}
+
+/// Live events homed in a calendar.
+pub async fn homed_in(
+    txn: &impl ConnectionTrait,
+    calendar_id: Uuid,
+) -> Result<Vec<events::Model>, DbErr> {
+    events::Entity::find()
+        .filter(events::Column::OriginCalendarId.eq(calendar_id))
+        .filter(events::Column::DeletedAt.is_null())
+        .all(txn)
+        .await
+}
+
+/// Every link of the events linked to `calendar_id` (event → its calendars).
+pub async fn links_of_events_in(
+    txn: &impl ConnectionTrait,
+    calendar_id: Uuid,
+) -> Result<HashMap<Uuid, Vec<Uuid>>, DbErr> {
+    let event_ids: Vec<Uuid> = calendar_events::Entity::find()
+        .filter(calendar_events::Column::CalendarId.eq(calendar_id))
+        .all(txn)
+        .await?
+        .into_iter()
+        .map(|link| link.event_id)
+        .collect();
+    links_of(txn, &event_ids).await
+}
+
+/// The links of several events.
+pub async fn links_of(
+    db: &impl ConnectionTrait,
+    event_ids: &[Uuid],
+) -> Result<HashMap<Uuid, Vec<Uuid>>, DbErr> {
+    let mut by_event: HashMap<Uuid, Vec<Uuid>> = HashMap::new();
+    for chunk in event_ids.chunks(500) {
+        let links = calendar_events::Entity::find()
+            .filter(calendar_events::Column::EventId.is_in(chunk.iter().copied()))
+            .all(db)
+            .await?;
+        for link in links {
+            by_event
+                .entry(link.event_id)
+                .or_default()
+                .push(link.calendar_id);
+        }
+    }
+    Ok(by_event)
+}
+
+/// What a read asks for.
+#[derive(Debug, Clone, Copy)]
+pub enum Window {
+    /// Every visible event.
+    All,
+    /// Events changed, linked or newly visible after this instant.
+    Since(DateTime<Utc>),
+    /// Events overlapping `[start, end)`, and every recurring one.
+    Range(DateTime<Utc>, DateTime<Utc>),
+}
+
+/// The live events `user_id` can see in `window`, each with the reader's calendars it is
+/// in, ordered by start.
+pub async fn visible(
+    db: &impl ConnectionTrait,
+    user_id: &str,
+    window: Window,
+) -> Result<Vec<(events::Model, Vec<Uuid>)>, DbErr> {
+    let memberships = calendar_members::Entity::find()
+        .filter(calendar_members::Column::UserId.eq(user_id))
+        .all(db)
+        .await?;
+    if memberships.is_empty() {
+        return Ok(Vec::new());
+    }
+    let calendars: Vec<Uuid> = memberships.iter().map(|m| m.calendar_id).collect();
+    let mut query = calendar_events::Entity::find()
+        .find_also_related(events::Entity)
+        .filter(calendar_events::Column::CalendarId.is_in(calendars.iter().copied()))
+        .filter(events::Column::DeletedAt.is_null());
+    match window {
+        Window::All => {}
+        Window::Since(since) => {
+            let joined_since: Vec<Uuid> = memberships
+                .iter()
+                .filter(|m| m.created_at > since)
+                .map(|m| m.calendar_id)
+                .collect();
+            let mut changed = Condition::any()
+                .add(events::Column::UpdatedAt.gt(since))
+                .add(calendar_events::Column::CreatedAt.gt(since));
+            if !joined_since.is_empty() {
+                changed = changed.add(calendar_events::Column::CalendarId.is_in(joined_since));
+            }
+            query = query.filter(changed);
+        }
+        Window::Range(start, end) => {
+            query = query.filter(
+                Condition::any()
+                    .add(
+                        Condition::all()
+                            .add(events::Column::Start.lt(end))
+                            .add(events::Column::End.gt(start)),
+                    )
+                    .add(events::Column::Recurrence.is_not_null()),
+            );
+        }
+    }
+    let rows = query.all(db).await?;
+    let mut by_event: BTreeMap<Uuid, (events::Model, Vec<Uuid>)> = BTreeMap::new();
+    for (link, event) in rows {
+        let Some(event) = event else { continue };
+        by_event
+            .entry(event.id)
+            .or_insert_with(|| (event, Vec::new()))
+            .1
+            .push(link.calendar_id);
+    }
+    let mut visible: Vec<_> = by_event.into_values().collect();
+    visible.sort_by_key(|(event, _)| (event.start, event.id));
+    Ok(visible)
+}
+
+/// The events that left `user_id`'s view after `since` and are not visible again now.
+pub async fn deleted_since(
+    db: &impl ConnectionTrait,
+    user_id: &str,
+    since: DateTime<Utc>,
+) -> Result<Vec<Uuid>, DbErr> {
+    let lost: HashSet<Uuid> = event_visibility_losses::Entity::find()
+        .filter(event_visibility_losses::Column::UserId.eq(user_id))
+        .filter(event_visibility_losses::Column::At.gt(since))
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|loss| loss.event_id)
+        .collect();
+    if lost.is_empty() {
+        return Ok(Vec::new());
+    }
+    let lost: Vec<Uuid> = lost.into_iter().collect();
+    let still_visible = visible_among(db, user_id, &lost).await?;
+    let mut deleted: Vec<Uuid> = lost
+        .into_iter()
+        .filter(|id| !still_visible.contains(id))
+        .collect();
+    deleted.sort();
+    Ok(deleted)
+}
+
+/// Which of `event_ids` `user_id` can see.
+pub async fn visible_among(
+    db: &impl ConnectionTrait,
+    user_id: &str,
+    event_ids: &[Uuid],
+) -> Result<HashSet<Uuid>, DbErr> {
+    let calendars: Vec<Uuid> = calendar_members::Entity::find()
+        .filter(calendar_members::Column::UserId.eq(user_id))
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|m| m.calendar_id)
+        .collect();
+    let mut visible = HashSet::new();
+    if calendars.is_empty() {
+        return Ok(visible);
+    }
+    for chunk in event_ids.chunks(500) {
+        let rows = calendar_events::Entity::find()
+            .find_also_related(events::Entity)
+            .filter(calendar_events::Column::EventId.is_in(chunk.iter().copied()))
+            .filter(calendar_events::Column::CalendarId.is_in(calendars.iter().copied()))
+            .filter(events::Column::DeletedAt.is_null())
+            .all(db)
+            .await?;
+        visible.extend(rows.into_iter().map(|(link, _)| link.event_id));
+    }
+    Ok(visible)
+}
+
+/// Deletes tombstones and visibility losses older than `before` (cleanup): clients that
+/// have not synced for that long reload fully.
+pub async fn delete_history_before(
+    db: &impl ConnectionTrait,
+    before: DateTime<Utc>,
+) -> Result<u64, DbErr> {
+    let losses = event_visibility_losses::Entity::delete_many()
+        .filter(event_visibility_losses::Column::At.lt(before))
+        .exec(db)
+        .await?
+        .rows_affected;
+    let tombstones = events::Entity::delete_many()
+        .filter(events::Column::DeletedAt.lt(before))
+        .exec(db)
+        .await?
+        .rows_affected;
+    Ok(losses + tombstones)
+}

@@ -1,0 +1,134 @@
+//! Pending change-notification mails.
+//!
+//! Rows are written in the transaction of the change. A person's first pending row fixes
+//! the batch's due time (`BATCH_DELAY_MS` later) and later changes join that batch without
+//! moving it; repeated changes of one event update the row's payload. Sending claims rows
+//! with a lease (`claimed_until`), so two instances never send the same batch, and a failed
+//! send simply leaves the claim to expire as the retry delay. Rows are deleted only once the
+//! mail was accepted (or abandoned after 24 hours).
+
+use chrono::{DateTime, Duration, Utc};
+use entities::pending_notifications::{self, Column, Entity};
+use sea_orm::sea_query::{Expr, OnConflict};
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter,
+    QueryOrder, QuerySelect,
+};
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::Database;
+use crate::domain::events::ChangeNews;
+
+/// Queues `news` about `event_id` for `user_id`; returns when the user's batch is due.
+pub async fn queue(
+    txn: &impl ConnectionTrait,
+    user_id: &str,
+    news: ChangeNews,
+    event_id: Uuid,
+    payload: Value,
+    delay: Duration,
+    now: DateTime<Utc>,
+) -> Result<DateTime<Utc>, DbErr> {
+    let open_batch = Entity::find()
+        .filter(Column::UserId.eq(user_id))
+        .filter(Column::ClaimedUntil.is_null())
+        .order_by_asc(Column::DueAt)
+        .one(txn)
+        .await?
+        .map(|row| row.due_at);
+    let due_at = open_batch.unwrap_or(now + delay);
+    let row = pending_notifications::ActiveModel {
+        id: Set(Uuid::new_v4()),
+        user_id: Set(user_id.to_owned()),
+        kind: Set(news.as_str().to_owned()),
+        subject_id: Set(event_id),
+        payload: Set(payload),
+        due_at: Set(due_at),
+        claimed_until: Set(None),
+        created_at: Set(now),
+    };
+    Entity::insert(row)
+        .on_conflict(
+            OnConflict::columns([Column::UserId, Column::Kind, Column::SubjectId])
+                .update_column(Column::Payload)
+                .to_owned(),
+        )
+        .exec(txn)
+        .await?;
+    Ok(due_at)
+}
+
+/// Drops what is pending about events that no longer exist.
+pub async fn drop_for_events(txn: &impl ConnectionTrait, event_ids: &[Uuid]) -> Result<(), DbErr> {
+    for chunk in event_ids.chunks(500) {
+        Entity::delete_many()
+            .filter(Column::SubjectId.is_in(chunk.iter().copied()))
+            .exec(txn)
+            .await?;
+    }
+    Ok(())
+}
+
+/// When the next row becomes sendable (due and not claimed).
+pub async fn next_wakeup(db: &Database) -> Result<Option<DateTime<Utc>>, DbErr> {
+    let rows = Entity::find()
+        .order_by_asc(Column::DueAt)
+        .limit(200)
+        .all(db.conn())
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|row| {
+            row.claimed_until
+                .map_or(row.due_at, |claim| claim.max(row.due_at))
+        })
+        .min())
+}
+
+/// Claims every row that is due and not claimed, until `lease` from now.
+pub async fn claim_due(
+    db: &Database,
+    now: DateTime<Utc>,
+    lease: Duration,
+) -> Result<Vec<pending_notifications::Model>, DbErr> {
+    let txn = db.begin_write().await?;
+    let claimable = Condition::all().add(Column::DueAt.lte(now)).add(
+        Condition::any()
+            .add(Column::ClaimedUntil.is_null())
+            .add(Column::ClaimedUntil.lte(now)),
+    );
+    let rows = Entity::find()
+        .filter(claimable.clone())
+        .lock_exclusive()
+        .all(&txn)
+        .await?;
+    if !rows.is_empty() {
+        Entity::update_many()
+            .col_expr(Column::ClaimedUntil, Expr::value(now + lease))
+            .filter(Column::Id.is_in(rows.iter().map(|row| row.id)))
+            .exec(&txn)
+            .await?;
+    }
+    txn.commit().await?;
+    Ok(rows)
+}
+
+/// Deletes rows whose mail was accepted, abandoned or not wanted.
+pub async fn delete(db: &Database, ids: &[Uuid]) -> Result<(), DbErr> {
+    Entity::delete_many()
+        .filter(Column::Id.is_in(ids.iter().copied()))
+        .exec(db.conn())
+        .await?;
+    Ok(())
+}
+
+/// Leaves rows claimed until `retry_at`: they are tried again then.
+pub async fn retry_at(db: &Database, ids: &[Uuid], retry_at: DateTime<Utc>) -> Result<(), DbErr> {
+    Entity::update_many()
+        .col_expr(Column::ClaimedUntil, Expr::value(retry_at))
+        .filter(Column::Id.is_in(ids.iter().copied()))
+        .exec(db.conn())
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,113 @@
+//! Event and attendee documents.
+
+use chrono::{DateTime, Utc};
+use entities::events;
+use serde::Serialize;
+use uuid::Uuid;
+
+use super::{optional_timestamp, timestamp};
+
+/// An event with the calendars (of the reader) it is in.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventView {
+    /// Id.
+    pub id: Uuid,
+    /// Creation time.
+    #[serde(serialize_with = "timestamp")]
+    pub created_at: DateTime<Utc>,
+    /// Last change.
+    #[serde(serialize_with = "timestamp")]
+    pub updated_at: DateTime<Utc>,
+    /// Creator.
+    #[serde(rename = "creatorID")]
+    pub creator_id: String,
+    /// Title.
+    pub title: String,
+    /// Colour.
+    pub color: String,
+    /// Start.
+    #[serde(serialize_with = "timestamp")]
+    pub start: DateTime<Utc>,
+    /// End.
+    #[serde(serialize_with = "timestamp")]
+    pub end: DateTime<Utc>,
+    /// All-day.
+    pub is_all_day: bool,
+    /// Description.
+    pub description: Option<String>,
+    /// Location.
+    pub location: Option<String>,
+    /// Cancelled.
+    pub is_canceled: bool,
+    /// Shows attendance.
+    pub has_attendees: bool,
+    /// Organizer.
+    pub organizer: String,
+    /// Recurrence.
+    pub recurrence: Option<String>,
+    /// URL.
+    pub url: Option<String>,
+    /// Home calendar.
+    #[serde(rename = "originCalendarID")]
+    pub origin_calendar_id: Option<Uuid>,
+    /// Tombstone time.
+    #[serde(serialize_with = "optional_timestamp")]
+    pub deleted_at: Option<DateTime<Utc>>,
+    /// Increases with every change.
+    pub revision: i64,
+    /// The reader's calendars this event is in.
+    pub calendars: Vec<Uuid>,
+}
+
+impl EventView {
+    /// The document of `event` for a reader who sees it in `calendars`.
+    pub fn new(event: &events::Model, calendars: Vec<Uuid>) -> Self {
+        Self {
+            id: event.id,
+            created_at: event.created_at,
+            updated_at: event.updated_at,
+            creator_id: event.creator_id.clone(),
+            title: event.title.clone(),
+            color: event.color.clone(),
+            start: event.start,
+            end: event.end,
+            is_all_day: event.is_all_day,
+            description: event.description.clone(),
+            location: event.location.clone(),
+            is_canceled: event.is_canceled,
+            has_attendees: event.has_attendees,
+            organizer: event.organizer.clone(),
+            recurrence: event.recurrence.clone(),
+            url: event.url.clone(),
+            origin_calendar_id: event.origin_calendar_id,
+            deleted_at: event.deleted_at,
+            revision: event.revision,
+            calendars,
+        }
+    }
+}
+
+/// An attendee: `{id, name, image, status}` (never an email).
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct AttendeeView {
+    /// User id.
+    pub id: String,
+    /// Name.
+    pub name: String,
+    /// Avatar.
+    pub image: Option<String>,
+    /// `going`, `maybe` or `declined`.
+    pub status: String,
+}
+
+/// The answer to a delete: `{id, calendars, removed}`.
+#[derive(Debug, Clone, Serialize)]
+pub struct DeletedEventView {
+    /// The event.
+    pub id: Uuid,
+    /// Calendars it is still in (empty when removed).
+    pub calendars: Vec<Uuid>,
+    /// `true` when no calendar keeps it (it was deleted).
+    pub removed: bool,
+}

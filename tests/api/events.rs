@@ -1,0 +1,506 @@
+//! Events: create, update, delete and unlink, link, fork, attendance; their rules, status
+//! codes and frames.
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+use crate::calendars::{Shared, shared};
+use crate::helpers::{TestApp, TestUser, event_body, spawn_app};
+use crate::support::sse::SseClient;
+
+async fn stream(app: &TestApp, user: &TestUser) -> SseClient {
+    SseClient::open(app.as_user(Method::GET, "/api/stream", user)).await
+}
+
+async fn create(app: &TestApp, user: &TestUser, body: &Value) -> Value {
+    let response = app.event_request(Method::POST, user, body).await;
+    assert_eq!(response.status(), StatusCode::CREATED, "create");
+    response.json().await.expect("JSON")
+}
+
+#[tokio::test]
+async fn an_editor_creates_an_event_that_members_see_with_their_calendars() {
+    let app = spawn_app().await;
+    let s = shared(&app, "create").await;
+    let mut viewer_stream = stream(&app, &s.viewer).await;
+    let mut outsider_stream = stream(&app, &s.outsider).await;
+    let body = event_body(&[&s.calendar], "Planning", 9);
+    let created = create(&app, &s.editor, &body).await;
+    assert_eq!(created["id"], body["id"], "client-chosen id kept");
+    assert_eq!(
+        created["creatorID"],
+        s.editor.id.as_str(),
+        "creator set by the server"
+    );
+    assert_eq!(created["originCalendarID"], s.calendar.as_str());
+    assert_eq!(created["calendars"], json!([s.calendar]));
+    assert_eq!(created["revision"], 1);
+    assert_eq!(created["deletedAt"], Value::Null);
+    assert_eq!(created["start"], "2026-07-23T09:00:00.000Z");
+
+    let frame = viewer_stream.next_frame().await;
+    assert_eq!(frame["type"], "event_created");
+    assert_eq!(frame["payload"]["id"], body["id"]);
+    assert_eq!(frame["payload"]["calendars"], json!([s.calendar]));
+    app.ctx().actors.sessions.broadcast(
+        [s.outsider.id.as_str()],
+        &bowline::domain::frames::Frame::new("reminders_updated", json!({})),
+    );
+    assert_eq!(
+        outsider_stream.next_frame().await["type"],
+        "reminders_updated"
+    );
+
+    // The creator answered "going"; a viewer may answer too.
+    let attendees: Value = app
+        .as_user(
+            Method::GET,
+            &format!(
+                "/api/v1/events/{}/attendees",
+                body["id"].as_str().expect("id")
+            ),
+            &s.viewer,
+        )
+        .send()
+        .await
+        .expect("request")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(
+        attendees,
+        json!([{ "id": s.editor.id, "name": "Test User", "image": null, "status": "going" }])
+    );
+}
+
+#[tokio::test]
+async fn create_rules_and_their_statuses() {
+    let app = spawn_app().await;
+    let s = shared(&app, "rules").await;
+    let unknown = uuid::Uuid::new_v4().to_string();
+    let mut later_start = event_body(&[&s.calendar], "Backwards", 9);
+    later_start["end"] = json!("2026-07-23T08:00:00.000Z");
+    let mut no_calendars = event_body(&[&s.calendar], "Nowhere", 9);
+    no_calendars["calendars"] = json!([]);
+    let mut foreign_origin = event_body(&[&s.calendar], "Elsewhere", 9);
+    foreign_origin["originCalendarID"] = json!(unknown);
+    let mut bad_id = event_body(&[&s.calendar], "Bad id", 9);
+    bad_id["id"] = json!("not-a-uuid");
+    let mut bad_calendar = event_body(&[&s.calendar], "Bad calendar", 9);
+    bad_calendar["calendars"] = json!(["nope"]);
+    let mut bad_time = event_body(&[&s.calendar], "Bad time", 9);
+    bad_time["start"] = json!("tomorrow-ish");
+    let cases: [(&TestUser, Value, u16); 8] = [
+        (&s.editor, later_start, 400),
+        (&s.editor, no_calendars, 400),
+        (&s.editor, foreign_origin, 400),
+        (&s.editor, bad_id, 400),
+        (&s.editor, bad_calendar, 400),
+        (&s.editor, bad_time, 400),
+        (&s.viewer, event_body(&[&s.calendar], "Viewer", 9), 403),
+        (
+            &s.editor,
+            event_body(&[&s.calendar, &unknown], "Partly unknown", 9),
+            403,
+        ),
+    ];
+    for (user, body, status) in cases {
+        let response = app.event_request(Method::POST, user, &body).await;
+        assert_eq!(response.status().as_u16(), status, "{body}");
+        let error: Value = response.json().await.expect("JSON");
+        assert!(error["error"].is_string() && error["requestId"].is_string());
+    }
+    let listed = app.read_events(&s.owner, "").await;
+    assert_eq!(listed["events"], json!([]), "nothing was written");
+
+    let body = event_body(&[&s.calendar], "Once", 9);
+    create(&app, &s.owner, &body).await;
+    let again = app.event_request(Method::POST, &s.owner, &body).await;
+    assert_eq!(
+        again.status(),
+        StatusCode::CONFLICT,
+        "a duplicate id is a conflict, not a 500"
+    );
+}
+
+#[tokio::test]
+async fn updates_keep_identity_fields_and_reach_old_and_new_calendars() {
+    let app = spawn_app().await;
+    let s = shared(&app, "update").await;
+    let other = app.create_calendar(&s.editor, "Editor's own").await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let body = event_body(&[&s.calendar], "Original", 9);
+    create(&app, &s.editor, &body).await;
+    let mut owner_stream = stream(&app, &s.owner).await;
+
+    let mut update = body.clone();
+    update["title"] = json!("Renamed");
+    update["creatorID"] = json!("someone-else");
+    update["originCalendarID"] = json!(other);
+    update["calendars"] = json!([s.calendar, other]);
+    let response = app.event_request(Method::PUT, &s.editor, &update).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let updated: Value = response.json().await.expect("JSON");
+    assert_eq!(updated["title"], "Renamed");
+    assert_eq!(
+        updated["creatorID"],
+        s.editor.id.as_str(),
+        "creatorID cannot change"
+    );
+    assert_eq!(
+        updated["originCalendarID"],
+        s.calendar.as_str(),
+        "originCalendarID cannot change"
+    );
+    assert_eq!(updated["revision"], 2);
+    assert_eq!(updated["calendars"], json!([s.calendar, other]));
+    let frame = owner_stream.next_frame().await;
+    assert_eq!(frame["type"], "event_updated");
+    assert_eq!(
+        frame["payload"]["calendars"],
+        json!([s.calendar]),
+        "only the reader's calendars"
+    );
+
+    // A viewer cannot edit; an editor cannot add a calendar they cannot edit.
+    let by_viewer = app.event_request(Method::PUT, &s.viewer, &update).await;
+    assert_eq!(by_viewer.status(), StatusCode::FORBIDDEN);
+    let outsiders = app.create_calendar(&s.outsider, "Outsider's").await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let mut into_foreign = update.clone();
+    into_foreign["calendars"] = json!([s.calendar, outsiders]);
+    assert_eq!(
+        app.event_request(Method::PUT, &s.editor, &into_foreign)
+            .await
+            .status(),
+        StatusCode::FORBIDDEN
+    );
+    let mut unknown = update.clone();
+    unknown["id"] = json!(uuid::Uuid::new_v4().to_string());
+    assert_eq!(
+        app.event_request(Method::PUT, &s.editor, &unknown)
+            .await
+            .status(),
+        StatusCode::NOT_FOUND
+    );
+}
+
+#[tokio::test]
+async fn delete_unlinks_or_removes_and_tells_the_right_people() {
+    let app = spawn_app().await;
+    let s = shared(&app, "delete").await;
+    let editors_own = app.create_calendar(&s.editor, "Editor's own").await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let body = event_body(&[&s.calendar, &editors_own], "Twice", 9);
+    create(&app, &s.editor, &body).await;
+    let id = body["id"].as_str().expect("id");
+    let mut viewer_stream = stream(&app, &s.viewer).await;
+    let mut editor_stream = stream(&app, &s.editor).await;
+
+    // Unlinking from the shared calendar: the viewer loses it, the editor keeps it.
+    let unlinked = app
+        .event_request(
+            Method::DELETE,
+            &s.editor,
+            &json!({ "id": id, "unlinkCalendarID": s.calendar }),
+        )
+        .await;
+    assert_eq!(unlinked.status(), StatusCode::OK);
+    assert_eq!(
+        unlinked.json::<Value>().await.expect("JSON"),
+        json!({ "id": id, "calendars": [editors_own], "removed": false })
+    );
+    assert_eq!(
+        viewer_stream.next_frame().await,
+        json!({ "type": "event_removed", "payload": { "id": id, "calendars": [], "removed": true } })
+    );
+    let frame = editor_stream.next_frame().await;
+    assert_eq!(frame["type"], "event_updated");
+    assert_eq!(frame["payload"]["calendars"], json!([editors_own]));
+
+    let not_there = app
+        .event_request(
+            Method::DELETE,
+            &s.editor,
+            &json!({ "id": id, "unlinkCalendarID": s.calendar }),
+        )
+        .await;
+    assert_eq!(not_there.status(), StatusCode::BAD_REQUEST);
+    let bad = app
+        .event_request(
+            Method::DELETE,
+            &s.editor,
+            &json!({ "id": id, "unlinkCalendarID": "x" }),
+        )
+        .await;
+    assert_eq!(bad.status(), StatusCode::BAD_REQUEST);
+    let by_outsider = app
+        .event_request(Method::DELETE, &s.outsider, &json!({ "id": id }))
+        .await;
+    assert_eq!(by_outsider.status(), StatusCode::FORBIDDEN);
+
+    let removed = app
+        .event_request(Method::DELETE, &s.editor, &json!({ "id": id }))
+        .await;
+    assert_eq!(
+        removed.json::<Value>().await.expect("JSON"),
+        json!({ "id": id, "calendars": [], "removed": true })
+    );
+    let frame = editor_stream.next_frame().await;
+    assert_eq!(frame["type"], "event_removed");
+    let gone = app
+        .event_request(Method::DELETE, &s.editor, &json!({ "id": id }))
+        .await;
+    assert_eq!(gone.status(), StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn link_keeps_the_home_and_fork_makes_an_independent_copy() {
+    let app = spawn_app().await;
+    let Shared {
+        owner,
+        editor,
+        viewer,
+        calendar,
+        ..
+    } = shared(&app, "link").await;
+    let personal: Value = app
+        .as_user(Method::GET, "/api/v1/calendars", &editor)
+        .send()
+        .await
+        .expect("request")
+        .json()
+        .await
+        .expect("JSON");
+    let editors_personal = personal
+        .as_array()
+        .expect("array")
+        .iter()
+        .find(|c| c["isDefault"] == true)
+        .expect("personal")["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let body = event_body(&[&calendar], "Shared thing", 9);
+    create(&app, &owner, &body).await;
+    let id = body["id"].as_str().expect("id");
+    let link = |user: &TestUser, target: &str| {
+        app.as_user(Method::POST, &format!("/api/v1/events/{id}/link"), user)
+            .json(&json!({ "calendarID": target }))
+            .send()
+    };
+    let mut viewer_stream = stream(&app, &viewer).await;
+    let linked = link(&editor, &editors_personal).await.expect("request");
+    assert_eq!(linked.status(), StatusCode::OK);
+    let linked: Value = linked.json().await.expect("JSON");
+    assert_eq!(linked["originCalendarID"], calendar.as_str());
+    assert_eq!(linked["calendars"], json!([calendar, editors_personal]));
+    assert_eq!(viewer_stream.next_frame().await["type"], "event_updated");
+    // Idempotent.
+    assert_eq!(
+        link(&editor, &editors_personal)
+            .await
+            .expect("request")
+            .status(),
+        StatusCode::OK
+    );
+    // A viewer cannot link into a calendar they cannot edit; nobody can into a foreign one.
+    assert_eq!(
+        link(&viewer, &calendar).await.expect("request").status(),
+        StatusCode::FORBIDDEN
+    );
+    let bad = app
+        .as_user(
+            Method::POST,
+            "/api/v1/events/not-an-id_1700000000000/link",
+            &editor,
+        )
+        .json(&json!({ "calendarID": calendar }))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(bad.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(
+        bad.json::<Value>().await.expect("JSON")["error"],
+        "eventId must be an event id, not an occurrence."
+    );
+
+    let viewers_personal = {
+        let listed: Value = app
+            .as_user(Method::GET, "/api/v1/calendars", &viewer)
+            .send()
+            .await
+            .expect("request")
+            .json()
+            .await
+            .expect("JSON");
+        listed
+            .as_array()
+            .expect("array")
+            .iter()
+            .find(|c| c["isDefault"] == true)
+            .expect("personal")["id"]
+            .as_str()
+            .expect("id")
+            .to_owned()
+    };
+    let fork = app
+        .as_user(Method::POST, &format!("/api/v1/events/{id}/fork"), &viewer)
+        .json(&json!({ "calendarID": viewers_personal }))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(fork.status(), StatusCode::CREATED);
+    let copy: Value = fork.json().await.expect("JSON");
+    assert_ne!(copy["id"], body["id"]);
+    assert_eq!(copy["creatorID"], viewer.id.as_str());
+    assert_eq!(copy["organizer"], viewer.id.as_str());
+    assert_eq!(copy["originCalendarID"], viewers_personal.as_str());
+    assert_eq!(copy["title"], "Shared thing");
+    assert_eq!(copy["calendars"], json!([viewers_personal]));
+    let again = app
+        .as_user(Method::POST, &format!("/api/v1/events/{id}/fork"), &owner)
+        .json(&json!({ "calendarID": calendar }))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(
+        again.status(),
+        StatusCode::BAD_REQUEST,
+        "already in that calendar"
+    );
+}
+
+#[tokio::test]
+async fn attendance_is_idempotent_and_reaches_every_reader() {
+    let app = spawn_app().await;
+    let s = shared(&app, "attend").await;
+    let body = event_body(&[&s.calendar], "Party", 20);
+    create(&app, &s.owner, &body).await;
+    let id = body["id"].as_str().expect("id");
+    let mut editor_stream = stream(&app, &s.editor).await;
+    let answer = |user: &TestUser, body: Value| {
+        app.as_user(
+            Method::PUT,
+            &format!("/api/v1/events/{id}/attendance"),
+            user,
+        )
+        .json(&body)
+        .send()
+    };
+    for _ in 0..2 {
+        let response = answer(&s.viewer, json!({ "status": "maybe" }))
+            .await
+            .expect("request");
+        assert_eq!(response.status(), StatusCode::OK);
+    }
+    let frame = editor_stream.next_frame().await;
+    assert_eq!(frame["type"], "attendance_changed");
+    assert_eq!(frame["payload"]["eventID"], id);
+    assert_eq!(
+        frame["payload"]["attendees"],
+        json!([
+            { "id": s.owner.id, "name": "Test User", "image": null, "status": "going" },
+            { "id": s.viewer.id, "name": "Test User", "image": null, "status": "maybe" }
+        ])
+    );
+    let declined: Value = answer(&s.editor, json!({ "attending": false }))
+        .await
+        .expect("request")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(
+        declined.as_array().expect("array").len(),
+        2,
+        "none removes (there was no answer)"
+    );
+    let declined: Value = answer(&s.editor, json!({ "status": "declined" }))
+        .await
+        .expect("request")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(declined[2]["status"], "declined", "declined comes last");
+    let none: Value = answer(&s.viewer, json!({ "status": "none" }))
+        .await
+        .expect("request")
+        .json()
+        .await
+        .expect("JSON");
+    assert!(
+        none.as_array()
+            .expect("array")
+            .iter()
+            .all(|a| a["id"] != s.viewer.id.as_str())
+    );
+    assert_eq!(
+        answer(&s.viewer, json!({ "status": "perhaps" }))
+            .await
+            .expect("request")
+            .status(),
+        StatusCode::BAD_REQUEST
+    );
+    assert_eq!(
+        answer(&s.outsider, json!({ "status": "going" }))
+            .await
+            .expect("request")
+            .status(),
+        StatusCode::FORBIDDEN
+    );
+    let anonymous = app
+        .client
+        .get(app.url(&format!("/api/v1/events/{id}/attendees")))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn reads_validate_their_query_and_range_reads_overlap() {
+    let app = spawn_app().await;
+    let s = shared(&app, "reads").await;
+    for (hour, title) in [(8, "Early"), (12, "Noon"), (18, "Evening")] {
+        create(&app, &s.owner, &event_body(&[&s.calendar], title, hour)).await;
+    }
+    for query in [
+        "?since=not-a-date",
+        "?since=",
+        "?since=2026-01-01T00:00:00Z&since=2026-01-02T00:00:00Z",
+        "?start=2026-07-23T00:00:00Z",
+        "?start=2026-07-24T00:00:00Z&end=2026-07-23T00:00:00Z",
+        "?start=2020-01-01T00:00:00Z&end=2026-01-01T00:00:00Z",
+        "?since=2026-01-01T00:00:00Z&start=2026-07-23T00:00:00Z&end=2026-07-24T00:00:00Z",
+    ] {
+        let response = app
+            .as_user(Method::GET, &format!("/api/v1/events{query}"), &s.viewer)
+            .send()
+            .await
+            .expect("request");
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{query}");
+    }
+    let range = app
+        .read_events(
+            &s.viewer,
+            "?start=2026-07-23T11:30:00.000Z&end=2026-07-23T13:00:00.000Z",
+        )
+        .await;
+    let titles: Vec<&str> = range["events"]
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|e| e["title"].as_str().expect("title"))
+        .collect();
+    assert_eq!(titles, ["Noon"]);
+    let all = app.read_events(&s.viewer, "").await;
+    assert_eq!(all["events"].as_array().expect("array").len(), 3);
+    assert_eq!(all["deletedIds"], json!([]));
+    assert!(all["serverTime"].as_str().expect("time").ends_with('Z'));
+}
