@@ -8,6 +8,7 @@ pub mod frames;
 pub mod ids;
 pub mod invites;
 pub mod origins;
+pub mod recurrence;
 pub mod roles;
 pub mod settings;
 pub mod time;

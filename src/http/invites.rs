@@ -1,8 +1,8 @@
 //! Invites: create `POST /api/v1/calendars/invites`, list
 //! `GET /api/v1/calendars/:calendarId/invites`, revoke
 //! `DELETE /api/v1/calendars/invites/:inviteId`, mail the link
-//! `POST /api/v1/calendars/invites/:inviteId/send {email}` (20 per hour per account), and
-//! the public preview `GET /api/v1/calendars/tokens/:token` (30 per 15 minutes per address).
+//! `POST /api/v1/calendars/invites/:inviteId/send {email}` (20 per hour per account); the
+//! public preview lives in `invite_preview`.
 
 use chrono::{DateTime, Utc};
 use http::StatusCode;
@@ -12,9 +12,8 @@ use warp::filters::BoxedFilter;
 use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
 
-use super::extract::{AuthUser, authenticated, json_body, request_ctx, respond, route, with_ctx};
-use super::rate_limit::{INVITE_PREVIEW, INVITE_SEND};
-use super::request::RequestCtx;
+use super::extract::{AuthUser, authenticated, json_body, respond, route, with_ctx};
+use super::rate_limit::INVITE_SEND;
 use crate::actors::calendar::CalendarMsg;
 use crate::commands::{not_a_member, not_allowed};
 use crate::context::Ctx;
@@ -24,11 +23,11 @@ use crate::domain::roles::Action;
 use crate::error::AppError;
 use crate::mail::templates;
 use crate::store::{calendars as calendar_store, invites, members};
-use crate::views::calendars::{InviteView, PreviewMember};
+use crate::views::calendars::InviteView;
 
 /// The invite routes (static paths first).
 pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
-    preview(ctx.clone())
+    super::invite_preview::preview(ctx.clone())
         .or(create_invite(ctx.clone()))
         .unify()
         .or(send_invite(ctx.clone()))
@@ -40,7 +39,7 @@ pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
         .boxed()
 }
 
-fn invite_not_found() -> AppError {
+pub(super) fn invite_not_found() -> AppError {
     AppError::not_found("Invite not found...")
 }
 
@@ -269,60 +268,4 @@ async fn send_invite_handler(
     )
     .await?;
     Ok(warp::reply::with_status(warp::reply(), StatusCode::NO_CONTENT).into_response())
-}
-
-/// The public invite preview.
-#[derive(Debug, serde::Serialize)]
-struct PreviewResponse {
-    id: uuid::Uuid,
-    name: String,
-    color: String,
-    members: Vec<PreviewMember>,
-    events: Vec<Value>,
-}
-
-/// GET /api/v1/calendars/tokens/:token — public: calendar identity, member names and
-/// avatars, event summaries for the next 30 days; never emails or full events.
-fn preview(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "calendars" / "tokens" / String)
-        .and(route("/api/v1/calendars/tokens/:token"))
-        .and(warp::get())
-        .and(with_ctx(ctx))
-        .and(request_ctx())
-        .and_then(|token: String, ctx: Ctx, rctx: RequestCtx| async move {
-            respond(preview_handler(&ctx, &rctx, &token).await)
-        })
-}
-
-async fn preview_handler(ctx: &Ctx, rctx: &RequestCtx, token: &str) -> Result<Response, AppError> {
-    ctx.limits
-        .check(
-            INVITE_PREVIEW,
-            &rctx.client_ip().to_string(),
-            std::time::Instant::now(),
-        )
-        .map_err(|retry_after_secs| AppError::TooManyRequests { retry_after_secs })?;
-    let invite_id = canonical_uuid(token).ok_or_else(invite_not_found)?;
-    let invite = invites::find_usable(ctx.db.conn(), invite_id, Utc::now())
-        .await?
-        .ok_or_else(invite_not_found)?;
-    let calendar = calendar_store::find(ctx.db.conn(), invite.calendar_id)
-        .await?
-        .ok_or_else(invite_not_found)?;
-    let members = members::list(ctx.db.conn(), calendar.id).await?;
-    let response = PreviewResponse {
-        id: calendar.id,
-        name: calendar.name,
-        color: calendar.color,
-        members: members
-            .iter()
-            .map(|m| PreviewMember {
-                id: m.user.id.clone(),
-                name: m.user.name.clone(),
-                image: m.user.image.clone(),
-            })
-            .collect(),
-        events: Vec::new(),
-    };
-    Ok(warp::reply::json(&response).into_response())
 }

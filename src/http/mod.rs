@@ -10,6 +10,7 @@ pub mod calendars;
 pub mod cors;
 pub mod events;
 pub mod extract;
+pub mod invite_preview;
 pub mod invites;
 pub mod members;
 pub mod metrics_endpoint;

@@ -390,6 +390,31 @@ pub async fn visible(
     Ok(visible)
 }
 
+/// The live events of one calendar overlapping `[start, end)`, and its recurring ones.
+pub async fn in_calendar(
+    db: &impl ConnectionTrait,
+    calendar_id: Uuid,
+    start: DateTime<Utc>,
+    end: DateTime<Utc>,
+) -> Result<Vec<events::Model>, DbErr> {
+    let rows = calendar_events::Entity::find()
+        .find_also_related(events::Entity)
+        .filter(calendar_events::Column::CalendarId.eq(calendar_id))
+        .filter(events::Column::DeletedAt.is_null())
+        .filter(
+            Condition::any()
+                .add(
+                    Condition::all()
+                        .add(events::Column::Start.lt(end))
+                        .add(events::Column::End.gt(start)),
+                )
+                .add(events::Column::Recurrence.is_not_null()),
+        )
+        .all(db)
+        .await?;
+    Ok(rows.into_iter().filter_map(|(_, event)| event).collect())
+}
+
 /// The events that left `user_id`'s view after `since` and are not visible again now.
 pub async fn deleted_since(
     db: &impl ConnectionTrait,

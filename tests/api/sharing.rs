@@ -561,3 +561,69 @@ async fn the_preview_is_rate_limited_per_address() {
     let body: Value = limited.json().await.expect("JSON");
     assert!(body["requestId"].is_string());
 }
+
+/// A timestamp as clients send it.
+fn stamp(at: chrono::DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+#[tokio::test]
+async fn the_preview_summarizes_the_next_thirty_days_with_recurrences_expanded() {
+    let app = spawn_app().await;
+    let owner = app.sign_up("owner@example.com").await;
+    let calendar = app.create_calendar(&owner, "Family").await;
+    let calendar = calendar["id"].as_str().expect("id").to_owned();
+    let soon = Utc::now() + chrono::Duration::days(2);
+
+    let mut single = crate::helpers::event_body(&[&calendar], "Dentist", 9);
+    single["start"] = json!(stamp(soon));
+    single["end"] = json!(stamp(soon + chrono::Duration::hours(1)));
+    single["description"] = json!("bring the forms");
+    let created = app.event_request(Method::POST, &owner, &single).await;
+    assert_eq!(created.status(), StatusCode::CREATED);
+
+    let mut weekly = crate::helpers::event_body(&[&calendar], "Swim", 9);
+    weekly["start"] = json!(stamp(soon + chrono::Duration::hours(3)));
+    weekly["end"] = json!(stamp(soon + chrono::Duration::hours(4)));
+    weekly["recurrence"] = json!("RRULE:FREQ=WEEKLY;COUNT=3");
+    let created = app.event_request(Method::POST, &owner, &weekly).await;
+    assert_eq!(created.status(), StatusCode::CREATED);
+
+    let mut far = crate::helpers::event_body(&[&calendar], "Far away", 9);
+    far["start"] = json!(stamp(soon + chrono::Duration::days(60)));
+    far["end"] = json!(stamp(
+        soon + chrono::Duration::days(60) + chrono::Duration::hours(1)
+    ));
+    let created = app.event_request(Method::POST, &owner, &far).await;
+    assert_eq!(created.status(), StatusCode::CREATED);
+
+    let invite = app.create_invite(&owner, &calendar, None).await;
+    let token = invite["id"].as_str().expect("token");
+    let preview: Value = app
+        .get(&format!("/api/v1/calendars/tokens/{token}"))
+        .await
+        .json()
+        .await
+        .expect("JSON");
+    let events = preview["events"].as_array().expect("events");
+    let titles: Vec<&str> = events.iter().filter_map(|e| e["title"].as_str()).collect();
+    assert_eq!(titles, ["Dentist", "Swim", "Swim", "Swim"]);
+    assert_eq!(events[0]["id"], single["id"]);
+    assert_eq!(events[0]["start"], single["start"]);
+    let weekly_id = weekly["id"].as_str().expect("id");
+    let second = soon + chrono::Duration::hours(3) + chrono::Duration::days(7);
+    let second_ms =
+        chrono::DurationRound::duration_trunc(second, chrono::Duration::milliseconds(1))
+            .expect("ms")
+            .timestamp_millis();
+    assert_eq!(events[2]["id"], format!("{weekly_id}_{second_ms}"));
+    assert_eq!(events[2]["recurrence"], Value::Null);
+    for event in events {
+        let event = event.as_object().expect("object");
+        assert!(
+            !event.contains_key("description"),
+            "a summary, not the event"
+        );
+        assert!(!event.contains_key("location"));
+    }
+}
