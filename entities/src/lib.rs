@@ -3,14 +3,17 @@
 //! body: the `http` layer maps models to its own response types.
 
 pub mod accounts;
+pub mod avatars;
 pub mod calendar_events;
 pub mod calendar_members;
 pub mod calendars;
 pub mod event_attendees;
+pub mod event_reminders;
 pub mod event_visibility_losses;
 pub mod events;
 pub mod invites;
 pub mod member_tokens;
+pub mod pages;
 pub mod pending_notifications;
 pub mod prelude;
 pub mod scheduled_tasks;

@@ -14,6 +14,7 @@ mod m20261122_000003_create_calendars;
 mod m20261122_000004_create_user_settings;
 mod m20261122_000005_create_invites;
 mod m20261122_000006_create_events;
+mod m20261122_000007_create_pages_reminders_avatars;
 
 /// The ordered list of every migration Bowline has shipped.
 pub struct Migrator;
@@ -28,6 +29,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261122_000004_create_user_settings::Migration),
             Box::new(m20261122_000005_create_invites::Migration),
             Box::new(m20261122_000006_create_events::Migration),
+            Box::new(m20261122_000007_create_pages_reminders_avatars::Migration),
         ]
     }
 }

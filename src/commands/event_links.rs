@@ -14,7 +14,7 @@ use crate::store::{attendance, calendars as calendar_store, members};
 use crate::views::events::EventView;
 
 /// The live event `event_id` and its links, if `actor` can see it.
-async fn visible_event(
+pub async fn visible_event(
     txn: &impl sea_orm::ConnectionTrait,
     event_id: Uuid,
     actor: &str,

@@ -1,14 +1,19 @@
-//! The mutations a calendar actor runs for its calendar. Each one validates what the HTTP
-//! edge could not, locks the calendar row, authorizes with the permission matrix, commits
-//! in one transaction, and only then broadcasts frames to the affected members, once per
-//! user. Correctness rests on the transaction (row lock, unique constraints), not on the
+//! The mutations. Calendar-scoped ones run inside that calendar's actor: each validates what
+//! the HTTP edge could not, locks the calendar row, authorizes with the permission matrix,
+//! commits in one transaction, and only then broadcasts frames to the affected members, once
+//! per user. Correctness rests on the transaction (row lock, unique constraints), not on the
 //! actor being the only writer; the actor adds ordering, so frames leave in commit order.
+//! User-scoped ones (settings, reminders, Pages) run in the request, serialized per user by
+//! a row lock, and send their frames to the user's own connections after commit.
 
 pub mod calendar;
 pub mod event_links;
 pub mod events;
 pub mod invites;
 pub mod membership;
+pub mod pages;
+pub mod reminders;
+pub mod settings;
 
 use entities::calendars;
 use sea_orm::ConnectionTrait;

@@ -1,6 +1,7 @@
 //! Pure rules and value types: no IO, no actors, no HTTP. Everything here can be unit-tested
 //! in isolation and is shared by the HTTP edge, the actors and the store.
 
+pub mod avatars;
 pub mod capabilities;
 pub mod email;
 pub mod events;
@@ -8,7 +9,9 @@ pub mod frames;
 pub mod ids;
 pub mod invites;
 pub mod origins;
+pub mod pages;
 pub mod recurrence;
+pub mod reminders;
 pub mod roles;
 pub mod settings;
 pub mod time;

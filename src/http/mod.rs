@@ -6,10 +6,12 @@
 //! [`server`] runs the listener. Static paths are registered before parameterised paths
 //! that could collide with them.
 
+pub mod avatars;
 pub mod calendars;
 pub mod cors;
 pub mod events;
 pub mod extract;
+pub mod html;
 pub mod invite_preview;
 pub mod invites;
 pub mod members;
@@ -18,9 +20,11 @@ pub mod pages;
 pub mod pipeline;
 pub mod rate_limit;
 pub mod rejection;
+pub mod reminders;
 pub mod request;
 pub mod server;
 pub mod server_info;
+pub mod settings;
 pub mod stream;
 pub mod users;
 
@@ -38,6 +42,14 @@ pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
     let application = server_info::routes(ctx.clone())
         .or(users::routes(ctx.clone()))
         .unify()
+        .or(settings::routes(ctx.clone()))
+        .unify()
+        .or(avatars::routes(ctx.clone()))
+        .unify()
+        .or(reminders::routes(ctx.clone()))
+        .unify()
+        .or(pages::routes(ctx.clone()))
+        .unify()
         .or(invites::routes(ctx.clone()))
         .unify()
         .or(members::routes(ctx.clone()))
@@ -48,7 +60,7 @@ pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
         .unify()
         .or(stream::routes(ctx.clone()))
         .unify()
-        .or(pages::routes(ctx))
+        .or(html::routes(ctx))
         .unify()
         .boxed();
     render_errors(auth.or(application).unify().boxed())

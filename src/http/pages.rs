@@ -1,123 +1,229 @@
-//! Self-hosted HTML pages at the origin root: `GET /reset-password`, `GET /delete-account`,
-//! `GET /email-verified`, the invite hand-off `GET /invite/:token` (and better-auth's error
-//! page), plus the app-site-association document `GET /.well-known/apple-app-site-association`. Small, self-contained (inline CSS
-//! and script, no external assets), readable on a phone; they read their token from the URL
-//! and call the API on the same origin.
+//! Pages, the owner's private view profiles: `GET /api/v1/pages`, `POST /api/v1/pages
+//! {name, config}` (201), `PUT /api/v1/pages/reorder {pageIds, defaultPageId?}`, and
+//! `GET`/`PATCH {baseRevision, name, config}`/`DELETE /api/v1/pages/:id` (owned Pages only:
+//! anything else is 404). Bodies are strict and configs are checked against `PageConfigV1`.
 
-use http::HeaderValue;
-use http::header::{CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE};
+use http::StatusCode;
+use serde::Deserialize;
+use serde_json::Value;
+use uuid::Uuid;
 use warp::filters::BoxedFilter;
 use warp::reply::Response;
-use warp::{Filter, Reply};
+use warp::{Filter, Rejection, Reply};
 
-use super::extract::{route, with_ctx};
+use super::extract::{AuthUser, authenticated, json_body, respond, route, with_ctx};
+use crate::commands::pages::{self as commands, page_not_found};
 use crate::context::Ctx;
+use crate::domain::ids::canonical_uuid;
+use crate::domain::pages::{MAX_PAGES, parse_config, parse_name};
+use crate::error::AppError;
 
-const STYLE: &str = include_str!("html/page.css");
-const RESET_PASSWORD: &str = include_str!("html/reset-password.html");
-const DELETE_ACCOUNT: &str = include_str!("html/delete-account.html");
-const EMAIL_VERIFIED: &str = include_str!("html/email-verified.html");
-const AUTH_ERROR: &str = include_str!("html/auth-error.html");
-const INVITE: &str = include_str!("html/invite.html");
-
-/// Only inline style and script of our own, and requests to this origin.
-const PAGE_CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; \
-     connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
-
-/// An HTML response of `body` (pages carry tokens: never cached).
-pub fn html(body: String) -> Response {
-    let mut response = body.into_response();
-    let headers = response.headers_mut();
-    headers.insert(
-        CONTENT_TYPE,
-        HeaderValue::from_static("text/html; charset=utf-8"),
-    );
-    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    headers.insert(CONTENT_SECURITY_POLICY, HeaderValue::from_static(PAGE_CSP));
-    response
-}
-
-fn page(template: &str) -> String {
-    template.replace("/*STYLE*/", STYLE)
-}
-
-/// better-auth's error page for `code` (already restricted to `[A-Za-z0-9_'-]`).
-pub fn auth_error_page(code: &str) -> String {
-    page(AUTH_ERROR).replace("{{CODE}}", code)
-}
-
-/// Whether `token` has the shape of an invite token (`[0-9a-f-]{16,64}`).
-fn is_invite_token(token: &str) -> bool {
-    (16..=64).contains(&token.len())
-        && token
-            .bytes()
-            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f' | b'-'))
-}
-
-/// The invite hand-off page: opens `{app_scheme}://invite/<token>?server=<origin>`.
-fn invite_page(ctx: &Ctx, token: &str) -> Response {
-    if !is_invite_token(token) {
-        let mut response = "Invalid invite.".into_response();
-        *response.status_mut() = http::StatusCode::BAD_REQUEST;
-        return response;
-    }
-    let server: String = url::form_urlencoded::byte_serialize(ctx.base_url.as_bytes()).collect();
-    let link = format!(
-        "{}://invite/{token}?server={server}",
-        ctx.settings.server.app_scheme
-    );
-    html(page(INVITE).replace("{{APP_LINK}}", &link))
-}
-
-/// The universal-link association for `/invite/*`, once the team id is configured.
-fn apple_app_site_association(ctx: &Ctx) -> Response {
-    let Some(team) = &ctx.settings.apple.team_id else {
-        let mut response =
-            warp::reply::json(&serde_json::json!({ "error": "Not found." })).into_response();
-        *response.status_mut() = http::StatusCode::NOT_FOUND;
-        return response;
-    };
-    let document = serde_json::json!({
-        "applinks": { "details": [ {
-            "appIDs": [format!("{team}.{}", ctx.settings.apple.bundle_id)],
-            "components": [ { "/": "/invite/*", "comment": "Calendar invite" } ]
-        } ] }
-    });
-    warp::reply::json(&document).into_response()
-}
-
-/// The page routes.
+/// The Page routes (the static `reorder` before `:id`).
 pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
-    let invite = warp::path!("invite" / String)
-        .and(route("/invite/:token"))
-        .and(warp::get())
-        .and(with_ctx(ctx.clone()))
-        .map(|token: String, ctx: Ctx| invite_page(&ctx, &token));
-    let association = warp::path!(".well-known" / "apple-app-site-association")
-        .and(route("/.well-known/apple-app-site-association"))
-        .and(warp::get())
-        .and(with_ctx(ctx))
-        .map(|ctx: Ctx| apple_app_site_association(&ctx));
-    let reset = warp::path!("reset-password")
-        .and(route("/reset-password"))
-        .and(warp::get())
-        .map(|| html(page(RESET_PASSWORD)));
-    let delete = warp::path!("delete-account")
-        .and(route("/delete-account"))
-        .and(warp::get())
-        .map(|| html(page(DELETE_ACCOUNT)));
-    let verified = warp::path!("email-verified")
-        .and(route("/email-verified"))
-        .and(warp::get())
-        .map(|| html(page(EMAIL_VERIFIED)));
-    reset
-        .or(delete)
+    list_pages(ctx.clone())
+        .or(create_page(ctx.clone()))
         .unify()
-        .or(verified)
+        .or(reorder_pages(ctx.clone()))
         .unify()
-        .or(invite)
+        .or(read_page(ctx.clone()))
         .unify()
-        .or(association)
+        .or(save_page(ctx.clone()))
+        .unify()
+        .or(delete_page(ctx))
         .unify()
         .boxed()
+}
+
+const INVALID_PAGE: &str = "Request is missing valid page data.";
+const INVALID_DOCUMENT: &str = "Request is missing a valid page document.";
+const INVALID_ORDER: &str = "Request is missing a valid page order.";
+
+/// A Page id from the path; a malformed one names no Page.
+fn page_id(text: &str) -> Result<Uuid, AppError> {
+    canonical_uuid(text).ok_or_else(page_not_found)
+}
+
+/// Validated name and config, or 400 with `invalid`.
+fn name_and_config(
+    name: &Value,
+    config: &Value,
+    invalid: &'static str,
+) -> Result<(String, Value), AppError> {
+    let name = parse_name(name).ok_or_else(|| AppError::bad_request(invalid))?;
+    let config = parse_config(config).ok_or_else(|| AppError::bad_request(invalid))?;
+    Ok((name, config))
+}
+
+/// GET /api/v1/pages — active Pages by position.
+fn list_pages(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
+    warp::path!("api" / "v1" / "pages")
+        .and(route("/api/v1/pages"))
+        .and(warp::get())
+        .and(with_ctx(ctx.clone()))
+        .and(authenticated(ctx))
+        .and_then(|ctx: Ctx, user: AuthUser| async move {
+            respond(
+                commands::list(&ctx, user.id())
+                    .await
+                    .map(|pages| warp::reply::json(&pages)),
+            )
+        })
+}
+
+/// `POST /api/v1/pages` body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateRequest {
+    name: Value,
+    config: Value,
+}
+
+/// POST /api/v1/pages — 201 PageDocument.
+fn create_page(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
+    warp::path!("api" / "v1" / "pages")
+        .and(route("/api/v1/pages"))
+        .and(warp::post())
+        .and(with_ctx(ctx.clone()))
+        .and(authenticated(ctx))
+        .and(json_body::<CreateRequest>(INVALID_PAGE))
+        .and_then(|ctx: Ctx, user: AuthUser, body: CreateRequest| async move {
+            respond(
+                async {
+                    let (name, config) = name_and_config(&body.name, &body.config, INVALID_PAGE)?;
+                    let page = commands::create(&ctx, user.id(), name, config).await?;
+                    Ok(warp::reply::with_status(
+                        warp::reply::json(&page),
+                        StatusCode::CREATED,
+                    ))
+                }
+                .await,
+            )
+        })
+}
+
+/// `PUT /api/v1/pages/reorder` body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ReorderRequest {
+    page_ids: Vec<String>,
+    #[serde(default)]
+    default_page_id: Option<String>,
+}
+
+/// PUT /api/v1/pages/reorder — all active Pages in the new order.
+fn reorder_pages(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
+    warp::path!("api" / "v1" / "pages" / "reorder")
+        .and(route("/api/v1/pages/reorder"))
+        .and(warp::put())
+        .and(with_ctx(ctx.clone()))
+        .and(authenticated(ctx))
+        .and(json_body::<ReorderRequest>(INVALID_ORDER))
+        .and_then(
+            |ctx: Ctx, user: AuthUser, body: ReorderRequest| async move {
+                respond(reorder_handler(&ctx, &user, body).await)
+            },
+        )
+}
+
+async fn reorder_handler(
+    ctx: &Ctx,
+    user: &AuthUser,
+    body: ReorderRequest,
+) -> Result<Response, AppError> {
+    let invalid = || AppError::bad_request(INVALID_ORDER);
+    let ids = body
+        .page_ids
+        .iter()
+        .map(|id| canonical_uuid(id))
+        .collect::<Option<Vec<Uuid>>>()
+        .filter(|ids| (1..=MAX_PAGES).contains(&ids.len()))
+        .ok_or_else(invalid)?;
+    if ids.iter().collect::<std::collections::HashSet<_>>().len() != ids.len() {
+        return Err(invalid());
+    }
+    let default = match body.default_page_id {
+        None => None,
+        Some(id) => Some(
+            canonical_uuid(&id)
+                .filter(|id| ids.contains(id))
+                .ok_or_else(invalid)?,
+        ),
+    };
+    let pages = commands::reorder(ctx, user.id(), &ids, default).await?;
+    Ok(warp::reply::json(&pages).into_response())
+}
+
+/// GET /api/v1/pages/:id.
+fn read_page(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
+    warp::path!("api" / "v1" / "pages" / String)
+        .and(route("/api/v1/pages/:id"))
+        .and(warp::get())
+        .and(with_ctx(ctx.clone()))
+        .and(authenticated(ctx))
+        .and_then(|id: String, ctx: Ctx, user: AuthUser| async move {
+            respond(
+                async {
+                    let page = commands::get(&ctx, user.id(), page_id(&id)?).await?;
+                    Ok(warp::reply::json(&page))
+                }
+                .await,
+            )
+        })
+}
+
+/// `PATCH /api/v1/pages/:id` body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct SaveRequest {
+    base_revision: i64,
+    name: Value,
+    config: Value,
+}
+
+/// PATCH /api/v1/pages/:id — compare-and-swap save.
+fn save_page(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
+    warp::path!("api" / "v1" / "pages" / String)
+        .and(route("/api/v1/pages/:id"))
+        .and(warp::patch())
+        .and(with_ctx(ctx.clone()))
+        .and(authenticated(ctx))
+        .and(json_body::<SaveRequest>(INVALID_DOCUMENT))
+        .and_then(
+            |id: String, ctx: Ctx, user: AuthUser, body: SaveRequest| async move {
+                respond(
+                    async {
+                        if body.base_revision < 1 {
+                            return Err(AppError::bad_request(INVALID_DOCUMENT));
+                        }
+                        let (name, config) =
+                            name_and_config(&body.name, &body.config, INVALID_DOCUMENT)?;
+                        let id = page_id(&id)?;
+                        let page =
+                            commands::save(&ctx, user.id(), id, body.base_revision, name, config)
+                                .await?;
+                        Ok(warp::reply::json(&page))
+                    }
+                    .await,
+                )
+            },
+        )
+}
+
+/// DELETE /api/v1/pages/:id — soft delete, 200 `{id}`.
+fn delete_page(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
+    warp::path!("api" / "v1" / "pages" / String)
+        .and(route("/api/v1/pages/:id"))
+        .and(warp::delete())
+        .and(with_ctx(ctx.clone()))
+        .and(authenticated(ctx))
+        .and_then(|id: String, ctx: Ctx, user: AuthUser| async move {
+            respond(
+                async {
+                    let id = page_id(&id)?;
+                    commands::delete(&ctx, user.id(), id).await?;
+                    Ok(warp::reply::json(&serde_json::json!({ "id": id })))
+                }
+                .await,
+            )
+        })
 }

@@ -8,6 +8,7 @@
 
 pub mod accounts;
 pub mod attendance;
+pub mod avatars;
 pub mod calendars;
 pub mod events;
 pub mod invites;
@@ -15,6 +16,8 @@ pub mod maintenance;
 pub mod member_tokens;
 pub mod members;
 pub mod notifications;
+pub mod pages;
+pub mod reminders;
 pub mod scheduled_tasks;
 pub mod secrets;
 pub mod sessions;

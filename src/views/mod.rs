@@ -3,6 +3,8 @@
 
 pub mod calendars;
 pub mod events;
+pub mod pages;
+pub mod settings;
 
 use chrono::{DateTime, Utc};
 use serde::Serializer;

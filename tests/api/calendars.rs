@@ -5,11 +5,6 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::helpers::{TestApp, TestUser, spawn_app};
-use crate::support::sse::SseClient;
-
-async fn stream(app: &TestApp, user: &TestUser) -> SseClient {
-    SseClient::open(app.as_user(Method::GET, "/api/stream", user)).await
-}
 
 /// The owner's calendar shared with an editor and a viewer, and an outsider.
 pub struct Shared {
@@ -222,10 +217,10 @@ async fn bad_ids_are_400_and_foreign_or_unknown_calendars_403() {
 async fn rename_reaches_every_member_with_their_role_and_nobody_else() {
     let app = spawn_app().await;
     let s = shared(&app, "rename").await;
-    let mut owner_stream = stream(&app, &s.owner).await;
-    let mut editor_stream = stream(&app, &s.editor).await;
-    let mut viewer_stream = stream(&app, &s.viewer).await;
-    let mut outsider_stream = stream(&app, &s.outsider).await;
+    let mut owner_stream = app.stream(&s.owner).await;
+    let mut editor_stream = app.stream(&s.editor).await;
+    let mut viewer_stream = app.stream(&s.viewer).await;
+    let mut outsider_stream = app.stream(&s.outsider).await;
 
     let renamed = app
         .as_user(Method::PUT, "/api/v1/calendars", &s.owner)
@@ -296,7 +291,7 @@ async fn only_the_owner_deletes_and_never_the_personal_calendar() {
         "Your personal calendar can't be deleted."
     );
 
-    let mut viewer_stream = stream(&app, &s.viewer).await;
+    let mut viewer_stream = app.stream(&s.viewer).await;
     let deleted = app
         .as_user(Method::DELETE, "/api/v1/calendars", &s.owner)
         .json(&body)

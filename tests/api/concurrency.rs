@@ -7,12 +7,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::calendars::shared;
-use crate::helpers::{TestApp, TestUser, event_body, spawn_app};
-use crate::support::sse::SseClient;
-
-async fn stream(app: &TestApp, user: &TestUser) -> SseClient {
-    SseClient::open(app.as_user(Method::GET, "/api/stream", user)).await
-}
+use crate::helpers::{event_body, spawn_app};
 
 #[tokio::test]
 async fn fifty_concurrent_updates_lose_nothing_and_every_member_gets_every_frame_once() {
@@ -30,9 +25,9 @@ async fn fifty_concurrent_updates_lose_nothing_and_every_member_gets_every_frame
         bodies.push(body);
     }
     let mut streams = vec![
-        stream(&app, &s.owner).await,
-        stream(&app, &s.editor).await,
-        stream(&app, &s.viewer).await,
+        app.stream(&s.owner).await,
+        app.stream(&s.editor).await,
+        app.stream(&s.viewer).await,
     ];
     let writers = [&s.owner, &s.editor];
     let updates = (0..50).map(|i| {

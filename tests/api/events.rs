@@ -6,11 +6,6 @@ use serde_json::{Value, json};
 
 use crate::calendars::{Shared, shared};
 use crate::helpers::{TestApp, TestUser, event_body, spawn_app};
-use crate::support::sse::SseClient;
-
-async fn stream(app: &TestApp, user: &TestUser) -> SseClient {
-    SseClient::open(app.as_user(Method::GET, "/api/stream", user)).await
-}
 
 async fn create(app: &TestApp, user: &TestUser, body: &Value) -> Value {
     let response = app.event_request(Method::POST, user, body).await;
@@ -22,8 +17,8 @@ async fn create(app: &TestApp, user: &TestUser, body: &Value) -> Value {
 async fn an_editor_creates_an_event_that_members_see_with_their_calendars() {
     let app = spawn_app().await;
     let s = shared(&app, "create").await;
-    let mut viewer_stream = stream(&app, &s.viewer).await;
-    let mut outsider_stream = stream(&app, &s.outsider).await;
+    let mut viewer_stream = app.stream(&s.viewer).await;
+    let mut outsider_stream = app.stream(&s.outsider).await;
     let body = event_body(&[&s.calendar], "Planning", 9);
     let created = create(&app, &s.editor, &body).await;
     assert_eq!(created["id"], body["id"], "client-chosen id kept");
@@ -133,7 +128,7 @@ async fn updates_keep_identity_fields_and_reach_old_and_new_calendars() {
         .to_owned();
     let body = event_body(&[&s.calendar], "Original", 9);
     create(&app, &s.editor, &body).await;
-    let mut owner_stream = stream(&app, &s.owner).await;
+    let mut owner_stream = app.stream(&s.owner).await;
 
     let mut update = body.clone();
     update["title"] = json!("Renamed");
@@ -200,8 +195,8 @@ async fn delete_unlinks_or_removes_and_tells_the_right_people() {
     let body = event_body(&[&s.calendar, &editors_own], "Twice", 9);
     create(&app, &s.editor, &body).await;
     let id = body["id"].as_str().expect("id");
-    let mut viewer_stream = stream(&app, &s.viewer).await;
-    let mut editor_stream = stream(&app, &s.editor).await;
+    let mut viewer_stream = app.stream(&s.viewer).await;
+    let mut editor_stream = app.stream(&s.editor).await;
 
     // Unlinking from the shared calendar: the viewer loses it, the editor keeps it.
     let unlinked = app
@@ -295,7 +290,7 @@ async fn link_keeps_the_home_and_fork_makes_an_independent_copy() {
             .json(&json!({ "calendarID": target }))
             .send()
     };
-    let mut viewer_stream = stream(&app, &viewer).await;
+    let mut viewer_stream = app.stream(&viewer).await;
     let linked = link(&editor, &editors_personal).await.expect("request");
     assert_eq!(linked.status(), StatusCode::OK);
     let linked: Value = linked.json().await.expect("JSON");
@@ -384,7 +379,7 @@ async fn attendance_is_idempotent_and_reaches_every_reader() {
     let body = event_body(&[&s.calendar], "Party", 20);
     create(&app, &s.owner, &body).await;
     let id = body["id"].as_str().expect("id");
-    let mut editor_stream = stream(&app, &s.editor).await;
+    let mut editor_stream = app.stream(&s.editor).await;
     let answer = |user: &TestUser, body: Value| {
         app.as_user(
             Method::PUT,

@@ -149,6 +149,38 @@ impl TestApp {
             .bearer_auth(&user.token)
     }
 
+    /// Sends `method path` as `user`, with `body` as JSON when given; returns the status and
+    /// the body as JSON (`Null` when empty or not JSON).
+    pub async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        user: &TestUser,
+        body: Option<&serde_json::Value>,
+    ) -> (reqwest::StatusCode, serde_json::Value) {
+        let mut request = self.as_user(method, path, user);
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        let response = request.send().await.expect("request");
+        let status = response.status();
+        let text = response.text().await.expect("body");
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(serde_json::Value::Null),
+        )
+    }
+
+    /// Opens `user`'s realtime stream.
+    pub async fn stream(&self, user: &TestUser) -> crate::support::sse::SseClient {
+        crate::support::sse::SseClient::open(self.as_user(
+            reqwest::Method::GET,
+            "/api/stream",
+            user,
+        ))
+        .await
+    }
+
     /// A second, independent connection to this server's database (for arranging rows a
     /// test cannot create through the API, and for checking what was stored).
     pub async fn db_connection(&self) -> sea_orm::DatabaseConnection {

@@ -8,11 +8,6 @@ use serde_json::{Value, json};
 
 use crate::calendars::shared;
 use crate::helpers::{TestApp, TestUser, no_redirects, spawn_app, spawn_app_with};
-use crate::support::sse::SseClient;
-
-async fn stream(app: &TestApp, user: &TestUser) -> SseClient {
-    SseClient::open(app.as_user(Method::GET, "/api/stream", user)).await
-}
 
 async fn members(app: &TestApp, user: &TestUser, calendar: &str) -> Vec<Value> {
     let response = app
@@ -60,7 +55,7 @@ async fn two_people_share_a_calendar_through_an_invite_link() {
     );
     assert_eq!(preview["events"], json!([]));
 
-    let mut ada_stream = stream(&app, &ada).await;
+    let mut ada_stream = app.stream(&ada).await;
     let joined = app.join(&bob, &calendar, &token).await;
     assert_eq!(joined.status(), StatusCode::OK);
     let rows: Value = joined.json().await.expect("JSON");
@@ -95,7 +90,7 @@ async fn two_people_share_a_calendar_through_an_invite_link() {
     assert_eq!(listed[0]["uses"], 1);
 
     // Promote, then transfer ownership.
-    let mut bob_stream = stream(&app, &bob).await;
+    let mut bob_stream = app.stream(&bob).await;
     let promoted = app.set_role(&ada, &calendar, &bob.id, "editor").await;
     assert_eq!(
         promoted.json::<Value>().await.expect("JSON"),
@@ -333,7 +328,7 @@ async fn invite_fields_are_validated() {
 async fn members_are_removed_by_the_owner_and_told() {
     let app = spawn_app().await;
     let s = shared(&app, "remove").await;
-    let mut viewer_stream = stream(&app, &s.viewer).await;
+    let mut viewer_stream = app.stream(&s.viewer).await;
     let remove = |actor: &TestUser, target: &str| {
         app.as_user(
             Method::DELETE,

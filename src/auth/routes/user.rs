@@ -150,5 +150,5 @@ pub fn error_page(req: &AuthRequest) -> AuthReply {
     } else {
         code
     };
-    AuthReply::html(crate::http::pages::auth_error_page(&code))
+    AuthReply::html(crate::http::html::auth_error_page(&code))
 }

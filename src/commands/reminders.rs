@@ -1,0 +1,54 @@
+//! Reminder rule changes: a member's rule for a calendar (any role), and a user's override
+//! for an event they can see. Each answers with `reminders_updated {}` to every connection
+//! of the user.
+
+use chrono::Utc;
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use super::event_links::visible_event;
+use super::not_a_member;
+use crate::context::Ctx;
+use crate::domain::frames::Frame;
+use crate::error::AppError;
+use crate::store::reminders;
+
+fn announce(ctx: &Ctx, user_id: &str) {
+    ctx.actors
+        .sessions
+        .broadcast([user_id], &Frame::new("reminders_updated", json!({})));
+}
+
+/// Sets (`Some`) or clears (`None`: inherit the default) the user's rule for a calendar.
+pub async fn set_calendar_rule(
+    ctx: &Ctx,
+    user_id: &str,
+    calendar_id: Uuid,
+    rule: Option<Value>,
+) -> Result<(), AppError> {
+    let member =
+        reminders::set_calendar_rule(ctx.db.conn(), calendar_id, user_id, rule, Utc::now()).await?;
+    if !member {
+        return Err(not_a_member());
+    }
+    announce(ctx, user_id);
+    Ok(())
+}
+
+/// Sets (`Some`) or clears (`None`) the user's override for an event they can see.
+pub async fn set_event_rule(
+    ctx: &Ctx,
+    user_id: &str,
+    event_id: Uuid,
+    rule: Option<Value>,
+) -> Result<(), AppError> {
+    let txn = ctx.db.begin_write().await?;
+    visible_event(&txn, event_id, user_id, false).await?;
+    match rule {
+        Some(rule) => reminders::set_event_rule(&txn, user_id, event_id, rule, Utc::now()).await?,
+        None => reminders::clear_event_rule(&txn, user_id, event_id).await?,
+    }
+    txn.commit().await?;
+    announce(ctx, user_id);
+    Ok(())
+}

@@ -1,0 +1,95 @@
+//! Avatars: `POST /api/v1/users/avatar {data}` (base64, at most 256 KiB decoded, JPEG, PNG or
+//! WebP sniffed from the bytes) stores the image and points the user's `image` at
+//! `/api/v1/users/:userId/avatar?v=<uploadMs>`; `GET` of that URL is public and cached
+//! immutably (except under a stale `v`, which gets the current image uncached).
+
+use std::collections::HashMap;
+
+use chrono::Utc;
+use http::header::{CACHE_CONTROL, CONTENT_TYPE};
+use serde::Deserialize;
+use warp::filters::BoxedFilter;
+use warp::reply::Response;
+use warp::{Filter, Rejection, Reply};
+
+use super::extract::{AuthUser, authenticated, json_body, respond, route, with_ctx};
+use crate::context::Ctx;
+use crate::domain::avatars;
+use crate::error::AppError;
+use crate::store::avatars as avatar_store;
+
+/// The avatar routes.
+pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
+    upload(ctx.clone()).or(download(ctx)).unify().boxed()
+}
+
+/// `POST /api/v1/users/avatar` body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UploadRequest {
+    data: String,
+}
+
+/// POST /api/v1/users/avatar — 200 `{url}`.
+fn upload(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
+    warp::path!("api" / "v1" / "users" / "avatar")
+        .and(route("/api/v1/users/avatar"))
+        .and(warp::post())
+        .and(with_ctx(ctx.clone()))
+        .and(authenticated(ctx))
+        .and(json_body::<UploadRequest>(
+            "Body must be { data } with a base64 image.",
+        ))
+        .and_then(|ctx: Ctx, user: AuthUser, body: UploadRequest| async move {
+            respond(upload_handler(&ctx, &user, &body.data).await)
+        })
+}
+
+async fn upload_handler(ctx: &Ctx, user: &AuthUser, data: &str) -> Result<Response, AppError> {
+    let image = avatars::decode(data).map_err(|err| AppError::bad_request(err.to_string()))?;
+    let base = format!("{}/api/v1/users/{}/avatar", ctx.base_url, user.id());
+    let url_of = |version: i64| format!("{base}?v={version}");
+    let url = avatar_store::save(&ctx.db, user.id(), image, url_of, Utc::now())
+        .await?
+        .ok_or_else(|| AppError::Unauthorized("Your account no longer exists.".into()))?;
+    Ok(warp::reply::json(&serde_json::json!({ "url": url })).into_response())
+}
+
+/// GET /api/v1/users/:userId/avatar — public image bytes.
+fn download(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
+    warp::path!("api" / "v1" / "users" / String / "avatar")
+        .and(route("/api/v1/users/:userId/avatar"))
+        .and(warp::get())
+        .and(with_ctx(ctx))
+        .and(warp::query::<HashMap<String, String>>())
+        .and_then(
+            |user_id: String, ctx: Ctx, query: HashMap<String, String>| async move {
+                respond(download_handler(&ctx, &user_id, query.get("v")).await)
+            },
+        )
+}
+
+async fn download_handler(
+    ctx: &Ctx,
+    user_id: &str,
+    version: Option<&String>,
+) -> Result<Response, AppError> {
+    let avatar = avatar_store::find(ctx.db.conn(), user_id)
+        .await?
+        .ok_or_else(|| AppError::not_found("Avatar not found..."))?;
+    // The versioned URL never changes its answer; a stale version's URL gets today's image
+    // but must not be cached as if it were the image that version named.
+    let cache = if version.is_none_or(|v| *v == avatar.version.to_string()) {
+        "public, max-age=31536000, immutable"
+    } else {
+        "no-cache"
+    };
+    let mut response = Response::new(avatar.bytes.into());
+    let headers = response.headers_mut();
+    headers.insert(
+        CONTENT_TYPE,
+        http::HeaderValue::from_str(&avatar.mime).map_err(AppError::internal)?,
+    );
+    headers.insert(CACHE_CONTROL, http::HeaderValue::from_static(cache));
+    Ok(response)
+}

@@ -1,0 +1,119 @@
+//! Settings: `GET /api/v1/users/settings` (the raw row, created with the defaults when
+//! missing), `PUT` (complete settings; omitted optional fields keep their values),
+//! `GET /api/v1/users/settings/document` and the compare-and-swap
+//! `PATCH /api/v1/users/me/settings {baseRevision, patch}` (409 with `current`).
+
+use serde::Deserialize;
+use serde_json::Value;
+use warp::filters::BoxedFilter;
+use warp::reply::Response;
+use warp::{Filter, Rejection, Reply};
+
+use super::extract::{AuthUser, authenticated, json_body, respond, route, with_ctx};
+use crate::commands::settings as commands;
+use crate::context::Ctx;
+use crate::domain::settings;
+use crate::error::AppError;
+use crate::views::settings::{document, row};
+
+/// The settings routes.
+pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
+    read_document(ctx.clone())
+        .or(read_settings(ctx.clone()))
+        .unify()
+        .or(replace_settings(ctx.clone()))
+        .unify()
+        .or(patch_settings(ctx))
+        .unify()
+        .boxed()
+}
+
+const INVALID_SETTINGS: &str = "Request is missing valid settings data...";
+const INVALID_PATCH: &str = "Request is missing a valid settings patch.";
+
+/// GET /api/v1/users/settings — the raw row.
+fn read_settings(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
+    warp::path!("api" / "v1" / "users" / "settings")
+        .and(route("/api/v1/users/settings"))
+        .and(warp::get())
+        .and(with_ctx(ctx.clone()))
+        .and(authenticated(ctx))
+        .and_then(|ctx: Ctx, user: AuthUser| async move {
+            respond(
+                commands::read(&ctx, user.id())
+                    .await
+                    .map(|r| warp::reply::json(&row(&r))),
+            )
+        })
+}
+
+/// GET /api/v1/users/settings/document — `{value, revision, updatedAt}`.
+fn read_document(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
+    warp::path!("api" / "v1" / "users" / "settings" / "document")
+        .and(route("/api/v1/users/settings/document"))
+        .and(warp::get())
+        .and(with_ctx(ctx.clone()))
+        .and(authenticated(ctx))
+        .and_then(|ctx: Ctx, user: AuthUser| async move {
+            respond(
+                commands::read(&ctx, user.id())
+                    .await
+                    .map(|r| warp::reply::json(&document(&r))),
+            )
+        })
+}
+
+/// PUT /api/v1/users/settings — complete settings, upserted.
+fn replace_settings(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
+    warp::path!("api" / "v1" / "users" / "settings")
+        .and(route("/api/v1/users/settings"))
+        .and(warp::put())
+        .and(with_ctx(ctx.clone()))
+        .and(authenticated(ctx))
+        .and(json_body::<Value>(INVALID_SETTINGS))
+        .and_then(|ctx: Ctx, user: AuthUser, body: Value| async move {
+            respond(replace_handler(&ctx, &user, &body).await)
+        })
+}
+
+async fn replace_handler(ctx: &Ctx, user: &AuthUser, body: &Value) -> Result<Response, AppError> {
+    let changes =
+        settings::complete(body).ok_or_else(|| AppError::bad_request(INVALID_SETTINGS))?;
+    let saved = commands::write(ctx, user.id(), None, &changes).await?;
+    Ok(warp::reply::json(&row(&saved)).into_response())
+}
+
+/// `PATCH /api/v1/users/me/settings` body (strict).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct PatchRequest {
+    base_revision: i64,
+    patch: Value,
+}
+
+/// PATCH /api/v1/users/me/settings — compare-and-swap on the revision.
+fn patch_settings(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
+    warp::path!("api" / "v1" / "users" / "me" / "settings")
+        .and(route("/api/v1/users/me/settings"))
+        .and(warp::patch())
+        .and(with_ctx(ctx.clone()))
+        .and(authenticated(ctx))
+        .and(json_body::<PatchRequest>(INVALID_PATCH))
+        .and_then(|ctx: Ctx, user: AuthUser, body: PatchRequest| async move {
+            respond(patch_handler(&ctx, &user, body).await)
+        })
+}
+
+async fn patch_handler(
+    ctx: &Ctx,
+    user: &AuthUser,
+    body: PatchRequest,
+) -> Result<Response, AppError> {
+    if body.base_revision < 1 {
+        return Err(AppError::bad_request(INVALID_PATCH));
+    }
+    let changes =
+        settings::patch(&body.patch).ok_or_else(|| AppError::bad_request(INVALID_PATCH))?;
+    let saved = commands::write(ctx, user.id(), Some(body.base_revision), &changes).await?;
+    Ok(warp::reply::json(&document(&saved)).into_response())
+}

@@ -1,0 +1,136 @@
+//! Avatars: upload sniffed from the bytes (not the name), the size bound, the public
+//! immutable download at the versioned URL the user's `image` points at.
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use reqwest::{Method, StatusCode};
+use serde_json::json;
+
+use crate::helpers::spawn_app;
+
+const PNG: &[u8] = &[
+    0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 0x0D, b'I', b'H', b'D', b'R',
+];
+const JPEG: &[u8] = &[
+    0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10, b'J', b'F', b'I', b'F', 0x00,
+];
+const GIF: &[u8] = b"GIF89a\x01\x00\x01\x00\x80\x00\x00";
+
+#[tokio::test]
+async fn an_uploaded_avatar_is_served_publicly_at_the_users_image_url() {
+    let app = spawn_app().await;
+    let user = app.sign_up("avatar@example.com").await;
+    let body = json!({ "data": STANDARD.encode(PNG) });
+    let (status, uploaded) = app
+        .call(Method::POST, "/api/v1/users/avatar", &user, Some(&body))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let url = uploaded["url"].as_str().expect("url").to_owned();
+    assert!(
+        url.starts_with(&format!("{}/api/v1/users/{}/avatar?v=", app.base, user.id)),
+        "{url}"
+    );
+
+    let session = app.session(&user.token).await;
+    assert_eq!(session["user"]["image"], url.as_str());
+
+    let image = app.client.get(&url).send().await.expect("request");
+    assert_eq!(image.status(), StatusCode::OK);
+    assert_eq!(image.headers()["content-type"], "image/png");
+    assert_eq!(
+        image.headers()["cache-control"],
+        "public, max-age=31536000, immutable"
+    );
+    assert_eq!(image.bytes().await.expect("bytes").as_ref(), PNG);
+
+    // A new avatar gets a new URL; the old one no longer promises its bytes forever.
+    let body = json!({ "data": format!("data:image/jpeg;base64,{}", STANDARD.encode(JPEG)) });
+    let (status, replaced) = app
+        .call(Method::POST, "/api/v1/users/avatar", &user, Some(&body))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let new_url = replaced["url"].as_str().expect("url");
+    assert_ne!(new_url, url);
+    let image = app.client.get(new_url).send().await.expect("request");
+    assert_eq!(image.headers()["content-type"], "image/jpeg");
+    assert_eq!(image.bytes().await.expect("bytes").as_ref(), JPEG);
+    let stale = app.client.get(&url).send().await.expect("request");
+    assert_eq!(stale.headers()["cache-control"], "no-cache");
+}
+
+#[tokio::test]
+async fn the_type_comes_from_the_bytes_and_the_size_is_bounded() {
+    let app = spawn_app().await;
+    let user = app.sign_up("sniff@example.com").await;
+    let mut oversize = PNG.to_vec();
+    oversize.resize(256 * 1024 + 1, 0);
+    let mut largest = PNG.to_vec();
+    largest.resize(256 * 1024, 0);
+    for (data, message) in [
+        (
+            format!("data:image/png;base64,{}", STANDARD.encode(GIF)),
+            "Avatar must be a JPEG, PNG or WebP image.",
+        ),
+        (
+            STANDARD.encode(b"just some text"),
+            "Avatar must be a JPEG, PNG or WebP image.",
+        ),
+        (STANDARD.encode(&oversize), "Avatar must be at most 256 KB."),
+        (String::new(), "Avatar data is empty."),
+        ("***".to_owned(), "Avatar data must be base64."),
+    ] {
+        let (status, error) = app
+            .call(
+                Method::POST,
+                "/api/v1/users/avatar",
+                &user,
+                Some(&json!({ "data": data })),
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert_eq!(error["error"], message);
+        assert!(error["requestId"].is_string());
+    }
+    let (status, _) = app
+        .call(
+            Method::POST,
+            "/api/v1/users/avatar",
+            &user,
+            Some(&json!({})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let missing = app.get(&format!("/api/v1/users/{}/avatar", user.id)).await;
+    assert_eq!(
+        missing.status(),
+        StatusCode::NOT_FOUND,
+        "nothing was stored"
+    );
+
+    let (status, _) = app
+        .call(
+            Method::POST,
+            "/api/v1/users/avatar",
+            &user,
+            Some(&json!({ "data": STANDARD.encode(&largest) })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "exactly 256 KiB fits");
+}
+
+#[tokio::test]
+async fn unknown_users_have_no_avatar_and_uploads_need_a_session() {
+    let app = spawn_app().await;
+    let response = app.get("/api/v1/users/nobody/avatar").await;
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    let body: serde_json::Value = response.json().await.expect("JSON");
+    assert_eq!(body["error"], "Avatar not found...");
+    let anonymous = app
+        .client
+        .post(app.url("/api/v1/users/avatar"))
+        .json(&json!({ "data": STANDARD.encode(PNG) }))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
+}
