@@ -96,6 +96,55 @@ pub const INTERNAL_ERROR_TEXT: &str = "500 - Internal Server Error";
 pub const UNAVAILABLE_TEXT: &str = "Service temporarily unavailable. Try again shortly.";
 
 impl AppError {
+    /// The same error for another caller (one failure answering several commands, as in a
+    /// group commit); an internal cause is carried as its text.
+    pub fn replicate(&self) -> Self {
+        match self {
+            Self::BadRequest(m) => Self::BadRequest(m.clone()),
+            Self::Unauthorized(m) => Self::Unauthorized(m.clone()),
+            Self::Forbidden(m) => Self::Forbidden(m.clone()),
+            Self::NotFound(m) => Self::NotFound(m.clone()),
+            Self::MethodNotAllowed => Self::MethodNotAllowed,
+            Self::Conflict {
+                error,
+                message,
+                current,
+            } => Self::Conflict {
+                error: error.clone(),
+                message: message.clone(),
+                current: current.clone(),
+            },
+            Self::PayloadTooLarge(m) => Self::PayloadTooLarge(m.clone()),
+            Self::UnsupportedMediaType(m) => Self::UnsupportedMediaType(m.clone()),
+            Self::TooManyRequests { retry_after_secs } => Self::TooManyRequests {
+                retry_after_secs: *retry_after_secs,
+            },
+            Self::Auth {
+                status,
+                code,
+                message,
+            } => Self::Auth {
+                status: *status,
+                code: *code,
+                message: message.clone(),
+            },
+            Self::AuthRateLimited { retry_after_secs } => Self::AuthRateLimited {
+                retry_after_secs: *retry_after_secs,
+            },
+            Self::BadGateway {
+                error,
+                message,
+                server,
+            } => Self::BadGateway {
+                error: error.clone(),
+                message: message.clone(),
+                server: server.clone(),
+            },
+            Self::Unavailable(m) => Self::Unavailable(m.clone()),
+            Self::Internal(cause) => Self::internal(cause.to_string()),
+        }
+    }
+
     /// A 400 with `message`.
     pub fn bad_request(message: impl Into<Message>) -> Self {
         Self::BadRequest(message.into())

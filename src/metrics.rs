@@ -34,6 +34,8 @@ pub const ACTORS: &str = "svc_actors";
 pub const ACTOR_MESSAGE_DURATION_SECONDS: &str = "svc_actor_message_duration_seconds";
 /// Open `/api/stream` connections.
 pub const SSE_CONNECTIONS: &str = "svc_sse_connections";
+/// Histogram: event creations committed together by a calendar actor (group commit).
+pub const EVENT_COMMIT_BATCH_SIZE: &str = "svc_event_commit_batch_size";
 /// Users with at least one open `/api/stream` connection.
 pub const SSE_USERS: &str = "svc_sse_users";
 /// Prefix of the standard process metrics (`svc_process_cpu_seconds_total`, ...).
@@ -50,6 +52,7 @@ const HTTP_BUCKETS: &[f64] = &[
 const ACTOR_BUCKETS: &[f64] = &[
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0,
 ];
+const BATCH_BUCKETS: &[f64] = &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0];
 
 /// One server's metric registry.
 pub struct Metrics {
@@ -82,6 +85,12 @@ impl Metrics {
                 b.set_buckets_for_metric(
                     Matcher::Full(ACTOR_MESSAGE_DURATION_SECONDS.into()),
                     ACTOR_BUCKETS,
+                )
+            })
+            .and_then(|b| {
+                b.set_buckets_for_metric(
+                    Matcher::Full(EVENT_COMMIT_BATCH_SIZE.into()),
+                    BATCH_BUCKETS,
                 )
             });
         // The bucket lists are non-empty constants, so the builder cannot refuse them.
@@ -120,6 +129,10 @@ impl Metrics {
                 ACTOR_MESSAGE_DURATION_SECONDS,
                 metrics::Unit::Seconds,
                 "Time an actor spends on one message."
+            );
+            describe_histogram!(
+                EVENT_COMMIT_BATCH_SIZE,
+                "Event creations committed in one transaction by a calendar actor."
             );
             metrics.process.describe();
         });
@@ -186,6 +199,11 @@ impl Metrics {
             histogram!(ACTOR_MESSAGE_DURATION_SECONDS, "actor" => kind)
                 .record(elapsed.as_secs_f64())
         });
+    }
+
+    /// A calendar actor committed `size` event creations together.
+    pub fn event_batch(&self, size: usize) {
+        self.scoped(|| histogram!(EVENT_COMMIT_BATCH_SIZE).record(size as f64));
     }
 
     /// Sets the stream gauges.

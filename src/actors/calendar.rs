@@ -15,6 +15,7 @@ use uuid::Uuid;
 
 use super::calendars::CalendarsMsg;
 use super::{ActorKind, MessageTimer, reply};
+use crate::commands::event_batch::PendingCreate;
 use crate::commands::{self, calendar::CalendarChange, membership::RoleChanged};
 use crate::context::Ctx;
 use crate::domain::events::{Attendance, EventInput};
@@ -48,6 +49,24 @@ pub struct CalendarState {
     idle_after: Duration,
     /// Commands handled so far (compared with the supervisor's forwarded count).
     handled: u64,
+    /// `CreateEvent`s waiting for the next group commit.
+    pending_creates: Vec<PendingCreate>,
+    /// A `FlushCreates` is in the mailbox.
+    flush_queued: bool,
+}
+
+/// Most creations committed together (a bigger queue is committed in several batches).
+const MAX_BATCH: usize = 256;
+
+impl CalendarState {
+    /// Commits the queued creations (before any other command, to keep commit order).
+    async fn flush_creates(&mut self) {
+        while !self.pending_creates.is_empty() {
+            let take = self.pending_creates.len().min(MAX_BATCH);
+            let batch: Vec<PendingCreate> = self.pending_creates.drain(..take).collect();
+            commands::event_batch::create_all(&self.ctx, self.calendar_id, batch).await;
+        }
+    }
 }
 
 /// Commands for a calendar.
@@ -185,6 +204,8 @@ pub enum CalendarMsg {
         /// The attendees now.
         reply: Reply<Vec<AttendeeView>>,
     },
+    /// Sent to itself after queuing a `CreateEvent`: commit what is queued as one batch.
+    FlushCreates,
     /// Sent to itself: still idle since `handled` commands?
     IdleCheck {
         /// The count when the check was scheduled.
@@ -216,6 +237,8 @@ impl Actor for CalendarActor {
             supervisor: args.supervisor,
             idle_after,
             handled: 0,
+            pending_creates: Vec::new(),
+            flush_queued: false,
         })
     }
 
@@ -228,18 +251,49 @@ impl Actor for CalendarActor {
         let ctx = state.ctx.clone();
         let _timer = MessageTimer::start(&ctx.metrics, ActorKind::Calendar);
         let id = state.calendar_id;
-        if let CalendarMsg::IdleCheck { handled } = message {
-            if handled == state.handled {
-                let _ = state.supervisor.send_message(CalendarsMsg::Idle {
-                    calendar_id: id,
-                    handled,
-                });
+        let message = match message {
+            CalendarMsg::IdleCheck { handled } => {
+                // One check is outstanding at a time: idle when nothing arrived since the
+                // last one (the supervisor stops us unless it forwarded something meanwhile).
+                if handled == state.handled {
+                    let _ = state.supervisor.send_message(CalendarsMsg::Idle {
+                        calendar_id: id,
+                        handled,
+                    });
+                }
+                let handled = state.handled;
+                myself.send_after(state.idle_after, move || CalendarMsg::IdleCheck { handled });
+                return Ok(());
             }
-            return Ok(());
-        }
+            CalendarMsg::FlushCreates => {
+                state.flush_queued = false;
+                state.flush_creates().await;
+                return Ok(());
+            }
+            CalendarMsg::CreateEvent {
+                actor,
+                input,
+                reply,
+            } => {
+                state.handled += 1;
+                state.pending_creates.push(PendingCreate {
+                    actor,
+                    input,
+                    reply,
+                });
+                // Commands already in the mailbox arrive before the flush and join the batch.
+                if !state.flush_queued {
+                    state.flush_queued = myself.send_message(CalendarMsg::FlushCreates).is_ok();
+                }
+                if !state.flush_queued || state.pending_creates.len() >= MAX_BATCH {
+                    state.flush_creates().await;
+                }
+                return Ok(());
+            }
+            other => other,
+        };
         state.handled += 1;
-        let handled = state.handled;
-        myself.send_after(state.idle_after, move || CalendarMsg::IdleCheck { handled });
+        state.flush_creates().await;
         match message {
             CalendarMsg::Update {
                 actor,
@@ -297,14 +351,6 @@ impl Actor for CalendarActor {
                 port,
                 commands::invites::revoke(&ctx, id, &actor, invite).await,
             ),
-            CalendarMsg::CreateEvent {
-                actor,
-                input,
-                reply: port,
-            } => reply(
-                port,
-                commands::events::create(&ctx, id, &actor, input).await,
-            ),
             CalendarMsg::UpdateEvent {
                 actor,
                 input,
@@ -345,7 +391,9 @@ impl Actor for CalendarActor {
                 port,
                 commands::event_links::set_attendance(&ctx, &actor, event, answer).await,
             ),
-            CalendarMsg::IdleCheck { .. } => {}
+            CalendarMsg::IdleCheck { .. }
+            | CalendarMsg::FlushCreates
+            | CalendarMsg::CreateEvent { .. } => {}
             #[cfg(feature = "fault-injection")]
             CalendarMsg::InjectPanic { reply: _port } => {
                 panic!("fault injected into calendar {id}");

@@ -9,7 +9,7 @@ use crate::context::Ctx;
 use crate::domain::events::{Attendance, EventInput};
 use crate::domain::roles::Action;
 use crate::error::AppError;
-use crate::store::events::{self as event_store, InsertEventError};
+use crate::store::events::{self as event_store, InsertEventError, NewEvent};
 use crate::store::{attendance, calendars as calendar_store, members};
 use crate::views::events::EventView;
 
@@ -123,13 +123,22 @@ pub async fn fork(
         url: source.url,
     };
     let clock = WriteClock::start();
-    let event = event_store::insert(&txn, &copy, actor, target, &[target], clock.now)
+    let new = NewEvent {
+        input: &copy,
+        creator: actor,
+        home: target,
+    };
+    let inserted = event_store::insert_many(&txn, &[new], clock.now)
         .await
         .map_err(|err| match err {
             InsertEventError::Duplicate => AppError::internal("fork id collision"),
             InsertEventError::Database(err) => err.into(),
         })?;
-    attendance::set(&txn, event.id, actor, Attendance::Going, clock.now).await?;
+    attendance::add_creators_going(&txn, &inserted, clock.now).await?;
+    let event = inserted
+        .into_iter()
+        .next()
+        .ok_or_else(|| AppError::internal("fork inserted nothing"))?;
     let readers = readers(&txn, &[target]).await?;
     clock.check()?;
     txn.commit().await?;

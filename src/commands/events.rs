@@ -19,8 +19,8 @@ use crate::domain::events::{ChangeNews, EventInput, WRITE_BOUND};
 use crate::domain::frames::Frame;
 use crate::domain::roles::{Action, Role};
 use crate::error::AppError;
-use crate::store::events::{self as event_store, InsertEventError};
-use crate::store::{attendance, calendars as calendar_store, members, notifications};
+use crate::store::events as event_store;
+use crate::store::{attendance, members, notifications};
 use crate::views::events::{DeletedEventView, EventView};
 
 /// The readers of an event linked to some calendars: user → their calendars among them,
@@ -110,52 +110,6 @@ async fn roles(
         }
     }
     Ok(roles)
-}
-
-/// Creates an event homed in `home`; the actor needs editEvents on every calendar.
-pub async fn create(
-    ctx: &Ctx,
-    home: Uuid,
-    actor: &str,
-    input: EventInput,
-) -> Result<EventView, AppError> {
-    let txn = ctx.db.begin_write().await?;
-    if calendar_store::lock(&txn, home).await?.is_none() {
-        return Err(not_allowed(Action::EditEvents));
-    }
-    let roles = roles(&txn, actor, &input.calendars).await?;
-    let allowed = input.calendars.iter().all(|c| {
-        roles
-            .get(c)
-            .is_some_and(|role| role.allows(Action::EditEvents))
-    });
-    if !allowed {
-        return Err(not_allowed(Action::EditEvents));
-    }
-    let clock = WriteClock::start();
-    let event = event_store::insert(&txn, &input, actor, home, &input.calendars, clock.now)
-        .await
-        .map_err(|err| match err {
-            InsertEventError::Duplicate => AppError::Conflict {
-                error: "EVENT_EXISTS".into(),
-                message: "An event with this id already exists.".into(),
-                current: None,
-            },
-            InsertEventError::Database(err) => err.into(),
-        })?;
-    attendance::set(
-        &txn,
-        event.id,
-        actor,
-        crate::domain::events::Attendance::Going,
-        clock.now,
-    )
-    .await?;
-    let readers = readers(&txn, &input.calendars).await?;
-    clock.check()?;
-    txn.commit().await?;
-    send_event(ctx, "event_created", &event, &readers);
-    Ok(EventView::new(&event, input.calendars.clone()))
 }
 
 /// Whether `actor` may edit `event`: editEvents on its home calendar, or, if the home

@@ -7,6 +7,7 @@
 //! a row lock, and send their frames to the user's own connections after commit.
 
 pub mod calendar;
+pub mod event_batch;
 pub mod event_links;
 pub mod events;
 pub mod invites;

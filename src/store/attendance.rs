@@ -83,6 +83,27 @@ pub async fn set(
     Ok(())
 }
 
+/// Records each new event's creator as going (the events were just inserted).
+pub async fn add_creators_going(
+    txn: &impl ConnectionTrait,
+    events: &[entities::events::Model],
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    for chunk in events.chunks(500) {
+        let rows = chunk.iter().map(|event| event_attendees::ActiveModel {
+            event_id: Set(event.id),
+            user_id: Set(event.creator_id.clone()),
+            status: Set(Attendance::Going.as_str().to_owned()),
+            created_at: Set(now),
+            updated_at: Set(now),
+        });
+        event_attendees::Entity::insert_many(rows)
+            .exec_without_returning(txn)
+            .await?;
+    }
+    Ok(())
+}
+
 /// Attendees who have not declined, except `actor`: who hears about a move or cancellation.
 pub async fn to_notify(
     db: &impl ConnectionTrait,

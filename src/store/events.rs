@@ -27,44 +27,99 @@ pub enum InsertEventError {
     Database(#[from] DbErr),
 }
 
-/// Inserts a new event homed in `home`, linked to `calendars`.
-pub async fn insert(
+/// An event to insert: the client's input, its creator and its home calendar (it is linked
+/// to `input.calendars`).
+#[derive(Debug, Clone, Copy)]
+pub struct NewEvent<'a> {
+    /// What the client sent.
+    pub input: &'a EventInput,
+    /// Creator.
+    pub creator: &'a str,
+    /// Home calendar.
+    pub home: Uuid,
+}
+
+/// Most events per multi-row insert (well under SQLite's and PostgreSQL's parameter limits).
+const INSERT_CHUNK: usize = 200;
+
+/// Inserts new events at revision 1 with their links, in a few multi-row statements.
+/// Fails whole with [`InsertEventError::Duplicate`] if any id exists.
+pub async fn insert_many(
     txn: &impl ConnectionTrait,
-    input: &EventInput,
-    creator: &str,
-    home: Uuid,
-    calendars: &[Uuid],
+    new: &[NewEvent<'_>],
     now: DateTime<Utc>,
-) -> Result<events::Model, InsertEventError> {
-    let event = events::ActiveModel {
-        id: Set(input.id),
-        creator_id: Set(creator.to_owned()),
-        organizer: Set(input.organizer.clone()),
-        title: Set(input.title.clone()),
-        color: Set(input.color.clone()),
-        start: Set(input.start),
-        end: Set(input.end),
-        is_all_day: Set(input.is_all_day),
-        is_canceled: Set(input.is_canceled),
-        has_attendees: Set(input.has_attendees),
-        description: Set(input.description.clone()),
-        location: Set(input.location.clone()),
-        recurrence: Set(input.recurrence.clone()),
-        url: Set(input.url.clone()),
-        origin_calendar_id: Set(Some(home)),
-        revision: Set(1),
-        created_at: Set(now),
-        updated_at: Set(now),
-        deleted_at: Set(None),
+) -> Result<Vec<events::Model>, InsertEventError> {
+    let models: Vec<events::Model> = new
+        .iter()
+        .map(|n| events::Model {
+            id: n.input.id,
+            creator_id: n.creator.to_owned(),
+            organizer: n.input.organizer.clone(),
+            title: n.input.title.clone(),
+            color: n.input.color.clone(),
+            start: n.input.start,
+            end: n.input.end,
+            is_all_day: n.input.is_all_day,
+            is_canceled: n.input.is_canceled,
+            has_attendees: n.input.has_attendees,
+            description: n.input.description.clone(),
+            location: n.input.location.clone(),
+            recurrence: n.input.recurrence.clone(),
+            url: n.input.url.clone(),
+            origin_calendar_id: Some(n.home),
+            revision: 1,
+            created_at: now,
+            updated_at: now,
+            deleted_at: None,
+        })
+        .collect();
+    for chunk in models.chunks(INSERT_CHUNK) {
+        let rows = chunk
+            .iter()
+            .map(|m| events::ActiveModel::from(m.clone()).reset_all());
+        events::Entity::insert_many(rows)
+            .exec_without_returning(txn)
+            .await
+            .map_err(|err| match err.sql_err() {
+                Some(SqlErr::UniqueConstraintViolation(_)) => InsertEventError::Duplicate,
+                _ => InsertEventError::Database(err),
+            })?;
     }
-    .insert(txn)
-    .await
-    .map_err(|err| match err.sql_err() {
-        Some(SqlErr::UniqueConstraintViolation(_)) => InsertEventError::Duplicate,
-        _ => InsertEventError::Database(err),
-    })?;
-    add_links(txn, event.id, calendars, now).await?;
-    Ok(event)
+    let links: Vec<calendar_events::ActiveModel> = new
+        .iter()
+        .flat_map(|n| {
+            n.input
+                .calendars
+                .iter()
+                .map(|calendar| calendar_events::ActiveModel {
+                    event_id: Set(n.input.id),
+                    calendar_id: Set(*calendar),
+                    created_at: Set(now),
+                })
+        })
+        .collect();
+    for chunk in links.chunks(INSERT_CHUNK * 2) {
+        calendar_events::Entity::insert_many(chunk.iter().cloned())
+            .exec_without_returning(txn)
+            .await?;
+    }
+    Ok(models)
+}
+
+/// Which of `ids` exist (deleted or not).
+pub async fn existing(db: &impl ConnectionTrait, ids: &[Uuid]) -> Result<HashSet<Uuid>, DbErr> {
+    let mut found = HashSet::new();
+    for chunk in ids.chunks(500) {
+        let rows: Vec<Uuid> = events::Entity::find()
+            .select_only()
+            .column(events::Column::Id)
+            .filter(events::Column::Id.is_in(chunk.iter().copied()))
+            .into_tuple()
+            .all(db)
+            .await?;
+        found.extend(rows);
+    }
+    Ok(found)
 }
 
 /// The event with this id, deleted or not.

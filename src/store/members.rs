@@ -80,6 +80,30 @@ pub async fn list_for_calendars(
     Ok(by_calendar)
 }
 
+/// The members of several calendars with their roles (calendar → (user id, role)).
+pub async fn roles_by_calendar(
+    db: &impl ConnectionTrait,
+    calendar_ids: &[Uuid],
+) -> Result<HashMap<Uuid, Vec<(String, Role)>>, DbErr> {
+    let mut by_calendar: HashMap<Uuid, Vec<(String, Role)>> = HashMap::new();
+    if calendar_ids.is_empty() {
+        return Ok(by_calendar);
+    }
+    let rows = calendar_members::Entity::find()
+        .filter(calendar_members::Column::CalendarId.is_in(calendar_ids.iter().copied()))
+        .all(db)
+        .await?;
+    for row in rows {
+        if let Some(role) = Role::parse(&row.role) {
+            by_calendar
+                .entry(row.calendar_id)
+                .or_default()
+                .push((row.user_id, role));
+        }
+    }
+    Ok(by_calendar)
+}
+
 /// The member ids of several calendars (calendar → user ids).
 pub async fn ids_by_calendar(
     db: &impl ConnectionTrait,

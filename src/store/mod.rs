@@ -98,7 +98,9 @@ impl Database {
             .map_sqlx_sqlite_opts(|opts| {
                 opts.create_if_missing(true)
                     .journal_mode(SqliteJournalMode::Wal)
-                    .synchronous(SqliteSynchronous::Normal)
+                    // Durable: an acknowledged commit survives a power loss. Calendar
+                    // actors group their commits so this costs one fsync per batch.
+                    .synchronous(SqliteSynchronous::Full)
                     .busy_timeout(Duration::from_secs(10))
                     .foreign_keys(true)
             });

@@ -7,7 +7,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::calendars::shared;
-use crate::helpers::{event_body, spawn_app};
+use crate::helpers::{event_body, sample, spawn_app};
 
 #[tokio::test]
 async fn fifty_concurrent_updates_lose_nothing_and_every_member_gets_every_frame_once() {
@@ -75,4 +75,99 @@ async fn fifty_concurrent_updates_lose_nothing_and_every_member_gets_every_frame
             "every change once, in commit order per event"
         );
     }
+}
+
+#[tokio::test]
+async fn concurrent_creates_are_committed_together_but_answered_one_by_one() {
+    let app = spawn_app().await;
+    let s = shared(&app, "group").await;
+    let mut streams = vec![
+        app.stream(&s.owner).await,
+        app.stream(&s.editor).await,
+        app.stream(&s.viewer).await,
+    ];
+    let taken = event_body(&[&s.calendar], "already there", 7);
+    let created = app.event_request(Method::POST, &s.owner, &taken).await;
+    assert_eq!(created.status(), StatusCode::CREATED);
+    for stream in &mut streams {
+        assert_eq!(stream.next_frame().await["payload"]["id"], taken["id"]);
+    }
+
+    // 60 creates at once: most fine, some reusing an id (409), some by a viewer (403).
+    let twin = event_body(&[&s.calendar], "twin", 9);
+    let requests: Vec<(&crate::helpers::TestUser, Value, StatusCode)> = (0..60)
+        .map(|i| match i % 10 {
+            3 => (&s.editor, taken.clone(), StatusCode::CONFLICT),
+            7 => (
+                &s.viewer,
+                event_body(&[&s.calendar], "viewer", 9),
+                StatusCode::FORBIDDEN,
+            ),
+            _ => (
+                if i % 2 == 0 { &s.owner } else { &s.editor },
+                event_body(&[&s.calendar], &format!("new {i}"), 10),
+                StatusCode::CREATED,
+            ),
+        })
+        .chain(std::iter::repeat_n(
+            (&s.owner, twin.clone(), StatusCode::CREATED),
+            2,
+        ))
+        .collect();
+    let responses = futures::future::join_all(
+        requests
+            .iter()
+            .map(|(user, body, _)| app.event_request(Method::POST, user, body)),
+    )
+    .await;
+    let mut created_ids = std::collections::BTreeSet::new();
+    let mut twins = Vec::new();
+    for ((_, body, expected), response) in requests.iter().zip(responses) {
+        let status = response.status();
+        if body["id"] == twin["id"] {
+            twins.push(status);
+            if status == StatusCode::CREATED {
+                created_ids.insert(body["id"].as_str().expect("id").to_owned());
+            }
+            continue;
+        }
+        assert_eq!(status, *expected, "{}", body["title"]);
+        if status == StatusCode::CREATED {
+            let event: Value = response.json().await.expect("JSON");
+            assert_eq!(event["revision"], 1);
+            assert_eq!(event["calendars"], json!([s.calendar]));
+            created_ids.insert(event["id"].as_str().expect("id").to_owned());
+        }
+    }
+    twins.sort();
+    assert_eq!(
+        twins,
+        [StatusCode::CREATED, StatusCode::CONFLICT],
+        "one id, one event"
+    );
+    assert_eq!(created_ids.len(), 49);
+
+    for stream in &mut streams {
+        let mut seen = std::collections::BTreeSet::new();
+        for _ in 0..created_ids.len() {
+            let frame = stream.next_frame().await;
+            assert_eq!(frame["type"], "event_created");
+            assert!(seen.insert(frame["payload"]["id"].as_str().expect("id").to_owned()));
+        }
+        assert_eq!(
+            seen, created_ids,
+            "every created event once, nothing refused"
+        );
+    }
+    let all = app.read_events(&s.viewer, "").await;
+    assert_eq!(all["events"].as_array().expect("events").len(), 50);
+
+    // Every command went through the group commit: the batch sizes add up to 1 + 62.
+    let metrics = app.metrics_text().await;
+    assert_eq!(
+        sample(&metrics, "svc_event_commit_batch_size_sum"),
+        Some(63.0)
+    );
+    let batches = sample(&metrics, "svc_event_commit_batch_size_count").expect("count");
+    assert!((2.0..=63.0).contains(&batches), "{batches}");
 }

@@ -1,0 +1,198 @@
+//! Group commit of event creation. A calendar actor collects the `CreateEvent` commands
+//! queued in its mailbox and runs them here as one batch: one transaction, one lock of the
+//! home calendar, one membership query for authorization and readers, one existence check,
+//! multi-row inserts of events, links and attendance, one commit (one fsync on SQLite), then
+//! each command's frames and reply. A command refused on its own (no right, duplicate id)
+//! is answered without affecting the others; if the batch fails as a whole (an id inserted
+//! concurrently by another calendar), every command is retried on its own.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use uuid::Uuid;
+
+use super::events::{Readers, WriteClock, send_event};
+use super::not_allowed;
+use crate::actors::calendar::Reply;
+use crate::actors::reply;
+use crate::context::Ctx;
+use crate::domain::events::EventInput;
+use crate::domain::roles::{Action, Role};
+use crate::error::AppError;
+use crate::store::events::{self as event_store, InsertEventError, NewEvent};
+use crate::store::{attendance, calendars as calendar_store, members};
+use crate::views::events::EventView;
+
+/// One queued `CreateEvent`.
+#[derive(Debug)]
+pub struct PendingCreate {
+    /// Acting user.
+    pub actor: String,
+    /// The event.
+    pub input: EventInput,
+    /// Where the answer goes.
+    pub reply: Reply<EventView>,
+}
+
+fn duplicate() -> AppError {
+    AppError::Conflict {
+        error: "EVENT_EXISTS".into(),
+        message: "An event with this id already exists.".into(),
+        current: None,
+    }
+}
+
+/// Creates the events of `batch`, homed in `home`, answering each command.
+pub async fn create_all(ctx: &Ctx, home: Uuid, batch: Vec<PendingCreate>) {
+    ctx.metrics.event_batch(batch.len());
+    if batch.len() == 1 {
+        for one in batch {
+            let outcome = commit(ctx, home, std::slice::from_ref(&one)).await;
+            answer(ctx, vec![one], outcome);
+        }
+        return;
+    }
+    match commit(ctx, home, &batch).await {
+        Err(BatchError::Collision) => {
+            // Someone else took one of the ids between our check and our insert.
+            for one in batch {
+                let outcome = commit(ctx, home, std::slice::from_ref(&one)).await;
+                answer(ctx, vec![one], outcome);
+            }
+        }
+        outcome => answer(ctx, batch, outcome),
+    }
+}
+
+/// What a committed batch produced for each command, in order.
+type Committed = Vec<Result<(entities::events::Model, Readers), AppError>>;
+
+/// Why a batch failed as a whole.
+enum BatchError {
+    /// An id collided at insert time (retry each command alone).
+    Collision,
+    /// Anything else (answered to every command).
+    Failed(AppError),
+}
+
+impl From<sea_orm::DbErr> for BatchError {
+    fn from(err: sea_orm::DbErr) -> Self {
+        Self::Failed(err.into())
+    }
+}
+
+impl From<AppError> for BatchError {
+    fn from(err: AppError) -> Self {
+        Self::Failed(err)
+    }
+}
+
+/// Runs the batch in one transaction; per-command refusals are in the result.
+async fn commit(ctx: &Ctx, home: Uuid, batch: &[PendingCreate]) -> Result<Committed, BatchError> {
+    let txn = ctx.db.begin_write().await?;
+    if calendar_store::lock(&txn, home).await?.is_none() {
+        return Ok(batch
+            .iter()
+            .map(|_| Err(not_allowed(Action::EditEvents)))
+            .collect());
+    }
+    let calendars: Vec<Uuid> = batch
+        .iter()
+        .flat_map(|p| p.input.calendars.iter().copied())
+        .collect::<HashSet<_>>()
+        .into_iter()
+        .collect();
+    let members = members::roles_by_calendar(&txn, &calendars).await?;
+    let ids: Vec<Uuid> = batch.iter().map(|p| p.input.id).collect();
+    let mut taken = event_store::existing(&txn, &ids).await?;
+    let mut outcomes: Vec<Result<(), AppError>> = Vec::with_capacity(batch.len());
+    let mut accepted = Vec::new();
+    for pending in batch {
+        let outcome = check(&members, pending, &mut taken);
+        if outcome.is_ok() {
+            accepted.push(NewEvent {
+                input: &pending.input,
+                creator: &pending.actor,
+                home,
+            });
+        }
+        outcomes.push(outcome);
+    }
+    let clock = WriteClock::start();
+    let inserted = match event_store::insert_many(&txn, &accepted, clock.now).await {
+        Ok(inserted) => inserted,
+        Err(InsertEventError::Duplicate) => return Err(BatchError::Collision),
+        Err(InsertEventError::Database(err)) => return Err(err.into()),
+    };
+    attendance::add_creators_going(&txn, &inserted, clock.now).await?;
+    clock.check()?;
+    txn.commit().await?;
+    let mut inserted = inserted.into_iter();
+    Ok(outcomes
+        .into_iter()
+        .zip(batch)
+        .map(|(outcome, pending)| {
+            outcome?;
+            let event = inserted
+                .next()
+                .ok_or_else(|| AppError::internal("batch insert lost an event"))?;
+            Ok((event, readers(&members, &pending.input.calendars)))
+        })
+        .collect())
+}
+
+/// Whether the command may run: editEvents on every calendar, an id nobody has.
+fn check(
+    members: &HashMap<Uuid, Vec<(String, Role)>>,
+    pending: &PendingCreate,
+    taken: &mut HashSet<Uuid>,
+) -> Result<(), AppError> {
+    let allowed = pending.input.calendars.iter().all(|calendar| {
+        members.get(calendar).is_some_and(|list| {
+            list.iter()
+                .any(|(user, role)| *user == pending.actor && role.allows(Action::EditEvents))
+        })
+    });
+    if !allowed {
+        return Err(not_allowed(Action::EditEvents));
+    }
+    if !taken.insert(pending.input.id) {
+        return Err(duplicate());
+    }
+    Ok(())
+}
+
+/// Who sees an event linked to `links`, from the batch's membership rows.
+fn readers(members: &HashMap<Uuid, Vec<(String, Role)>>, links: &[Uuid]) -> Readers {
+    let mut readers: Readers = BTreeMap::new();
+    for calendar in links {
+        for (user, _) in members.get(calendar).into_iter().flatten() {
+            readers.entry(user.clone()).or_default().push(*calendar);
+        }
+    }
+    readers
+}
+
+/// Sends each created event's frames, then answers every command.
+fn answer(ctx: &Ctx, batch: Vec<PendingCreate>, outcome: Result<Committed, BatchError>) {
+    match outcome {
+        Ok(results) => {
+            for (pending, result) in batch.into_iter().zip(results) {
+                let response = result.map(|(event, readers)| {
+                    send_event(ctx, "event_created", &event, &readers);
+                    EventView::new(&event, pending.input.calendars.clone())
+                });
+                reply(pending.reply, response);
+            }
+        }
+        Err(BatchError::Collision) => {
+            for pending in batch {
+                reply(pending.reply, Err(duplicate()));
+            }
+        }
+        Err(BatchError::Failed(err)) => {
+            for pending in batch {
+                reply(pending.reply, Err(err.replicate()));
+            }
+        }
+    }
+}
