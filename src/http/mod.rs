@@ -10,6 +10,7 @@ pub mod calendars;
 pub mod cors;
 pub mod events;
 pub mod extract;
+pub mod ics;
 pub mod invite_preview;
 pub mod invites;
 pub mod members;
@@ -41,6 +42,8 @@ pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
         .or(invites::routes(ctx.clone()))
         .unify()
         .or(members::routes(ctx.clone()))
+        .unify()
+        .or(ics::routes(ctx.clone()))
         .unify()
         .or(calendars::routes(ctx.clone()))
         .unify()

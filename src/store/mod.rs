@@ -10,6 +10,7 @@ pub mod accounts;
 pub mod attendance;
 pub mod calendars;
 pub mod events;
+pub mod ics;
 pub mod invites;
 pub mod maintenance;
 pub mod member_tokens;

@@ -17,6 +17,8 @@ mod concurrency;
 mod delta;
 mod events;
 mod helpers;
+mod ics;
+mod ics_corpus;
 mod metrics;
 mod notifications;
 mod pages;
