@@ -199,3 +199,94 @@ fn date_of(value: DateValue) -> chrono::NaiveDate {
         other => other.date(),
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::expect_used, clippy::unwrap_used)]
+mod tests {
+    use chrono::NaiveDate;
+    use icalendar::Component;
+    use uuid::Uuid;
+
+    use super::*;
+
+    fn at(day: u32, hour: u32) -> DateTime<Utc> {
+        let date = NaiveDate::from_ymd_opt(2026, 3, day).unwrap();
+        Utc.from_utc_datetime(&date.and_hms_opt(hour, 0, 0).unwrap())
+    }
+
+    fn event(
+        title: &str,
+        span: (DateTime<Utc>, DateTime<Utc>),
+        all_day: bool,
+        rule: Option<&str>,
+    ) -> events::Model {
+        events::Model {
+            id: Uuid::new_v4(),
+            creator_id: "u".into(),
+            organizer: "u".into(),
+            title: title.into(),
+            color: "#7a9e7e".into(),
+            start: span.0,
+            end: span.1,
+            is_all_day: all_day,
+            is_canceled: false,
+            has_attendees: false,
+            description: Some("Line one\nLine two, with; punctuation".into()),
+            location: None,
+            recurrence: rule.map(str::to_owned),
+            url: None,
+            origin_calendar_id: None,
+            revision: 3,
+            created_at: span.0,
+            updated_at: span.0,
+            deleted_at: None,
+        }
+    }
+
+    /// The `icalendar` crate's strict parser is a second reader of what we write.
+    #[test]
+    fn the_icalendar_crate_reads_exports() {
+        let events = vec![
+            event(
+                "Weekly",
+                (at(2, 8), at(2, 9)),
+                false,
+                Some("RRULE:FREQ=WEEKLY;COUNT=5\nEXDATE:20260309T080000Z"),
+            ),
+            event(
+                "Holiday",
+                (at(10, 0), at(12, 0)),
+                true,
+                Some("FREQ=YEARLY;UNTIL=20300310T000000Z"),
+            ),
+            event("Once", (at(20, 15), at(20, 16)), false, None),
+        ];
+        let calendar = ExportCalendar {
+            name: "Test",
+            zone: Tz::Europe__Berlin,
+            events: &events,
+        };
+        let text = export_calendar(&calendar, at(1, 0));
+        let parsed: icalendar::Calendar = text.parse().expect("the icalendar crate parses it");
+        let vevents: Vec<_> = parsed
+            .components
+            .iter()
+            .filter_map(|c| c.as_event())
+            .collect();
+        assert_eq!(vevents.len(), 3);
+        assert_eq!(vevents[0].get_summary(), Some("Weekly"));
+        assert_eq!(
+            vevents[0].get_description(),
+            Some("Line one\nLine two, with; punctuation")
+        );
+        assert_eq!(
+            vevents[1].property_value("RRULE"),
+            Some("FREQ=YEARLY;UNTIL=20300310")
+        );
+        assert!(text.contains("DTSTART;TZID=Europe/Berlin:20260302T090000\r\n"));
+        assert!(text.contains("EXDATE:20260309T080000Z\r\n"));
+        assert!(text.contains("DTSTART;VALUE=DATE:20260310\r\nDTEND;VALUE=DATE:20260313\r\n"));
+        assert!(text.contains("DTSTART:20260320T150000Z\r\n"));
+        assert!(text.contains("BEGIN:VTIMEZONE\r\nTZID:Europe/Berlin\r\n"));
+    }
+}

@@ -215,7 +215,8 @@ async fn every_corpus_file_imports_or_is_rejected_as_expected() {
         let (outcome, text) = match status {
             StatusCode::CREATED => {
                 let n = body["imported"].as_u64().expect("imported");
-                (Some(Imported(n)), format!("imported {n} events"))
+                let noun = if n == 1 { "event" } else { "events" };
+                (Some(Imported(n)), format!("imported {n} {noun}"))
             }
             StatusCode::BAD_REQUEST => {
                 let error = body["error"].as_str().expect("error").to_owned();
