@@ -225,17 +225,19 @@ fn read_end(
         .first("DURATION")
         .filter(|p| !p.value.trim().is_empty())
     {
-        let duration = parse_duration(&p.value).ok_or_else(|| {
+        let unreadable = || {
             IcsError::at(
                 p.line,
                 format!("DURATION `{}` cannot be read", p.value.trim()),
             )
-        })?;
-        if clock.all_day {
-            start + Duration::days((duration.num_days() - 1).max(0))
+        };
+        let duration = parse_duration(&p.value).ok_or_else(unreadable)?;
+        let duration = if clock.all_day {
+            Duration::days((duration.num_days() - 1).max(0))
         } else {
-            start + duration
-        }
+            duration
+        };
+        start.checked_add_signed(duration).ok_or_else(unreadable)?
     } else {
         start
     };
@@ -283,5 +285,46 @@ fn truncate(text: String, limit: usize) -> String {
     match text.char_indices().nth(limit) {
         Some((at, _)) => text[..at].to_owned(),
         None => text,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::expect_used, clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    const TEAM: &[u8] = include_bytes!("../../tests/fixtures/ics/team.ics");
+
+    fn parse(bytes: &[u8]) -> Result<ParsedCalendar, IcsError> {
+        parse_calendar(bytes, &ImportOptions { user_zone: Tz::UTC })
+    }
+
+    #[test]
+    fn hostile_values_are_errors_not_panics() {
+        let huge = b"BEGIN:VEVENT\nDTSTART:99991231T000000Z\nDURATION:P99999999999W\nEND:VEVENT\n";
+        assert_eq!(parse(huge).expect_err("overflow").line(), Some(3));
+        let zone = "BEGIN:VCALENDAR\nBEGIN:VTIMEZONE\nTZID:Odd\nBEGIN:STANDARD\nDTSTART:16010101T000000\nTZOFFSETFROM:+0100\nTZOFFSETTO:+0000\nRRULE:FREQ=YEARLY;COUNT=2147483647;BYMONTH=3;BYDAY=-2147483648SU\nEND:STANDARD\nEND:VTIMEZONE\nBEGIN:VEVENT\nDTSTART;TZID=Odd:20260101T090000\nEND:VEVENT\nEND:VCALENDAR\n";
+        let parsed = parse(zone.as_bytes()).expect("reads");
+        assert_eq!(
+            parsed.events[0].start.to_rfc3339(),
+            "2026-01-01T09:00:00+00:00"
+        );
+    }
+
+    /// Every prefix of a real file, and the file with any one byte changed, parses or is
+    /// refused; nothing panics.
+    #[test]
+    fn truncated_and_mutated_files_never_panic() {
+        for end in 0..TEAM.len() {
+            let _ = parse(&TEAM[..end]);
+        }
+        for at in (0..TEAM.len()).step_by(3) {
+            for replacement in [b':', b';', b'\n', b' ', b'"', b'9', 0xFF] {
+                let mut bytes = TEAM.to_vec();
+                bytes[at] = replacement;
+                let _ = parse(&bytes);
+            }
+        }
+        assert_eq!(parse(TEAM).expect("whole file").events.len(), 5);
     }
 }

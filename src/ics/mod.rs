@@ -12,7 +12,8 @@
 //!
 //! - [`lexer`]: bytes → components and properties (unfolding, BOM, case, junk lines).
 //! - [`values`]: DATE, DATE-TIME, DURATION, UTC-OFFSET values and text unescaping.
-//! - [`timezones`]: TZID → zone: IANA names, Windows names, the file's VTIMEZONEs.
+//! - [`timezones`]: TZID → zone: IANA names, Windows names ([`windows_zones`]), the
+//!   file's VTIMEZONEs.
 //! - [`vtimezone`]: the file's own VTIMEZONE rules, for TZIDs nothing else knows.
 //! - [`import`], [`recurrence`] and [`overrides`]: VEVENTs → [`ImportedEvent`]s, recurrence
 //!   rules, RECURRENCE-ID overrides.
@@ -30,6 +31,7 @@ pub mod timezones;
 pub mod tzdb_vtimezone;
 pub mod values;
 pub mod vtimezone;
+pub mod windows_zones;
 pub mod writer;
 
 use chrono::{DateTime, Utc};

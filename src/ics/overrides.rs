@@ -93,7 +93,10 @@ fn attach_to_series(drafts: &mut [Draft], master: usize, found: &[(usize, DateTi
             let series = &drafts[segment.draft].event;
             let length = series.end - series.start;
             let override_event = &mut drafts[index].event;
-            override_event.end = override_event.start + length;
+            override_event.end = override_event
+                .start
+                .checked_add_signed(length)
+                .unwrap_or(override_event.start);
         }
     }
 }

@@ -150,7 +150,10 @@ impl Observance {
         if let Some(rule) = &self.rule {
             let upper = rule.until.map_or(local, |until| until.min(local));
             let last_year = rule.count.map_or(upper.year(), |count| {
-                (self.start.year() + count - 1).min(upper.year())
+                self.start
+                    .year()
+                    .saturating_add(count - 1)
+                    .min(upper.year())
             });
             for year in [last_year, last_year - 1] {
                 if let Some(at) = rule.onset(year, self.start)
@@ -199,7 +202,12 @@ impl YearlyRule {
                     (nth, _) => DayRule::Weekday(nth, weekday),
                 }
             }
-            (None, Some(days)) => DayRule::MonthDay(days.trim().parse().ok()?),
+            (None, Some(days)) => DayRule::MonthDay(
+                days.trim()
+                    .parse()
+                    .ok()
+                    .filter(|d: &i32| (-31..=31).contains(d))?,
+            ),
             (None, None) => return None,
         };
         Some(Self {
@@ -246,11 +254,11 @@ fn weekday_rule(text: &str) -> Option<(i32, Weekday)> {
         "SU" => Weekday::Sun,
         _ => return None,
     };
-    let nth = match text.get(..split)?.trim_start_matches('+') {
+    let nth: i32 = match text.get(..split)?.trim_start_matches('+') {
         "" => 0,
         n => n.parse().ok()?,
     };
-    Some((nth, weekday))
+    (-5..=5).contains(&nth).then_some((nth, weekday))
 }
 
 fn last_day_of_month(year: i32, month: u32) -> Option<NaiveDate> {

@@ -19,6 +19,7 @@ mod events;
 mod helpers;
 mod ics;
 mod ics_corpus;
+mod ics_export;
 mod metrics;
 mod notifications;
 mod pages;
