@@ -32,7 +32,10 @@ fn body() -> String {
     let mut out = String::from(
         "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//Bowline//Benchmark//EN\r\nX-WR-CALNAME:Benchmark\r\n",
     );
-    let filler = "Agenda: review the numbers, agree the plan, note the actions. ".repeat(14);
+    let filler = format!(
+        "{}Follow-up notes go to the team channel.",
+        "Agenda: review the numbers, agree the plan, note the actions. ".repeat(11)
+    );
     for i in 0..EVENTS {
         let day = 1 + (i % 28);
         let month = 1 + (i / 28) % 12;
