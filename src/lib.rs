@@ -22,6 +22,8 @@ pub mod domain;
 pub mod error;
 /// The warp edge: pipeline, routes, renderer, listener.
 pub mod http;
+/// iCalendar import and export (pure: no database).
+pub mod ical;
 /// Outgoing mail: transport and templates.
 pub mod mail;
 /// Metric names and the per-server registry.

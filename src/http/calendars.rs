@@ -165,20 +165,7 @@ async fn create_calendar_handler(
     body: CalendarRequest,
 ) -> Result<Response, AppError> {
     let change = body.change()?;
-    match (body.provider.as_deref(), body.account_id.as_deref()) {
-        (None, None) => {}
-        (Some(_), None) | (None, Some(_)) => {
-            return Err(AppError::bad_request(
-                "Calendar destination requires both provider and accountId.",
-            ));
-        }
-        (Some("google" | "microsoft" | "caldav" | "provider_a" | "provider_c"), Some(_)) => {
-            return Err(AppError::bad_request(
-                "Creating calendars in a connected account is not available on this server yet.",
-            ));
-        }
-        (Some(_), Some(_)) => return Err(AppError::bad_request("Unsupported provider.")),
-    }
+    native_destination(body.provider.as_deref(), body.account_id.as_deref())?;
     let calendar = calendar_store::create(
         &ctx.db,
         NewCalendar {
@@ -192,6 +179,26 @@ async fn create_calendar_handler(
     let members = members::list(ctx.db.conn(), calendar.id).await?;
     let view = CalendarView::new(&calendar, &members, Some(Role::Owner));
     Ok(warp::reply::with_status(warp::reply::json(&view), StatusCode::CREATED).into_response())
+}
+
+/// Checks the optional `provider` + `accountId` destination of a new calendar (create,
+/// import): none means a native calendar; connected accounts are not available yet.
+pub(super) fn native_destination(
+    provider: Option<&str>,
+    account_id: Option<&str>,
+) -> Result<(), AppError> {
+    match (provider, account_id) {
+        (None, None) => Ok(()),
+        (Some(_), None) | (None, Some(_)) => Err(AppError::bad_request(
+            "Calendar destination requires both provider and accountId.",
+        )),
+        (Some("google" | "microsoft" | "caldav" | "provider_a" | "provider_c"), Some(_)) => {
+            Err(AppError::bad_request(
+                "Creating calendars in a connected account is not available on this server yet.",
+            ))
+        }
+        (Some(_), Some(_)) => Err(AppError::bad_request("Unsupported provider.")),
+    }
 }
 
 /// PUT /api/v1/calendars — owner-only rename and recolor.

@@ -12,6 +12,7 @@ pub mod cors;
 pub mod events;
 pub mod extract;
 pub mod html;
+pub mod ics;
 pub mod invite_preview;
 pub mod invites;
 pub mod members;
@@ -53,6 +54,8 @@ pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
         .or(invites::routes(ctx.clone()))
         .unify()
         .or(members::routes(ctx.clone()))
+        .unify()
+        .or(ics::routes(ctx.clone()))
         .unify()
         .or(calendars::routes(ctx.clone()))
         .unify()

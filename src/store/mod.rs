@@ -11,6 +11,7 @@ pub mod attendance;
 pub mod avatars;
 pub mod calendars;
 pub mod events;
+pub mod ics;
 pub mod invites;
 pub mod maintenance;
 pub mod member_tokens;

@@ -1,0 +1,263 @@
+//! iCalendar import and export:
+//!
+//! - `POST /api/v1/calendars/import?name=&color=` takes a raw iCalendar body of any content
+//!   type (read here, up to 10 MiB, 413 beyond) and creates a native calendar owned by the
+//!   caller with the file's events in one transaction (see `crate::ics` for what is read
+//!   and how leniently). 201 with the create-calendar document plus `imported`. `name`
+//!   falls back to `X-WR-CALNAME`, then `Imported calendar`; `color` to `#7a9e7e`. Like a
+//!   create, it sends no frame.
+//! - `GET /api/v1/calendars/:id/export` (any member) returns a `text/calendar` snapshot as
+//!   an attachment named after the calendar.
+
+use bytes::Bytes;
+use chrono::Utc;
+use chrono_tz::Tz;
+use http::StatusCode;
+use http::header::{CONTENT_DISPOSITION, CONTENT_TYPE, HeaderValue};
+use serde::{Deserialize, Serialize};
+use warp::filters::BoxedFilter;
+use warp::reply::Response;
+use warp::{Filter, Rejection, Reply};
+
+use super::calendars::native_destination;
+use super::extract::{AuthUser, authenticated, body_bytes, respond, route, with_ctx};
+use crate::context::Ctx;
+use crate::domain::ids::require_uuid;
+use crate::domain::roles::Role;
+use crate::error::AppError;
+use crate::ical::{ExportCalendar, IcsError, ImportOptions, export_calendar, parse_calendar};
+use crate::store::calendars::{self as calendar_store, NewCalendar};
+use crate::store::{ics as ics_store, members, settings};
+use crate::views::calendars::CalendarView;
+
+/// Largest import body (10 MiB).
+pub const IMPORT_BODY_LIMIT: u64 = 10 * 1024 * 1024;
+/// Name of an imported calendar when neither the query nor the file names it.
+pub const DEFAULT_IMPORT_NAME: &str = "Imported calendar";
+/// Colour of an imported calendar when the query has none.
+pub const DEFAULT_IMPORT_COLOR: &str = "#7a9e7e";
+
+/// The import and export routes.
+pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
+    import(ctx.clone()).or(export(ctx)).unify().boxed()
+}
+
+/// Query of an import.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ImportQuery {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    color: Option<String>,
+    #[serde(default)]
+    provider: Option<String>,
+    #[serde(default)]
+    account_id: Option<String>,
+}
+
+/// The import answer: the create-calendar document plus the number of events imported.
+#[derive(Debug, Serialize)]
+struct ImportedCalendarView {
+    #[serde(flatten)]
+    calendar: CalendarView,
+    imported: usize,
+}
+
+/// POST /api/v1/calendars/import — a new calendar from an iCalendar file (201).
+fn import(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
+    warp::path!("api" / "v1" / "calendars" / "import")
+        .and(route("/api/v1/calendars/import"))
+        .and(warp::post())
+        .and(with_ctx(ctx.clone()))
+        .and(authenticated(ctx))
+        .and(warp::query::<ImportQuery>())
+        .and(body_bytes(IMPORT_BODY_LIMIT))
+        .and_then(
+            |ctx: Ctx, user: AuthUser, query: ImportQuery, body: Bytes| async move {
+                respond(import_handler(&ctx, &user, query, body).await)
+            },
+        )
+}
+
+async fn import_handler(
+    ctx: &Ctx,
+    user: &AuthUser,
+    query: ImportQuery,
+    body: Bytes,
+) -> Result<Response, AppError> {
+    native_destination(query.provider.as_deref(), query.account_id.as_deref())?;
+    let color = import_color(query.color.as_deref())?;
+    let requested_name = query
+        .name
+        .as_deref()
+        .map(str::trim)
+        .filter(|name| !name.is_empty())
+        .map(str::to_owned);
+    if requested_name
+        .as_ref()
+        .is_some_and(|name| name.chars().count() > 200)
+    {
+        return Err(AppError::bad_request(
+            "name must be at most 200 characters.",
+        ));
+    }
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Err(AppError::bad_request(
+            "Request body must be an iCalendar file...",
+        ));
+    }
+    let options = ImportOptions {
+        user_zone: user_zone(ctx, user).await?,
+    };
+    let parsed = tokio::task::spawn_blocking(move || parse_calendar(&body, &options))
+        .await
+        .map_err(AppError::internal)?
+        .map_err(|err| match err {
+            IcsError::TooManyEvents => {
+                AppError::bad_request("An iCalendar import may contain at most 10,000 events.")
+            }
+            IcsError::Unreadable { .. } => {
+                AppError::bad_request(format!("That file isn't valid iCalendar data ({err})."))
+            }
+        })?;
+    let name = requested_name
+        .or(parsed.name)
+        .unwrap_or_else(|| DEFAULT_IMPORT_NAME.to_owned());
+    let calendar = ics_store::create_imported(
+        &ctx.db,
+        NewCalendar {
+            creator_id: user.id().to_owned(),
+            name,
+            color,
+        },
+        &parsed.events,
+        Utc::now(),
+    )
+    .await?;
+    tracing::info!(
+        calendarId = %calendar.id,
+        imported = parsed.events.len(),
+        skipped = parsed.skipped,
+        "calendar.imported"
+    );
+    let members = members::list(ctx.db.conn(), calendar.id).await?;
+    let view = ImportedCalendarView {
+        calendar: CalendarView::new(&calendar, &members, Some(Role::Owner)),
+        imported: parsed.events.len(),
+    };
+    Ok(warp::reply::with_status(warp::reply::json(&view), StatusCode::CREATED).into_response())
+}
+
+/// The `color` query: absent or empty → the default; else `#RGB`, `#RRGGBB` or `#RRGGBBAA`.
+fn import_color(color: Option<&str>) -> Result<String, AppError> {
+    let Some(color) = color.map(str::trim).filter(|c| !c.is_empty()) else {
+        return Ok(DEFAULT_IMPORT_COLOR.to_owned());
+    };
+    let hex = color.strip_prefix('#').unwrap_or_default();
+    if matches!(hex.len(), 3 | 6 | 8) && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(color.to_owned())
+    } else {
+        Err(AppError::bad_request(
+            "color must be a hex colour such as #7a9e7e.",
+        ))
+    }
+}
+
+/// The caller's settings time zone (UTC when unset or unknown).
+async fn user_zone(ctx: &Ctx, user: &AuthUser) -> Result<Tz, AppError> {
+    let value = settings::value_of(ctx.db.conn(), user.id()).await?;
+    Ok(value
+        .as_ref()
+        .and_then(|value| value.get("timezone"))
+        .and_then(|zone| zone.as_str())
+        .and_then(|zone| zone.parse::<Tz>().ok())
+        .unwrap_or(Tz::UTC))
+}
+
+/// GET /api/v1/calendars/:id/export — the calendar as `text/calendar` (members only).
+fn export(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
+    warp::path!("api" / "v1" / "calendars" / String / "export")
+        .and(route("/api/v1/calendars/:id/export"))
+        .and(warp::get())
+        .and(with_ctx(ctx.clone()))
+        .and(authenticated(ctx))
+        .and_then(|id: String, ctx: Ctx, user: AuthUser| async move {
+            respond(export_handler(&ctx, &user, &id).await)
+        })
+}
+
+async fn export_handler(ctx: &Ctx, user: &AuthUser, id: &str) -> Result<Response, AppError> {
+    let id = require_uuid("id", id)?;
+    members::role_of(ctx.db.conn(), id, user.id())
+        .await?
+        .ok_or_else(|| AppError::forbidden("You can't access this calendar."))?;
+    let calendar = calendar_store::find(ctx.db.conn(), id)
+        .await?
+        .ok_or_else(|| AppError::not_found("Calendar not found..."))?;
+    let events = ics_store::live_events_in(ctx.db.conn(), id).await?;
+    let zone = user_zone(ctx, user).await?;
+    let name = calendar.name.clone();
+    let text = tokio::task::spawn_blocking(move || {
+        let snapshot = ExportCalendar {
+            name: &name,
+            zone,
+            events: &events,
+        };
+        export_calendar(&snapshot, Utc::now())
+    })
+    .await
+    .map_err(AppError::internal)?;
+    let mut response = Response::new(text.into());
+    let headers = response.headers_mut();
+    headers.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/calendar; charset=utf-8"),
+    );
+    let disposition = format!(
+        "attachment; filename=\"{}\"",
+        export_file_name(&calendar.name)
+    );
+    if let Ok(value) = HeaderValue::from_str(&disposition) {
+        headers.insert(CONTENT_DISPOSITION, value);
+    }
+    Ok(response)
+}
+
+/// `<name>.ics` with every run of characters other than ASCII letters, digits, `_`, `.`
+/// and `-` replaced by `_` (`calendar.ics` for an empty name).
+pub fn export_file_name(name: &str) -> String {
+    let mut safe = String::with_capacity(name.len());
+    let mut in_run = false;
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') {
+            safe.push(c);
+            in_run = false;
+        } else if !in_run {
+            safe.push('_');
+            in_run = true;
+        }
+    }
+    if safe.is_empty() {
+        safe.push_str("calendar");
+    }
+    format!("{safe}.ics")
+}
+
+#[cfg(test)]
+#[allow(clippy::expect_used, clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_and_colours() {
+        assert_eq!(export_file_name("Team – Café 2026"), "Team_Caf_2026.ics");
+        assert_eq!(export_file_name(""), "calendar.ics");
+        assert_eq!(export_file_name("a.b-c_d"), "a.b-c_d.ics");
+        assert_eq!(import_color(None).unwrap(), DEFAULT_IMPORT_COLOR);
+        assert_eq!(import_color(Some("")).unwrap(), DEFAULT_IMPORT_COLOR);
+        assert_eq!(import_color(Some("#C8553D")).unwrap(), "#C8553D");
+        assert!(import_color(Some("red")).is_err());
+        assert!(import_color(Some("#12345")).is_err());
+    }
+}
