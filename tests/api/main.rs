@@ -26,4 +26,5 @@ mod server;
 mod sharing;
 mod storage;
 mod stream;
+mod stress;
 mod support;
