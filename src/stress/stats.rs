@@ -229,7 +229,7 @@ mod tests {
         a.merge(&b);
         let summary = a.summary();
         assert_eq!(summary.count, 102);
-        assert!((summary.p50_ms - 51.0).abs() < 0.1, "{summary:?}");
+        assert!((summary.p50_ms - 50.0).abs() < 0.1, "{summary:?}");
         assert!((summary.max_ms - 2000.0).abs() < 2.0, "{summary:?}");
     }
 }

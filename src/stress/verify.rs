@@ -137,42 +137,53 @@ pub fn revisions(model: &Model) -> Check {
     )
 }
 
-/// A user's full read and delta read.
-type FullAndDelta = (Value, Value);
+/// What one user's reads showed.
+#[derive(Default)]
+struct UserReads {
+    full: Problems,
+    delta: Problems,
+    listed: usize,
+}
 
-/// Every user's full read and delta read against the model.
+/// Every user's full read and delta read against the model (each answer is compared as
+/// soon as it arrives, so the answers of all users are never held at once).
 pub async fn reads(client: &Client, users: &[User], model: &Model, since: &[String]) -> Vec<Check> {
-    let answers: Vec<(usize, Result<FullAndDelta, String>)> = stream::iter(users)
+    let answers: Vec<UserReads> = stream::iter(users)
         .map(|user| async move {
-            let full = read(client, user, "").await;
-            let query = since.get(user.index).map(|s| {
-                format!(
-                    "?since={}",
-                    url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>()
-                )
-            });
-            let delta = match query {
-                Some(query) => read(client, user, &query).await,
-                None => Err("no `since` recorded".into()),
+            let mut seen = UserReads::default();
+            match read(client, user, "").await {
+                Ok(full) => {
+                    seen.listed = full["events"].as_array().map_or(0, Vec::len);
+                    seen.full = compare_events(model, user.index, &full);
+                }
+                Err(err) => seen.full.push(format!("user {}: {err}", user.index)),
+            }
+            let Some(since) = since.get(user.index) else {
+                seen.delta
+                    .push(format!("user {}: no `since` recorded", user.index));
+                return seen;
             };
-            (user.index, full.and_then(|f| delta.map(|d| (f, d))))
+            let since: String = url::form_urlencoded::byte_serialize(since.as_bytes()).collect();
+            match read(client, user, &format!("?since={since}")).await {
+                Ok(delta) => {
+                    seen.delta = compare_events(model, user.index, &delta);
+                    seen.delta
+                        .extend(compare_deleted(model, user.index, &delta));
+                }
+                Err(err) => seen.delta.push(format!("user {}: {err}", user.index)),
+            }
+            seen
         })
-        .buffer_unordered(8)
+        .buffer_unordered(4)
         .collect()
         .await;
     let mut full_problems = Problems::default();
     let mut delta_problems = Problems::default();
     let mut listed = 0;
-    for (user, answer) in answers {
-        match answer {
-            Ok((full, delta)) => {
-                listed += full["events"].as_array().map_or(0, Vec::len);
-                full_problems.extend(compare_events(model, user, &full));
-                delta_problems.extend(compare_events(model, user, &delta));
-                delta_problems.extend(compare_deleted(model, user, &delta));
-            }
-            Err(err) => full_problems.push(format!("user {user}: {err}")),
-        }
+    for seen in answers {
+        listed += seen.listed;
+        full_problems.extend(seen.full);
+        delta_problems.extend(seen.delta);
     }
     vec![
         Check::from_problems(

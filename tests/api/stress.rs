@@ -130,6 +130,20 @@ async fn a_dropped_stream_is_reported_not_silently_missed() {
     assert!(dropped.detail.contains("ended"), "{}", dropped.detail);
 }
 
+#[tokio::test]
+async fn sign_up_waits_out_the_servers_rate_limit() {
+    // better-auth's limit: 3 sign-ups per 10 s per address; the fourth user waits for
+    // `X-Retry-After` and the run goes on.
+    let app = spawn_app_with(|settings| settings.auth.rate_limit = true).await;
+    let mut options = options(&app, Scenario::Create);
+    options.users = Some(4);
+    options.connections = Some(4);
+    options.duration = Duration::from_millis(500);
+    let report = stress::run(&options).await.expect("the run starts");
+    assert_passed(&report);
+    assert_eq!(report.users, 4);
+}
+
 #[test]
 fn the_binary_explains_itself() {
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_bowline-stress"))

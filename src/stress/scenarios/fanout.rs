@@ -79,10 +79,8 @@ pub async fn run(options: &Options) -> Result<Report, StressError> {
         let key = FrameKey::Created(id, revision);
         let deadline = Instant::now() + options.frame_wait;
         let target = (count * (n + 1)) as u64;
-        let frames = &live.frames;
-        hub.wait_until(deadline, || {
-            frames.load(std::sync::atomic::Ordering::Relaxed) >= target
-                || connections.iter().any(|c| c.ended().is_some())
+        hub.wait_until(deadline, target, || {
+            hub.total() >= target || connections.iter().any(|c| c.ended().is_some())
         })
         .await;
         let arrivals: Option<Vec<Instant>> = connections.iter().map(|c| c.arrival(&key)).collect();

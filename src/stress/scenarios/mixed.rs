@@ -94,8 +94,14 @@ pub async fn run(options: &Options) -> Result<Report, StressError> {
         barrier(&client, &users, &mut model, &live, &mut after).await;
         let deadline = Instant::now() + options.frame_wait;
         let expected = expected_counts(&model, users.len());
-        hub.wait_until(deadline, || all_arrived(&connections, &expected))
-            .await;
+        let total: usize = connections
+            .iter()
+            .map(|c| expected.get(c.user).copied().unwrap_or(0))
+            .sum();
+        hub.wait_until(deadline, total as u64, || {
+            all_arrived(&connections, &expected)
+        })
+        .await;
     }
     let memory = match memory {
         Some(memory) => Some(memory.finish(None).await),
