@@ -311,7 +311,11 @@ async fn read(mut response: reqwest::Response, log: Arc<Log>, hub: Arc<Hub>) {
                     .extend(keys.into_iter().map(|key| Received { at, key }));
                 hub.arrived(count);
             }
-            Ok(None) => break "the server ended the stream".to_owned(),
+            Ok(None) => {
+                break "the server ended it; it drops a connection that falls STREAM_BUFFER \
+                       frames behind"
+                    .to_owned();
+            }
             Err(err) => break error_chain(&err),
         }
     };
