@@ -159,6 +159,8 @@ pub enum CalendarMsg {
         actor: String,
         /// The validated event.
         input: EventInput,
+        /// The `revision` the client last saw, if it sent one (a stale one is a 409).
+        base_revision: Option<i64>,
         /// The updated event.
         reply: Reply<EventView>,
     },
@@ -354,8 +356,12 @@ impl Actor for CalendarActor {
             CalendarMsg::UpdateEvent {
                 actor,
                 input,
+                base_revision,
                 reply: port,
-            } => reply(port, commands::events::update(&ctx, &actor, input).await),
+            } => reply(
+                port,
+                commands::events::update(&ctx, &actor, input, base_revision).await,
+            ),
             CalendarMsg::DeleteEvent {
                 actor,
                 event,

@@ -129,7 +129,14 @@ async fn may_edit(
 }
 
 /// Replaces an event's content and its calendar list (links added need editEvents there).
-pub async fn update(ctx: &Ctx, actor: &str, input: EventInput) -> Result<EventView, AppError> {
+/// With `base_revision` (the revision the client last saw) older than the current one, it
+/// changes nothing and answers 409 `EVENT_CONFLICT` with the current event as `current`.
+pub async fn update(
+    ctx: &Ctx,
+    actor: &str,
+    input: EventInput,
+    base_revision: Option<i64>,
+) -> Result<EventView, AppError> {
     let txn = ctx.db.begin_write().await?;
     let event = event_store::lock(&txn, input.id)
         .await?
@@ -138,6 +145,20 @@ pub async fn update(ctx: &Ctx, actor: &str, input: EventInput) -> Result<EventVi
     let existing = event_store::links(&txn, event.id).await?;
     if !may_edit(&txn, &event, &existing, actor).await? {
         return Err(AppError::forbidden("You can't edit this event."));
+    }
+    if let Some(base) = base_revision
+        && base != event.revision
+    {
+        let mine = readers(&txn, &existing)
+            .await?
+            .remove(actor)
+            .unwrap_or_default();
+        let current = serde_json::to_value(EventView::new(&event, mine)).ok();
+        return Err(AppError::Conflict {
+            error: "EVENT_CONFLICT".into(),
+            message: "Event changed on another device.".into(),
+            current,
+        });
     }
     if input.calendars.is_empty() {
         return Err(AppError::bad_request(

@@ -224,7 +224,8 @@ async fn create_event_handler(
     Ok(warp::reply::with_status(warp::reply::json(&view), StatusCode::CREATED).into_response())
 }
 
-/// PUT /api/v1/events — replaces the event (its home calendar governs editing).
+/// PUT /api/v1/events — replaces the event (its home calendar governs editing); with a
+/// `revision` older than the current one, a 409 with `current` instead.
 fn update_event(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     warp::path!("api" / "v1" / "events")
         .and(route("/api/v1/events"))
@@ -243,15 +244,29 @@ async fn update_event_handler(
     body: &Value,
 ) -> Result<Response, AppError> {
     let input = EventInput::parse(body, INVALID_UPDATE)?;
+    let base_revision = base_revision(body)?;
     let home = home_of(ctx, input.id).await?;
     let actor = user.id().to_owned();
     let view = ask(ctx, home, |reply| CalendarMsg::UpdateEvent {
         actor,
         input,
+        base_revision,
         reply,
     })
     .await?;
     Ok(warp::reply::json(&view).into_response())
+}
+
+/// The `revision` of an update body: the one the client last saw (optional; clients that
+/// do not send it overwrite whatever is current).
+fn base_revision(body: &Value) -> Result<Option<i64>, AppError> {
+    match body.get("revision") {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => value
+            .as_i64()
+            .map(Some)
+            .ok_or_else(|| AppError::bad_request("revision must be a whole number.")),
+    }
 }
 
 /// DELETE /api/v1/events — deletes, or with `unlinkCalendarID` removes from one calendar.

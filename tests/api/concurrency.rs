@@ -171,3 +171,53 @@ async fn concurrent_creates_are_committed_together_but_answered_one_by_one() {
     let batches = sample(&metrics, "svc_event_commit_batch_size_count").expect("count");
     assert!((2.0..=63.0).contains(&batches), "{batches}");
 }
+
+#[tokio::test]
+async fn an_update_based_on_a_stale_revision_is_a_conflict_with_the_current_event() {
+    let app = spawn_app().await;
+    let s = shared(&app, "stale").await;
+    let body = event_body(&[&s.calendar], "Original", 9);
+    assert_eq!(
+        app.event_request(Method::POST, &s.owner, &body)
+            .await
+            .status(),
+        StatusCode::CREATED
+    );
+
+    let mut first = body.clone();
+    first["title"] = json!("First");
+    first["revision"] = json!(1);
+    let response = app.event_request(Method::PUT, &s.editor, &first).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let updated: Value = response.json().await.expect("JSON");
+    assert_eq!(updated["revision"], 2);
+
+    // The owner still holds revision 1: refused, nothing changes, `current` to merge with.
+    let mut second = body.clone();
+    second["title"] = json!("Second");
+    second["revision"] = json!(1);
+    let response = app.event_request(Method::PUT, &s.owner, &second).await;
+    assert_eq!(response.status(), StatusCode::CONFLICT);
+    let conflict: Value = response.json().await.expect("JSON");
+    assert_eq!(conflict["error"], "EVENT_CONFLICT");
+    assert_eq!(conflict["current"]["revision"], 2);
+    assert_eq!(conflict["current"]["title"], "First");
+    assert_eq!(conflict["current"]["calendars"], json!([s.calendar]));
+
+    // Retried on the current revision, it applies; without a revision it always does.
+    second["revision"] = json!(2);
+    let response = app.event_request(Method::PUT, &s.owner, &second).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut blind = body.clone();
+    blind["title"] = json!("Blind");
+    let response = app.event_request(Method::PUT, &s.owner, &blind).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let stored = app.read_events(&s.viewer, "").await;
+    assert_eq!(stored["events"][0]["title"], "Blind");
+    assert_eq!(stored["events"][0]["revision"], 4);
+
+    let mut malformed = body.clone();
+    malformed["revision"] = json!("two");
+    let response = app.event_request(Method::PUT, &s.owner, &malformed).await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+}

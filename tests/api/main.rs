@@ -33,4 +33,5 @@ mod settings;
 mod sharing;
 mod storage;
 mod stream;
+mod stress;
 mod support;

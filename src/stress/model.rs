@@ -1,0 +1,361 @@
+//! The tool's own model of what the server acknowledged: every event with its home, links,
+//! revision and title; every acknowledged change with the frame it must produce and the
+//! users who must receive it (the members of every calendar the event is linked to, before
+//! and after the change); deletions with the users who saw them. Verification compares the
+//! server's reads and the streams with this model.
+//!
+//! Writers serialize their own changes to one event through the event's lock: changes that
+//! alter who sees it (link, delete) hold it exclusively, the others (update, attendance)
+//! share it, so the recipients of every change are known exactly even though many writers
+//! edit the same event and calendar at once.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio::sync::RwLock;
+use uuid::Uuid;
+
+use super::client::Reply;
+use super::setup::Layout;
+use super::sse::FrameKey;
+
+/// Writers pick among this many of a calendar's newest events, so that many of them edit
+/// the same events at once.
+pub const HOT_EVENTS: usize = 32;
+
+/// An event as acknowledged.
+#[derive(Debug, Clone)]
+pub struct EventState {
+    /// Home calendar (index).
+    pub home: usize,
+    /// Linked calendars (indexes), home first.
+    pub links: Vec<usize>,
+    /// Highest acknowledged revision.
+    pub revision: i64,
+    /// Title at that revision.
+    pub title: String,
+    /// Deleted (acknowledged).
+    pub deleted: bool,
+    /// A request about it had no clear answer: left out of exact checks.
+    pub tainted: bool,
+    /// Every revision an acknowledged change answered with.
+    pub revisions: Vec<i64>,
+    /// Serializes the tool's own changes that alter who sees it.
+    pub lock: Arc<RwLock<()>>,
+}
+
+/// When the request of a change was sent and when its answer had arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timing {
+    /// Sent.
+    pub sent: Instant,
+    /// Answered.
+    pub answered: Instant,
+}
+
+impl From<&Reply> for Timing {
+    fn from(reply: &Reply) -> Self {
+        Self {
+            sent: reply.sent,
+            answered: reply.done,
+        }
+    }
+}
+
+/// A frame every user in `users` must receive exactly once.
+#[derive(Debug, Clone)]
+pub struct ExpectedFrame {
+    /// What it reports.
+    pub key: FrameKey,
+    /// Its recipients (user indexes).
+    pub users: Vec<usize>,
+    /// When the change was sent and answered.
+    pub at: Timing,
+}
+
+/// What the writers' chosen event looked like when they took its lock.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    /// Id.
+    pub id: Uuid,
+    /// Linked calendars (indexes).
+    pub links: Vec<usize>,
+    /// Revision.
+    pub revision: i64,
+}
+
+/// The model.
+#[derive(Debug)]
+pub struct Model {
+    layout: Arc<Layout>,
+    events: HashMap<Uuid, EventState>,
+    homed: Vec<Vec<Uuid>>,
+    linked: Vec<Vec<Uuid>>,
+    frames: Vec<ExpectedFrame>,
+    deleted_for: HashMap<Uuid, Vec<usize>>,
+    anomalies: Vec<String>,
+    unknown: HashSet<Uuid>,
+}
+
+impl Model {
+    /// An empty model over `layout`.
+    pub fn new(layout: Arc<Layout>) -> Self {
+        let calendars = layout.calendars.len();
+        Self {
+            layout,
+            events: HashMap::new(),
+            homed: vec![Vec::new(); calendars],
+            linked: vec![Vec::new(); calendars],
+            frames: Vec::new(),
+            deleted_for: HashMap::new(),
+            anomalies: Vec::new(),
+            unknown: HashSet::new(),
+        }
+    }
+
+    /// The calendars and memberships.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// Every event.
+    pub fn events(&self) -> &HashMap<Uuid, EventState> {
+        &self.events
+    }
+
+    /// Every expected frame.
+    pub fn frames(&self) -> &[ExpectedFrame] {
+        &self.frames
+    }
+
+    /// Deleted events and the users who saw them then.
+    pub fn deleted_for(&self) -> &HashMap<Uuid, Vec<usize>> {
+        &self.deleted_for
+    }
+
+    /// Answers that contradict the model (an update applied over a revision its writer had
+    /// not seen, a revision answered twice...).
+    pub fn anomalies(&self) -> &[String] {
+        &self.anomalies
+    }
+
+    /// Whether the server may or may not have created `id` (its answer was unclear).
+    pub fn is_unknown(&self, id: &Uuid) -> bool {
+        self.unknown.contains(id)
+    }
+
+    /// Users who see an event linked to `links`.
+    pub fn readers(&self, links: &[usize]) -> Vec<usize> {
+        let users: BTreeSet<usize> = links
+            .iter()
+            .flat_map(|c| self.layout.members(*c).iter().copied())
+            .collect();
+        users.into_iter().collect()
+    }
+
+    /// A hot event homed in `calendar` (`roll` chooses), with its lock.
+    pub fn pick_homed(&mut self, calendar: usize, roll: u64) -> Option<(Uuid, Arc<RwLock<()>>)> {
+        Self::pick(&self.events, self.homed.get_mut(calendar)?, roll)
+    }
+
+    /// A hot event linked into `calendar` (`roll` chooses), with its lock.
+    pub fn pick_linked(&mut self, calendar: usize, roll: u64) -> Option<(Uuid, Arc<RwLock<()>>)> {
+        Self::pick(&self.events, self.linked.get_mut(calendar)?, roll)
+    }
+
+    fn pick(
+        events: &HashMap<Uuid, EventState>,
+        list: &mut Vec<Uuid>,
+        roll: u64,
+    ) -> Option<(Uuid, Arc<RwLock<()>>)> {
+        list.retain(|id| events.get(id).is_some_and(|e| !e.deleted && !e.tainted));
+        let hot = list.len().min(HOT_EVENTS);
+        let offset = usize::try_from(roll % u64::try_from(hot).ok()?.max(1)).ok()?;
+        let id = *list.get(list.len().checked_sub(1 + offset)?)?;
+        events.get(&id).map(|e| (id, e.lock.clone()))
+    }
+
+    /// The event as it stands, unless deleted or tainted.
+    pub fn snapshot(&self, id: Uuid) -> Option<Snapshot> {
+        let event = self.events.get(&id).filter(|e| !e.deleted && !e.tainted)?;
+        Some(Snapshot {
+            id,
+            links: event.links.clone(),
+            revision: event.revision,
+        })
+    }
+
+    fn expect(&mut self, key: FrameKey, links: &[usize], at: Timing) {
+        let users = self.readers(links);
+        self.frames.push(ExpectedFrame { key, users, at });
+    }
+
+    /// A create acknowledged with `revision`.
+    pub fn created(&mut self, id: Uuid, home: usize, title: String, revision: i64, at: Timing) {
+        if revision != 1 {
+            self.anomalies.push(format!(
+                "event {id} was created at revision {revision}, not 1"
+            ));
+        }
+        self.events.insert(
+            id,
+            EventState {
+                home,
+                links: vec![home],
+                revision,
+                title,
+                deleted: false,
+                tainted: false,
+                revisions: vec![revision],
+                lock: Arc::new(RwLock::new(())),
+            },
+        );
+        if let Some(list) = self.homed.get_mut(home) {
+            list.push(id);
+        }
+        if let Some(list) = self.linked.get_mut(home) {
+            list.push(id);
+        }
+        self.expect(FrameKey::Created(id, revision), &[home], at);
+    }
+
+    /// An update sent with `base` and acknowledged with `revision`.
+    pub fn updated(&mut self, id: Uuid, base: i64, revision: i64, title: String, at: Timing) {
+        let Some(event) = self.events.get_mut(&id) else {
+            return;
+        };
+        if revision != base + 1 {
+            self.anomalies.push(format!(
+                "event {id}: an update based on revision {base} was applied as revision \
+                 {revision}, overwriting a change its writer had not seen (a lost update)"
+            ));
+        }
+        event.revisions.push(revision);
+        if revision > event.revision {
+            event.revision = revision;
+            event.title = title;
+        }
+        let links = event.links.clone();
+        self.expect(FrameKey::Updated(id, revision), &links, at);
+    }
+
+    /// A link into `target` acknowledged with `revision`.
+    pub fn linked(&mut self, id: Uuid, target: usize, revision: i64, at: Timing) {
+        let Some(event) = self.events.get_mut(&id) else {
+            return;
+        };
+        if revision != event.revision + 1 {
+            self.anomalies.push(format!(
+                "event {id}: a link at revision {} answered revision {revision}",
+                event.revision
+            ));
+        }
+        event.revisions.push(revision);
+        event.revision = event.revision.max(revision);
+        event.links.push(target);
+        let links = event.links.clone();
+        if let Some(list) = self.linked.get_mut(target) {
+            list.push(id);
+        }
+        self.expect(FrameKey::Updated(id, revision), &links, at);
+    }
+
+    /// An attendance answer acknowledged with the attendee list `attendees` (JSON text).
+    pub fn attendance(&mut self, id: Uuid, attendees: String, at: Timing) {
+        let Some(links) = self.events.get(&id).map(|e| e.links.clone()) else {
+            return;
+        };
+        self.expect(FrameKey::Attendance(id, attendees), &links, at);
+    }
+
+    /// A delete acknowledged (`removed: true`).
+    pub fn deleted(&mut self, id: Uuid, at: Timing) {
+        let Some(event) = self.events.get_mut(&id) else {
+            return;
+        };
+        event.deleted = true;
+        let links = event.links.clone();
+        let readers = self.readers(&links);
+        self.deleted_for.insert(id, readers);
+        self.expect(FrameKey::Removed(id), &links, at);
+    }
+
+    /// A request about `id` had no clear answer: it may or may not have been applied.
+    pub fn taint(&mut self, id: Uuid) {
+        if let Some(event) = self.events.get_mut(&id) {
+            event.tainted = true;
+        } else {
+            self.unknown.insert(id);
+        }
+    }
+
+    /// Whether the frame `key` is about an event the exact checks leave out.
+    pub fn is_uncertain(&self, key: &FrameKey) -> bool {
+        key.event().is_some_and(|id| {
+            self.unknown.contains(&id) || self.events.get(&id).is_some_and(|e| e.tainted)
+        })
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::expect_used, clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::stress::setup::Sharing;
+
+    fn model() -> Model {
+        let mut layout = Layout::plan(4, 2, Sharing::Spread);
+        layout.calendars = vec![Uuid::new_v4(), Uuid::new_v4()];
+        Model::new(Arc::new(layout))
+    }
+
+    #[test]
+    fn changes_expect_frames_for_the_readers_of_every_linked_calendar() {
+        let mut model = model();
+        let id = Uuid::new_v4();
+        let now = Timing {
+            sent: Instant::now(),
+            answered: Instant::now(),
+        };
+        model.created(id, 0, "a".into(), 1, now);
+        model.updated(id, 1, 2, "b".into(), now);
+        model.linked(id, 1, 3, now);
+        model.deleted(id, now);
+        let keys: Vec<_> = model.frames().iter().map(|f| f.key.clone()).collect();
+        assert_eq!(
+            keys,
+            vec![
+                FrameKey::Created(id, 1),
+                FrameKey::Updated(id, 2),
+                FrameKey::Updated(id, 3),
+                FrameKey::Removed(id)
+            ]
+        );
+        let members = |c| model.layout().members(c).to_vec();
+        assert_eq!(model.frames()[0].users, members(0));
+        assert_eq!(model.frames()[2].users, model.readers(&[0, 1]));
+        assert_eq!(model.deleted_for()[&id], model.readers(&[0, 1]));
+        assert!(model.anomalies().is_empty());
+        assert!(
+            model.pick_homed(0, 0).is_none(),
+            "deleted events are not picked"
+        );
+    }
+
+    #[test]
+    fn an_update_applied_over_an_unseen_revision_is_an_anomaly() {
+        let mut model = model();
+        let id = Uuid::new_v4();
+        let now = Timing {
+            sent: Instant::now(),
+            answered: Instant::now(),
+        };
+        model.created(id, 0, "a".into(), 1, now);
+        model.updated(id, 1, 2, "b".into(), now);
+        model.updated(id, 1, 3, "c".into(), now);
+        assert_eq!(model.anomalies().len(), 1);
+        assert_eq!(model.events()[&id].title, "c");
+        assert_eq!(model.events()[&id].revision, 3);
+    }
+}

@@ -1,0 +1,303 @@
+//! The figures of a run: a readable summary table for people and the same figures as JSON
+//! (`--json`) for machines.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::options::{Op, Scenario};
+use super::stats::{Recorder, Summary};
+use super::verify::{Check, FrameCounts};
+
+/// Everything a run measured and checked.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// The scenario.
+    pub scenario: Scenario,
+    /// The server.
+    pub base: String,
+    /// When the load started (UTC).
+    pub started_at: String,
+    /// How long the load ran, in seconds.
+    pub seconds: f64,
+    /// Users signed up.
+    pub users: usize,
+    /// Calendars shared.
+    pub calendars: usize,
+    /// Concurrent writers (mixed) or HTTP connections (create, list).
+    pub workers: usize,
+    /// Open streams during the load.
+    pub streams: usize,
+    /// Per operation.
+    pub operations: Vec<OperationFigures>,
+    /// Frames and their latency, when streams were open.
+    pub broadcast: Option<BroadcastFigures>,
+    /// The server's resident memory, when `--metrics` was given.
+    pub memory: Option<MemoryFigures>,
+    /// Answers by status (`"0"`: transport error).
+    pub statuses: BTreeMap<String, u64>,
+    /// The checks.
+    pub checks: Vec<Check>,
+    /// Whether every check passed.
+    pub passed: bool,
+}
+
+/// One operation's figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct OperationFigures {
+    /// Which.
+    pub op: Op,
+    /// Applied.
+    pub ok: u64,
+    /// `409`s (acknowledged, not applied, retried).
+    pub conflicts: u64,
+    /// Failed.
+    pub failed: u64,
+    /// Applied per second.
+    pub per_second: f64,
+    /// Latency of every answer.
+    pub latency: Summary,
+}
+
+/// Stream figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct BroadcastFigures {
+    /// Open connections.
+    pub connections: usize,
+    /// Frame counts.
+    pub frames: FrameCounts,
+    /// From a write's answer to a frame's arrival, over every frame (0 for a frame that
+    /// arrived before the answer).
+    pub latency: Summary,
+    /// From a write's request to a frame's arrival, over every frame.
+    pub latency_from_request: Summary,
+    /// From a write's answer to the arrival at the last connection, over the broadcasts
+    /// (fanout).
+    pub last_connection: Option<Summary>,
+    /// From a write's request to the arrival at the last connection (fanout).
+    pub last_connection_from_request: Option<Summary>,
+}
+
+/// The server's resident memory (`svc_process_resident_memory_bytes`).
+#[derive(Debug, Clone, Serialize)]
+pub struct MemoryFigures {
+    /// Before the load (after setup).
+    pub baseline_mib: f64,
+    /// Highest seen during the load.
+    pub peak_mib: f64,
+    /// After the load.
+    pub end_mib: f64,
+    /// Growth per open stream (fanout).
+    pub per_stream_kib: Option<f64>,
+}
+
+impl Report {
+    /// The operation rows of `record` over `elapsed`.
+    pub fn operations(record: &Recorder, elapsed: Duration) -> Vec<OperationFigures> {
+        let seconds = elapsed.as_secs_f64().max(f64::EPSILON);
+        record
+            .ops
+            .iter()
+            .map(|(op, stats)| OperationFigures {
+                op: *op,
+                ok: stats.ok,
+                conflicts: stats.conflicts,
+                failed: stats.failed,
+                per_second: stats.ok as f64 / seconds,
+                latency: stats.latency.summary(),
+            })
+            .collect()
+    }
+
+    /// The statuses of `record`, keyed by their text.
+    pub fn statuses(record: &Recorder) -> BTreeMap<String, u64> {
+        record
+            .statuses
+            .iter()
+            .map(|(code, count)| (code.to_string(), *count))
+            .collect()
+    }
+
+    /// The figures as pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_else(|err| format!("{{\"error\":\"{err}\"}}"))
+    }
+
+    /// The summary table.
+    pub fn table(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "bowline-stress {} against {}: {:.1} s, {} users, {} calendars, {} {}, {} streams",
+            self.scenario_name(),
+            self.base,
+            self.seconds,
+            self.users,
+            self.calendars,
+            self.workers,
+            if self.scenario == Scenario::Mixed {
+                "writers"
+            } else {
+                "connections"
+            },
+            self.streams,
+        );
+        if !self.operations.is_empty() {
+            let _ = writeln!(
+                out,
+                "\n{:<11}{:>9}{:>7}{:>8}{:>10}{:>9}{:>9}{:>9}{:>9}",
+                "operation", "ok", "409", "failed", "per s", "p50 ms", "p90 ms", "p99 ms", "max ms"
+            );
+            for row in &self.operations {
+                let l = &row.latency;
+                let _ = writeln!(
+                    out,
+                    "{:<11}{:>9}{:>7}{:>8}{:>10.1}{:>9.2}{:>9.2}{:>9.2}{:>9.2}",
+                    row.op.name(),
+                    row.ok,
+                    row.conflicts,
+                    row.failed,
+                    row.per_second,
+                    l.p50_ms,
+                    l.p90_ms,
+                    l.p99_ms,
+                    l.max_ms
+                );
+            }
+            if self.operations.len() > 1 {
+                let ok: u64 = self.operations.iter().map(|r| r.ok).sum();
+                let per_second: f64 = self.operations.iter().map(|r| r.per_second).sum();
+                let _ = writeln!(out, "{:<11}{ok:>9}{:>25.1}", "all", per_second);
+            }
+        }
+        if let Some(b) = &self.broadcast {
+            let _ = writeln!(
+                out,
+                "\nframes     {} received on {} connections ({} expected, {} before their write's answer)",
+                b.frames.received, b.connections, b.frames.expected, b.frames.before_answer,
+            );
+            let line = |what: &str, l: &Summary| {
+                format!(
+                    "{what:<34} p50 {:>8.2} ms  p99 {:>8.2} ms  max {:>8.2} ms\n",
+                    l.p50_ms, l.p99_ms, l.max_ms
+                )
+            };
+            out.push_str(&line("broadcast  answer → frame", &b.latency));
+            out.push_str(&line("           request → frame", &b.latency_from_request));
+            if let Some(last) = &b.last_connection {
+                let title = format!("last of {} answer → frame", b.connections);
+                out.push_str(&line(&title, last));
+            }
+            if let Some(last) = &b.last_connection_from_request {
+                out.push_str(&line("           request → frame", last));
+            }
+        }
+        if let Some(m) = &self.memory {
+            let _ = write!(
+                out,
+                "\nmemory     server resident: {:.1} MiB before, {:.1} MiB peak, {:.1} MiB after",
+                m.baseline_mib, m.peak_mib, m.end_mib
+            );
+            if let Some(per) = m.per_stream_kib {
+                let _ = write!(out, "; {per:.1} KiB per open stream");
+            }
+            out.push('\n');
+        }
+        let statuses: Vec<String> = self
+            .statuses
+            .iter()
+            .map(|(code, n)| {
+                let code = if code == "0" { "transport error" } else { code };
+                format!("{code} ×{n}")
+            })
+            .collect();
+        let _ = writeln!(out, "answers    {}", statuses.join(", "));
+        let _ = writeln!(out, "\nchecks");
+        for check in &self.checks {
+            let mark = if check.passed { "ok  " } else { "FAIL" };
+            let _ = writeln!(out, "  {mark}  {}: {}", check.name, check.detail);
+        }
+        let _ = writeln!(
+            out,
+            "\nresult: {}",
+            if self.passed { "PASSED" } else { "FAILED" }
+        );
+        out
+    }
+
+    fn scenario_name(&self) -> &'static str {
+        match self.scenario {
+            Scenario::Mixed => "mixed",
+            Scenario::Create => "create",
+            Scenario::List => "list",
+            Scenario::Fanout => "fanout",
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::expect_used, clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_names_every_figure_and_the_verdict() {
+        let summary = Summary {
+            count: 10,
+            p50_ms: 1.5,
+            p90_ms: 2.0,
+            p99_ms: 3.25,
+            max_ms: 9.0,
+        };
+        let report = Report {
+            scenario: Scenario::Mixed,
+            base: "http://127.0.0.1:7531".into(),
+            started_at: "2026-11-22T12:00:00.000Z".into(),
+            seconds: 2.0,
+            users: 3,
+            calendars: 2,
+            workers: 4,
+            streams: 3,
+            operations: vec![OperationFigures {
+                op: Op::Create,
+                ok: 10,
+                conflicts: 0,
+                failed: 0,
+                per_second: 5.0,
+                latency: summary,
+            }],
+            broadcast: Some(BroadcastFigures {
+                connections: 3,
+                frames: FrameCounts::default(),
+                latency: summary,
+                latency_from_request: summary,
+                last_connection: None,
+                last_connection_from_request: None,
+            }),
+            memory: Some(MemoryFigures {
+                baseline_mib: 10.0,
+                peak_mib: 12.0,
+                end_mib: 11.0,
+                per_stream_kib: None,
+            }),
+            statuses: BTreeMap::from([("201".into(), 10)]),
+            checks: vec![Check {
+                name: "no 5xx answers".into(),
+                passed: true,
+                detail: "0 of 10".into(),
+            }],
+            passed: true,
+        };
+        let table = report.table();
+        assert!(table.contains("create"), "{table}");
+        assert!(table.contains("3.25"), "{table}");
+        assert!(table.contains("12.0 MiB peak"), "{table}");
+        assert!(table.contains("result: PASSED"), "{table}");
+        let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+        assert_eq!(json["operations"][0]["op"], "create");
+        assert_eq!(json["operations"][0]["latency"]["p99_ms"], 3.25);
+        assert_eq!(json["scenario"], "mixed");
+    }
+}

@@ -1,0 +1,132 @@
+//! Stream fan-out: `--users` users join one calendar, `--connections` streams are opened
+//! over them (round robin), the server's resident memory is read before and after (the
+//! growth per stream), then `--broadcasts` events are created one after another; for each,
+//! the time from the create's answer to the frame's arrival at the last connection. Every
+//! connection must receive every broadcast exactly once and stay open.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use reqwest::{Method, StatusCode};
+use uuid::Uuid;
+
+use super::{MemoryProbe, open_streams, run_tag};
+use crate::stress::client::{Client, Pool};
+use crate::stress::model::Model;
+use crate::stress::options::{Op, Options};
+use crate::stress::progress::Console;
+use crate::stress::report::{BroadcastFigures, Report};
+use crate::stress::setup::{self, Layout, Role, Sharing};
+use crate::stress::sse::{FrameKey, Hub};
+use crate::stress::stats::{Live, Outcome, Recorder};
+use crate::stress::verify::FrameLatency;
+use crate::stress::writers::event_body;
+use crate::stress::{StressError, verify};
+
+/// Runs the fan-out scenario.
+pub async fn run(options: &Options) -> Result<Report, StressError> {
+    let console = Console::new(options.quiet);
+    let client = Client::new(&options.base, Pool::Shared)?;
+    let tag = run_tag();
+    let count = options.connections();
+    console.note(&format!(
+        "setting up {} users on one calendar (run {tag})",
+        options.users()
+    ));
+    let note = |text: String| console.note(&text);
+    let users = setup::users(&client, options.users(), &tag, &note).await?;
+    let mut layout = Layout::plan(users.len(), 1, Sharing::Everyone(Role::Viewer));
+    setup::calendars(&client, &users, &mut layout, &tag).await?;
+    let calendar = layout.calendars[0];
+    let owner = users
+        .first()
+        .ok_or_else(|| StressError::Invalid("no users".into()))?;
+    let memory = MemoryProbe::start(&client, options.metrics.as_deref()).await?;
+
+    console.note(&format!("opening {count} streams"));
+    let live = Arc::new(Live::default());
+    let hub = Arc::new(Hub::new(live.clone()));
+    let streams = Client::new(&options.base, Pool::Streams)?;
+    let connections = open_streams(&streams, &users, count, &hub).await?;
+    let opened = match &memory {
+        Some(memory) => Some(memory.now().await?),
+        None => None,
+    };
+
+    console.note(&format!(
+        "{} broadcasts to {count} streams",
+        options.broadcasts
+    ));
+    let mut model = Model::new(Arc::new(layout));
+    let mut record = Recorder::default();
+    let mut last = FrameLatency::default();
+    let progress = console.progress("fanout", live.clone(), None);
+    let started = Instant::now();
+    let started_at = crate::domain::time::format_timestamp(chrono::Utc::now());
+    for n in 0..options.broadcasts {
+        let id = Uuid::new_v4();
+        let body = event_body(id, &[calendar], &format!("broadcast {n}"));
+        let request = client.request(Method::POST, "/api/v1/events", owner);
+        let reply = client.call(request.json(&body)).await;
+        let revision = reply.json().and_then(|b| b["revision"].as_i64());
+        let Some(revision) = revision.filter(|_| reply.is(StatusCode::CREATED)) else {
+            record.record(&live, Op::Create, &reply, Outcome::Failed);
+            model.taint(id);
+            continue;
+        };
+        record.record(&live, Op::Create, &reply, Outcome::Ok);
+        model.created(id, 0, format!("broadcast {n}"), revision, (&reply).into());
+        let key = FrameKey::Created(id, revision);
+        let deadline = Instant::now() + options.frame_wait;
+        let target = (count * (n + 1)) as u64;
+        hub.wait_until(deadline, target, || {
+            hub.total() >= target || connections.iter().any(|c| c.ended().is_some())
+        })
+        .await;
+        let arrivals: Option<Vec<Instant>> = connections.iter().map(|c| c.arrival(&key)).collect();
+        if let Some(latest) = arrivals.and_then(|a| a.into_iter().max()) {
+            last.from_answer
+                .record(latest.saturating_duration_since(reply.done));
+            last.from_request
+                .record(latest.saturating_duration_since(reply.sent));
+        }
+    }
+    let elapsed = started.elapsed();
+    progress.stop();
+    let memory = match memory {
+        Some(memory) => Some(memory.finish(opened.map(|bytes| (count, bytes))).await),
+        None => None,
+    };
+
+    let mut latency = FrameLatency::default();
+    let (frame_checks, frames) = verify::frames(&model, &connections, started, &mut latency);
+    let mut checks = verify::answers(&record);
+    checks.extend(frame_checks);
+    for connection in &connections {
+        connection.close();
+    }
+    let passed = checks.iter().all(|c| c.passed);
+    Ok(Report {
+        scenario: options.scenario,
+        base: client.base().to_owned(),
+        started_at,
+        seconds: elapsed.as_secs_f64(),
+        users: users.len(),
+        calendars: 1,
+        workers: 1,
+        streams: connections.len(),
+        operations: Report::operations(&record, elapsed.max(Duration::from_millis(1))),
+        broadcast: Some(BroadcastFigures {
+            connections: connections.len(),
+            frames,
+            latency: latency.from_answer.summary(),
+            latency_from_request: latency.from_request.summary(),
+            last_connection: Some(last.from_answer.summary()),
+            last_connection_from_request: Some(last.from_request.summary()),
+        }),
+        memory,
+        statuses: Report::statuses(&record),
+        checks,
+        passed,
+    })
+}

@@ -1,0 +1,204 @@
+//! The default scenario: users, shared calendars and memberships; with `--sse` every user
+//! holds a stream; `--writers` writers run the op mix against the same calendars for
+//! `--duration`; then a barrier (one new event per calendar, whose frame each member
+//! receives after every earlier frame, since a user's frames leave in order) and a wait for
+//! every expected frame, bounded by `--frame-wait`; then the exact verification.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use reqwest::{Method, StatusCode};
+use uuid::Uuid;
+
+use super::{MemoryProbe, open_streams, run_tag, since_marks};
+use crate::stress::client::{Client, Pool, User};
+use crate::stress::model::Model;
+use crate::stress::options::{Op, Options};
+use crate::stress::progress::Console;
+use crate::stress::report::{BroadcastFigures, Report};
+use crate::stress::setup::{self, Layout, Sharing};
+use crate::stress::sse::{Connection, Hub};
+use crate::stress::stats::{Live, Outcome, Recorder};
+use crate::stress::verify::FrameLatency;
+use crate::stress::writers::{self, Writers, event_body};
+use crate::stress::{StressError, verify};
+
+/// Runs the mixed scenario.
+pub async fn run(options: &Options) -> Result<Report, StressError> {
+    let console = Console::new(options.quiet);
+    let client = Client::new(&options.base, Pool::Shared)?;
+    let tag = run_tag();
+    console.note(&format!(
+        "setting up {} users and {} calendars (run {tag})",
+        options.users(),
+        options.calendars()
+    ));
+    let note = |text: String| console.note(&text);
+    let users = setup::users(&client, options.users(), &tag, &note).await?;
+    let mut layout = Layout::plan(users.len(), options.calendars(), Sharing::Spread);
+    setup::calendars(&client, &users, &mut layout, &tag).await?;
+    let since = since_marks(&client, &users).await?;
+    let live = Arc::new(Live::default());
+    let hub = Arc::new(Hub::new(live.clone()));
+    let connections = if options.sse {
+        let streams = Client::new(&options.base, Pool::Streams)?;
+        open_streams(&streams, &users, users.len(), &hub).await?
+    } else {
+        Vec::new()
+    };
+    let mut memory = MemoryProbe::start(&client, options.metrics.as_deref()).await?;
+    let layout = Arc::new(layout);
+    let model = Arc::new(Mutex::new(Model::new(layout.clone())));
+    let seed = options.seed.unwrap_or_else(rand::random);
+    console.note(&format!(
+        "{} writers for {} (seed {seed})",
+        options.writers,
+        humantime::format_duration(options.duration)
+    ));
+
+    let started = Instant::now();
+    let started_at = crate::domain::time::format_timestamp(chrono::Utc::now());
+    let shared = Arc::new(Writers {
+        client: client.clone(),
+        users: users.clone(),
+        model: model.clone(),
+        mix: options.mix.clone(),
+        live: live.clone(),
+        deadline: started + options.duration,
+    });
+    if let Some(memory) = &mut memory {
+        memory.sample();
+    }
+    let progress = console.progress("mixed", live.clone(), Some(options.duration));
+    let handles: Vec<_> = (0..options.writers)
+        .map(|number| tokio::spawn(writers::run(shared.clone(), number, seed)))
+        .collect();
+    let mut record = Recorder::default();
+    for handle in handles {
+        let writer = handle
+            .await
+            .map_err(|err| StressError::Invalid(format!("a writer stopped: {err}")))?;
+        record.merge(&writer);
+    }
+    let elapsed = started.elapsed();
+    progress.stop();
+    drop(shared);
+    let mut model = Arc::try_unwrap(model)
+        .map_err(|_| StressError::Invalid("the writers still hold the model".into()))?
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner);
+
+    let mut after = Recorder::default();
+    if options.sse {
+        console.note("waiting for the last frames");
+        barrier(&client, &users, &mut model, &live, &mut after).await;
+        let deadline = Instant::now() + options.frame_wait;
+        let expected = expected_counts(&model, users.len());
+        let total: usize = connections
+            .iter()
+            .map(|c| expected.get(c.user).copied().unwrap_or(0))
+            .sum();
+        hub.wait_until(deadline, total as u64, || {
+            all_arrived(&connections, &expected)
+        })
+        .await;
+    }
+    let memory = match memory {
+        Some(memory) => Some(memory.finish(None).await),
+        None => None,
+    };
+
+    console.note("verifying");
+    let mut everything = record.clone();
+    everything.merge(&after);
+    let mut checks = verify::answers(&everything);
+    checks.push(verify::revisions(&model));
+    checks.extend(verify::reads(&client, &users, &model, &since).await);
+    let broadcast = options.sse.then(|| {
+        let mut latency = FrameLatency::default();
+        let (frame_checks, frames) = verify::frames(&model, &connections, started, &mut latency);
+        checks.extend(frame_checks);
+        BroadcastFigures {
+            connections: connections.len(),
+            frames,
+            latency: latency.from_answer.summary(),
+            latency_from_request: latency.from_request.summary(),
+            last_connection: None,
+            last_connection_from_request: None,
+        }
+    });
+    for connection in &connections {
+        connection.close();
+    }
+    let passed = checks.iter().all(|c| c.passed);
+    Ok(Report {
+        scenario: options.scenario,
+        base: client.base().to_owned(),
+        started_at,
+        seconds: elapsed.as_secs_f64(),
+        users: users.len(),
+        calendars: layout.calendars.len(),
+        workers: options.writers,
+        streams: connections.len(),
+        operations: Report::operations(&record, elapsed),
+        broadcast,
+        memory,
+        statuses: Report::statuses(&everything),
+        checks,
+        passed,
+    })
+}
+
+/// One new event per calendar, created by its owner after every writer stopped: its frame
+/// reaches each member after all earlier frames.
+async fn barrier(
+    client: &Client,
+    users: &[User],
+    model: &mut Model,
+    live: &Live,
+    record: &mut Recorder,
+) {
+    let calendars = model.layout().calendars.clone();
+    let owners = model.layout().owners.clone();
+    for (index, (calendar, owner)) in calendars.iter().zip(owners).enumerate() {
+        let Some(owner) = users.get(owner) else {
+            continue;
+        };
+        let id = Uuid::new_v4();
+        let body = event_body(id, &[*calendar], "barrier");
+        let request = client.request(Method::POST, "/api/v1/events", owner);
+        let reply = client.call(request.json(&body)).await;
+        let revision = reply.json().and_then(|b| b["revision"].as_i64());
+        match revision.filter(|_| reply.is(StatusCode::CREATED)) {
+            Some(revision) => {
+                model.created(id, index, "barrier".into(), revision, (&reply).into());
+                record.record(live, Op::Create, &reply, Outcome::Ok);
+            }
+            None => {
+                model.taint(id);
+                record.record(live, Op::Create, &reply, Outcome::Failed);
+            }
+        }
+    }
+}
+
+/// How many frames each user must receive.
+fn expected_counts(model: &Model, users: usize) -> Vec<usize> {
+    let mut counts = vec![0; users];
+    for frame in model.frames() {
+        for user in &frame.users {
+            if let Some(count) = counts.get_mut(*user) {
+                *count += 1;
+            }
+        }
+    }
+    counts
+}
+
+/// Whether every open connection has received as many frames as its user must (a missing
+/// frame keeps the wait going until the deadline; a duplicate is caught by verification).
+fn all_arrived(connections: &[Connection], expected: &[usize]) -> bool {
+    connections.iter().all(|c| {
+        c.ended().is_some() || c.frame_count() >= expected.get(c.user).copied().unwrap_or(0)
+    })
+}

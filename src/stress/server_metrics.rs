@@ -1,0 +1,100 @@
+//! The server's own figures, read from its metrics listener (`--metrics`): resident memory
+//! (`svc_process_resident_memory_bytes`) before, during (sampled, the peak kept) and after
+//! the load, and the open stream count.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+
+use super::StressError;
+use super::client::error_chain;
+
+/// Resident memory of the server process.
+pub const RESIDENT_MEMORY: &str = "svc_process_resident_memory_bytes";
+/// Open `/api/stream` connections.
+pub const SSE_CONNECTIONS: &str = "svc_sse_connections";
+
+/// The value of the unlabelled sample `name` in exposition `text`.
+pub fn sample(text: &str, name: &str) -> Option<f64> {
+    text.lines().find_map(|line| {
+        let rest = line.strip_prefix(name)?;
+        let value = rest.strip_prefix(' ')?;
+        value.split_whitespace().next()?.parse().ok()
+    })
+}
+
+/// Reads `name` from the metrics listener at `url`.
+pub async fn read(http: &reqwest::Client, url: &str, name: &str) -> Result<f64, StressError> {
+    let failed = |why: String| StressError::Client(format!("reading {url}: {why}"));
+    let text = http
+        .get(url)
+        .send()
+        .await
+        .map_err(|err| failed(error_chain(&err)))?
+        .text()
+        .await
+        .map_err(|err| failed(error_chain(&err)))?;
+    sample(&text, name).ok_or_else(|| failed(format!("no {name} sample")))
+}
+
+/// Samples resident memory periodically and keeps the peak.
+#[derive(Debug)]
+pub struct Sampler {
+    peak: Arc<AtomicU64>,
+    task: JoinHandle<()>,
+}
+
+impl Sampler {
+    /// Starts sampling `url` every `every`.
+    pub fn start(http: reqwest::Client, url: String, every: Duration) -> Self {
+        let peak = Arc::new(AtomicU64::new(0));
+        let seen = peak.clone();
+        let task = tokio::spawn(async move {
+            let mut ticker = tokio::time::interval(every);
+            loop {
+                ticker.tick().await;
+                if let Ok(bytes) = read(&http, &url, RESIDENT_MEMORY).await {
+                    seen.fetch_max(bytes as u64, Ordering::Relaxed);
+                }
+            }
+        });
+        Self { peak, task }
+    }
+
+    /// Stops sampling; the peak in bytes.
+    pub fn stop(self) -> f64 {
+        self.task.abort();
+        self.peak.load(Ordering::Relaxed) as f64
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Bytes as MiB.
+pub fn mib(bytes: f64) -> f64 {
+    bytes / (1024.0 * 1024.0)
+}
+
+#[cfg(test)]
+#[allow(clippy::expect_used, clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_are_found_by_their_exact_unlabelled_name() {
+        let text = "# TYPE svc_process_resident_memory_bytes gauge\n\
+                    svc_process_resident_memory_bytes_total 1\n\
+                    svc_process_resident_memory_bytes 31457280\n\
+                    svc_sse_connections{x=\"y\"} 3\nsvc_sse_connections 1000\n";
+        assert_eq!(sample(text, RESIDENT_MEMORY), Some(31_457_280.0));
+        assert_eq!(sample(text, SSE_CONNECTIONS), Some(1000.0));
+        assert_eq!(sample(text, "svc_missing"), None);
+        assert_eq!(mib(31_457_280.0), 30.0);
+    }
+}

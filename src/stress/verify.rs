@@ -1,0 +1,407 @@
+//! The end-of-run checks, each exact: every user's full read and delta read
+//! (`GET /api/v1/events`, and `?since=` a time taken before the run) list exactly the
+//! acknowledged live events they can see, at the acknowledged revision and title, and the
+//! delta lists every acknowledged deletion they saw; each event's acknowledged revisions are
+//! 1, 2, 3… with none answered twice and no update applied over a revision its writer had
+//! not seen; every connection received every frame of every acknowledged change for its
+//! user exactly once (a miss and a duplicate both fail); no answer was a 5xx.
+
+use std::collections::{BTreeSet, HashMap};
+use std::time::Instant;
+
+use futures::{StreamExt, stream};
+use reqwest::{Method, StatusCode};
+use serde::Serialize;
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::client::{Client, User};
+use super::model::{Model, Timing};
+use super::sse::{Connection, FrameKey};
+use super::stats::{Latencies, Recorder};
+
+/// Examples named in a failed check's detail.
+const EXAMPLES: usize = 3;
+
+/// One verification outcome.
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    /// What was checked.
+    pub name: String,
+    /// Whether it held.
+    pub passed: bool,
+    /// Counts, or what went wrong (with a few examples).
+    pub detail: String,
+}
+
+/// Problems found by one check: how many, and the first few.
+#[derive(Debug, Clone, Default)]
+pub struct Problems {
+    count: u64,
+    examples: Vec<String>,
+}
+
+impl Problems {
+    /// Adds one.
+    pub fn push(&mut self, problem: String) {
+        self.count += 1;
+        if self.examples.len() < EXAMPLES {
+            self.examples.push(problem);
+        }
+    }
+
+    /// Adds several.
+    pub fn extend(&mut self, other: Problems) {
+        self.count += other.count;
+        let room = EXAMPLES.saturating_sub(self.examples.len());
+        self.examples.extend(other.examples.into_iter().take(room));
+    }
+
+    /// How many were found.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+}
+
+impl Check {
+    /// Passed when there are no `problems`; `passed_detail` says what was covered.
+    pub fn from_problems(name: &str, problems: &Problems, passed_detail: String) -> Self {
+        let detail = if problems.count == 0 {
+            passed_detail
+        } else {
+            format!(
+                "{} problems, e.g. {}",
+                problems.count,
+                problems.examples.join("; ")
+            )
+        };
+        Self {
+            name: name.to_owned(),
+            passed: problems.count == 0,
+            detail,
+        }
+    }
+}
+
+/// No 5xx, and every request had a clear answer.
+pub fn answers(record: &Recorder) -> Vec<Check> {
+    let total: u64 = record.statuses.values().sum();
+    let server_errors = record.server_errors();
+    let failed: u64 = record.ops.values().map(|s| s.failed).sum();
+    let failures = Problems {
+        count: failed,
+        examples: record.failures.iter().take(EXAMPLES).cloned().collect(),
+    };
+    vec![
+        Check {
+            name: "no 5xx answers".into(),
+            passed: server_errors == 0,
+            detail: format!("{server_errors} of {total} answers were 5xx"),
+        },
+        Check::from_problems(
+            "every request acknowledged (2xx, or 409 then retried)",
+            &failures,
+            format!("{total} answers"),
+        ),
+    ]
+}
+
+/// Each event's acknowledged revisions are 1..n, none twice, none over an unseen one.
+pub fn revisions(model: &Model) -> Check {
+    let mut problems = Problems::default();
+    for anomaly in model.anomalies() {
+        problems.push(anomaly.clone());
+    }
+    let mut changes = 0;
+    for (id, event) in model.events() {
+        if event.tainted {
+            continue;
+        }
+        let mut revisions = event.revisions.clone();
+        revisions.sort_unstable();
+        changes += revisions.len();
+        let gapless = revisions
+            .iter()
+            .zip(1_i64..)
+            .all(|(revision, expected)| *revision == expected);
+        if !gapless {
+            problems.push(format!(
+                "event {id}: acknowledged revisions {revisions:?} are not 1, 2, 3…"
+            ));
+        }
+    }
+    Check::from_problems(
+        "no update lost (revisions)",
+        &problems,
+        format!("{changes} revisions over {} events", model.events().len()),
+    )
+}
+
+/// What one user's reads showed.
+#[derive(Default)]
+struct UserReads {
+    full: Problems,
+    delta: Problems,
+    listed: usize,
+}
+
+/// Every user's full read and delta read against the model (each answer is compared as
+/// soon as it arrives, so the answers of all users are never held at once).
+pub async fn reads(client: &Client, users: &[User], model: &Model, since: &[String]) -> Vec<Check> {
+    let answers: Vec<UserReads> = stream::iter(users)
+        .map(|user| async move {
+            let mut seen = UserReads::default();
+            match read(client, user, "").await {
+                Ok(full) => {
+                    seen.listed = full["events"].as_array().map_or(0, Vec::len);
+                    seen.full = compare_events(model, user.index, &full);
+                }
+                Err(err) => seen.full.push(format!("user {}: {err}", user.index)),
+            }
+            let Some(since) = since.get(user.index) else {
+                seen.delta
+                    .push(format!("user {}: no `since` recorded", user.index));
+                return seen;
+            };
+            let since: String = url::form_urlencoded::byte_serialize(since.as_bytes()).collect();
+            match read(client, user, &format!("?since={since}")).await {
+                Ok(delta) => {
+                    seen.delta = compare_events(model, user.index, &delta);
+                    seen.delta
+                        .extend(compare_deleted(model, user.index, &delta));
+                }
+                Err(err) => seen.delta.push(format!("user {}: {err}", user.index)),
+            }
+            seen
+        })
+        .buffer_unordered(4)
+        .collect()
+        .await;
+    let mut full_problems = Problems::default();
+    let mut delta_problems = Problems::default();
+    let mut listed = 0;
+    for seen in answers {
+        listed += seen.listed;
+        full_problems.extend(seen.full);
+        delta_problems.extend(seen.delta);
+    }
+    vec![
+        Check::from_problems(
+            "full reads equal the model",
+            &full_problems,
+            format!("{} users, {listed} events listed", users.len()),
+        ),
+        Check::from_problems(
+            "delta reads (since before the run) equal the model",
+            &delta_problems,
+            format!("{} users", users.len()),
+        ),
+    ]
+}
+
+async fn read(client: &Client, user: &User, query: &str) -> Result<Value, String> {
+    let path = format!("/api/v1/events{query}");
+    let reply = client.call(client.request(Method::GET, &path, user)).await;
+    reply
+        .expect_json(StatusCode::OK, "reading events")
+        .map_err(|err| err.to_string())
+}
+
+fn compare_events(model: &Model, user: usize, answer: &Value) -> Problems {
+    let layout = model.layout();
+    let mine: BTreeSet<usize> = layout.visible(user).into_iter().collect();
+    let mut expected: HashMap<Uuid, (i64, &str, BTreeSet<Uuid>)> = HashMap::new();
+    for (id, event) in model.events() {
+        if event.deleted || event.tainted {
+            continue;
+        }
+        let calendars: BTreeSet<Uuid> = event
+            .links
+            .iter()
+            .filter(|c| mine.contains(c))
+            .filter_map(|c| layout.calendars.get(*c).copied())
+            .collect();
+        if !calendars.is_empty() {
+            expected.insert(*id, (event.revision, event.title.as_str(), calendars));
+        }
+    }
+    let mut problems = Problems::default();
+    let listed = answer["events"].as_array().map_or(&[][..], Vec::as_slice);
+    for event in listed {
+        let Some(id) = event["id"].as_str().and_then(|id| Uuid::parse_str(id).ok()) else {
+            problems.push(format!("user {user}: an event without an id"));
+            continue;
+        };
+        let uncertain = model.is_unknown(&id) || model.events().get(&id).is_some_and(|e| e.tainted);
+        if uncertain {
+            continue;
+        }
+        let Some((revision, title, calendars)) = expected.remove(&id) else {
+            let deleted = model.events().get(&id).is_some_and(|e| e.deleted);
+            problems.push(if deleted {
+                format!("user {user}: deleted event {id} is still listed")
+            } else {
+                format!("user {user}: event {id} was never acknowledged for them")
+            });
+            continue;
+        };
+        let listed_calendars: BTreeSet<Uuid> = event["calendars"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c.as_str().and_then(|c| Uuid::parse_str(c).ok()))
+            .collect();
+        if event["revision"].as_i64() != Some(revision) || event["title"].as_str() != Some(title) {
+            problems.push(format!(
+                "user {user}: event {id} is at revision {} \"{}\", acknowledged {revision} \"{title}\"",
+                event["revision"], event["title"].as_str().unwrap_or_default()
+            ));
+        } else if listed_calendars != calendars {
+            problems.push(format!("user {user}: event {id} lists other calendars"));
+        }
+    }
+    for id in expected.keys() {
+        problems.push(format!("user {user}: acknowledged event {id} is missing"));
+    }
+    problems
+}
+
+fn compare_deleted(model: &Model, user: usize, answer: &Value) -> Problems {
+    let mut expected: BTreeSet<Uuid> = model
+        .deleted_for()
+        .iter()
+        .filter(|(id, users)| {
+            users.contains(&user) && model.events().get(id).is_some_and(|e| !e.tainted)
+        })
+        .map(|(id, _)| *id)
+        .collect();
+    let mut problems = Problems::default();
+    let listed = answer["deletedIds"]
+        .as_array()
+        .map_or(&[][..], Vec::as_slice);
+    for id in listed
+        .iter()
+        .filter_map(|id| id.as_str().and_then(|id| Uuid::parse_str(id).ok()))
+    {
+        let uncertain = model.is_unknown(&id) || model.events().get(&id).is_some_and(|e| e.tainted);
+        if !expected.remove(&id) && !uncertain {
+            problems.push(format!(
+                "user {user}: event {id} is reported deleted but was not"
+            ));
+        }
+    }
+    for id in expected {
+        problems.push(format!(
+            "user {user}: deletion of {id} is missing from the delta"
+        ));
+    }
+    problems
+}
+
+/// Frame counts of a run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct FrameCounts {
+    /// Frames expected on all connections.
+    pub expected: u64,
+    /// Frames received.
+    pub received: u64,
+    /// Expected but never received.
+    pub missing: u64,
+    /// Received more often than expected.
+    pub duplicate: u64,
+    /// Received but no acknowledged change sends them.
+    pub unexpected: u64,
+    /// Arrived before their write's answer (their latency counts as 0).
+    pub before_answer: u64,
+}
+
+/// Frame latencies: from the write's answer (the definition; a frame that arrived
+/// first counts as 0) and from the write's request (an upper bound of commit → arrival).
+#[derive(Debug, Clone, Default)]
+pub struct FrameLatency {
+    /// Answer → arrival.
+    pub from_answer: Latencies,
+    /// Request → arrival.
+    pub from_request: Latencies,
+}
+
+/// Every connection against the frames the model expects for its user; records each
+/// matched frame's latency in `latency`.
+pub fn frames(
+    model: &Model,
+    connections: &[Connection],
+    started: Instant,
+    latency: &mut FrameLatency,
+) -> (Vec<Check>, FrameCounts) {
+    let mut counts = FrameCounts::default();
+    let mut problems = Problems::default();
+    let mut dropped = Problems::default();
+    for connection in connections {
+        let user = connection.user;
+        let mut expected: HashMap<&FrameKey, Vec<Timing>> = HashMap::new();
+        for frame in model.frames() {
+            if frame.users.binary_search(&user).is_ok() && !model.is_uncertain(&frame.key) {
+                expected.entry(&frame.key).or_default().push(frame.at);
+                counts.expected += 1;
+            }
+        }
+        for received in connection.frames() {
+            counts.received += 1;
+            if model.is_uncertain(&received.key) {
+                continue;
+            }
+            match expected.get_mut(&received.key) {
+                Some(acks) if !acks.is_empty() => {
+                    let at = acks.remove(0);
+                    if received.at < at.answered {
+                        counts.before_answer += 1;
+                    }
+                    latency
+                        .from_answer
+                        .record(received.at.saturating_duration_since(at.answered));
+                    latency
+                        .from_request
+                        .record(received.at.saturating_duration_since(at.sent));
+                }
+                Some(_) => {
+                    counts.duplicate += 1;
+                    problems.push(format!("user {user}: {:?} received twice", received.key));
+                }
+                None => {
+                    counts.unexpected += 1;
+                    problems.push(format!("user {user}: unexpected {:?}", received.key));
+                }
+            }
+        }
+        for (key, acks) in expected {
+            counts.missing += acks.len() as u64;
+            for _ in acks {
+                problems.push(format!("user {user}: {key:?} never arrived"));
+            }
+        }
+        if let Some(ended) = connection.ended() {
+            dropped.push(format!(
+                "user {user}: the stream ended {:.1}s into the run ({})",
+                ended.at.saturating_duration_since(started).as_secs_f64(),
+                ended.reason
+            ));
+        }
+    }
+    let checks = vec![
+        Check::from_problems(
+            "every member received every frame exactly once",
+            &problems,
+            format!(
+                "{} frames on {} connections",
+                counts.received,
+                connections.len()
+            ),
+        ),
+        Check::from_problems(
+            "no stream was dropped",
+            &dropped,
+            format!("{} connections stayed open", connections.len()),
+        ),
+    ];
+    (checks, counts)
+}
