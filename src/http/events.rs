@@ -22,6 +22,7 @@ use crate::domain::events::{Attendance, DELTA_OVERLAP, EventInput, MAX_RANGE_DAY
 use crate::domain::ids::{canonical_uuid, require_uuid};
 use crate::domain::time::parse_timestamp;
 use crate::error::AppError;
+use crate::store::event_reads;
 use crate::store::events::{self as event_store, Window};
 use crate::views::events::EventView;
 
@@ -167,25 +168,31 @@ async fn list_events_handler(
 ) -> Result<Response, AppError> {
     let query = parse_read_query(query)?;
     let server_time = Utc::now();
-    let txn = ctx.db.begin_read().await?;
     let overlap = Duration::from_std(DELTA_OVERLAP).unwrap_or(Duration::seconds(10));
-    let (window, deleted_ids) = match query {
-        ReadQuery::All => (Window::All, Vec::new()),
+    let (models, deleted_ids) = match query {
+        // One statement: its own consistent snapshot.
+        ReadQuery::All => (
+            event_reads::visible(ctx.db.conn(), user.id(), Window::All).await?,
+            Vec::new(),
+        ),
+        ReadQuery::Range(start, end) => (
+            event_reads::visible(ctx.db.conn(), user.id(), Window::Range(start, end)).await?,
+            Vec::new(),
+        ),
+        // Changes and deletions from one snapshot, so none falls between the two reads.
         ReadQuery::Since(since) => {
             let since = since - overlap;
-            (
-                Window::Since(since),
-                event_store::deleted_since(&txn, user.id(), since).await?,
-            )
+            let txn = ctx.db.begin_read().await?;
+            let deleted = event_store::deleted_since(&txn, user.id(), since).await?;
+            let changed = event_reads::visible(&txn, user.id(), Window::Since(since)).await?;
+            txn.commit().await?;
+            (changed, deleted)
         }
-        ReadQuery::Range(start, end) => (Window::Range(start, end), Vec::new()),
     };
-    let events = event_store::visible(&txn, user.id(), window)
-        .await?
+    let events = models
         .into_iter()
-        .map(|(event, calendars)| EventView::new(&event, calendars))
+        .map(|(event, calendars)| EventView::from_model(event, calendars))
         .collect();
-    txn.commit().await?;
     let response = EventsResponse {
         events,
         deleted_ids,

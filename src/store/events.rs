@@ -4,7 +4,7 @@
 //! is deleted (tombstoned). Every write that takes an event out of someone's view records a
 //! visibility loss for them ([`record_losses`]), which delta reads report as `deletedIds`.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use entities::{calendar_events, calendar_members, event_visibility_losses, events};
@@ -381,68 +381,6 @@ pub enum Window {
     Since(DateTime<Utc>),
     /// Events overlapping `[start, end)`, and every recurring one.
     Range(DateTime<Utc>, DateTime<Utc>),
-}
-
-/// The live events `user_id` can see in `window`, each with the reader's calendars it is
-/// in, ordered by start.
-pub async fn visible(
-    db: &impl ConnectionTrait,
-    user_id: &str,
-    window: Window,
-) -> Result<Vec<(events::Model, Vec<Uuid>)>, DbErr> {
-    let memberships = calendar_members::Entity::find()
-        .filter(calendar_members::Column::UserId.eq(user_id))
-        .all(db)
-        .await?;
-    if memberships.is_empty() {
-        return Ok(Vec::new());
-    }
-    let calendars: Vec<Uuid> = memberships.iter().map(|m| m.calendar_id).collect();
-    let mut query = calendar_events::Entity::find()
-        .find_also_related(events::Entity)
-        .filter(calendar_events::Column::CalendarId.is_in(calendars.iter().copied()))
-        .filter(events::Column::DeletedAt.is_null());
-    match window {
-        Window::All => {}
-        Window::Since(since) => {
-            let joined_since: Vec<Uuid> = memberships
-                .iter()
-                .filter(|m| m.created_at > since)
-                .map(|m| m.calendar_id)
-                .collect();
-            let mut changed = Condition::any()
-                .add(events::Column::UpdatedAt.gt(since))
-                .add(calendar_events::Column::CreatedAt.gt(since));
-            if !joined_since.is_empty() {
-                changed = changed.add(calendar_events::Column::CalendarId.is_in(joined_since));
-            }
-            query = query.filter(changed);
-        }
-        Window::Range(start, end) => {
-            query = query.filter(
-                Condition::any()
-                    .add(
-                        Condition::all()
-                            .add(events::Column::Start.lt(end))
-                            .add(events::Column::End.gt(start)),
-                    )
-                    .add(events::Column::Recurrence.is_not_null()),
-            );
-        }
-    }
-    let rows = query.all(db).await?;
-    let mut by_event: BTreeMap<Uuid, (events::Model, Vec<Uuid>)> = BTreeMap::new();
-    for (link, event) in rows {
-        let Some(event) = event else { continue };
-        by_event
-            .entry(event.id)
-            .or_insert_with(|| (event, Vec::new()))
-            .1
-            .push(link.calendar_id);
-    }
-    let mut visible: Vec<_> = by_event.into_values().collect();
-    visible.sort_by_key(|(event, _)| (event.start, event.id));
-    Ok(visible)
 }
 
 /// The live events of one calendar overlapping `[start, end)`, and its recurring ones.

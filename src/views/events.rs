@@ -63,23 +63,28 @@ pub struct EventView {
 impl EventView {
     /// The document of `event` for a reader who sees it in `calendars`.
     pub fn new(event: &events::Model, calendars: Vec<Uuid>) -> Self {
+        Self::from_model(event.clone(), calendars)
+    }
+
+    /// The document of `event` (taken, not copied) for a reader who sees it in `calendars`.
+    pub fn from_model(event: events::Model, calendars: Vec<Uuid>) -> Self {
         Self {
             id: event.id,
             created_at: event.created_at,
             updated_at: event.updated_at,
-            creator_id: event.creator_id.clone(),
-            title: event.title.clone(),
-            color: event.color.clone(),
+            creator_id: event.creator_id,
+            title: event.title,
+            color: event.color,
             start: event.start,
             end: event.end,
             is_all_day: event.is_all_day,
-            description: event.description.clone(),
-            location: event.location.clone(),
+            description: event.description,
+            location: event.location,
             is_canceled: event.is_canceled,
             has_attendees: event.has_attendees,
-            organizer: event.organizer.clone(),
-            recurrence: event.recurrence.clone(),
-            url: event.url.clone(),
+            organizer: event.organizer,
+            recurrence: event.recurrence,
+            url: event.url,
             origin_calendar_id: event.origin_calendar_id,
             deleted_at: event.deleted_at,
             revision: event.revision,

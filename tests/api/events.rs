@@ -499,3 +499,90 @@ async fn reads_validate_their_query_and_range_reads_overlap() {
     assert_eq!(all["deletedIds"], json!([]));
     assert!(all["serverTime"].as_str().expect("time").ends_with('Z'));
 }
+
+#[tokio::test]
+async fn reads_are_the_documents_writes_return() {
+    // Reads go through their own lean query (store::event_reads); writes answer with the
+    // models they wrote. Both must give the same document, whatever the fields hold.
+    let app = spawn_app().await;
+    let s = shared(&app, "documents").await;
+    let mut tricky = event_body(&[&s.calendar], "Quote \" backslash \\ tab \t ünïcødé 🎉", 9);
+    tricky["start"] = json!("2026-07-23T09:15:30.123456Z");
+    tricky["end"] = json!("2026-07-23T10:00:00.999Z");
+    tricky["description"] = json!("line one\nline two\u{1}");
+    tricky["location"] = Value::Null;
+    tricky["url"] = json!("https://example.com/?a=1&b=<2>");
+    tricky["recurrence"] = json!("RRULE:FREQ=WEEKLY;BYDAY=MO,TU\nEXDATE:20260803T091530Z");
+    tricky["isAllDay"] = json!(false);
+    tricky["isCanceled"] = json!(true);
+    tricky["hasAttendees"] = json!(false);
+    let mut all_day = event_body(&[&s.calendar], "Holiday", 0);
+    all_day["start"] = json!("2026-08-01T00:00:00.000Z");
+    all_day["end"] = json!("2026-08-03T00:00:00.000Z");
+    all_day["isAllDay"] = json!(true);
+    let mut written = Vec::new();
+    for body in [&tricky, &all_day] {
+        written.push(create(&app, &s.owner, body).await);
+    }
+    // A link changes `calendars`; an update changes the revision and `updatedAt`.
+    let other = app.create_calendar(&s.owner, "Other").await["id"].clone();
+    let link = app
+        .as_user(
+            Method::POST,
+            &format!(
+                "/api/v1/events/{}/link",
+                all_day["id"].as_str().expect("id")
+            ),
+            &s.owner,
+        )
+        .json(&json!({ "calendarID": other }))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(link.status(), StatusCode::OK);
+    let mut linked: Value = link.json().await.expect("JSON");
+    let mut update = tricky.clone();
+    update["title"] = json!("Renamed \u{7f}");
+    let updated = app.event_request(Method::PUT, &s.owner, &update).await;
+    assert_eq!(updated.status(), StatusCode::OK);
+    written[0] = updated.json().await.expect("JSON");
+
+    let read = app.read_events(&s.owner, "").await;
+    let events = read["events"].as_array().expect("events");
+    assert_eq!(events.len(), 2);
+    assert_eq!(
+        events[0], written[0],
+        "the update's answer is what reads show"
+    );
+    // Calendars are listed in link order on reads; the link answer lists them too.
+    let mut read_linked = events[1].clone();
+    let sort = |v: &mut Value| {
+        let list = v["calendars"].as_array_mut().expect("calendars");
+        list.sort_by_key(|c| c.as_str().unwrap_or_default().to_owned());
+    };
+    sort(&mut read_linked);
+    sort(&mut linked);
+    assert_eq!(read_linked, linked);
+    assert_eq!(
+        events[0]["start"], "2026-07-23T09:15:30.123Z",
+        "milliseconds, truncated"
+    );
+    assert_eq!(events[0]["deletedAt"], Value::Null);
+
+    // A viewer of only the shared calendar sees the linked event with that calendar only,
+    // and delta and range reads give the same documents.
+    let viewer = app.read_events(&s.viewer, "").await;
+    let viewer_linked = &viewer["events"][1];
+    assert_eq!(viewer_linked["calendars"], json!([s.calendar]));
+    let since = app
+        .read_events(&s.viewer, "?since=2000-01-01T00:00:00.000Z")
+        .await;
+    assert_eq!(since["events"], viewer["events"]);
+    let range = app
+        .read_events(
+            &s.viewer,
+            "?start=2026-07-01T00:00:00.000Z&end=2026-09-01T00:00:00.000Z",
+        )
+        .await;
+    assert_eq!(range["events"], viewer["events"]);
+}
