@@ -7,7 +7,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 use http::StatusCode;
-use serde::Serialize;
+use http::header::CONTENT_TYPE;
 use serde_json::Value;
 use uuid::Uuid;
 use warp::filters::BoxedFilter;
@@ -24,7 +24,7 @@ use crate::domain::time::parse_timestamp;
 use crate::error::AppError;
 use crate::store::event_reads;
 use crate::store::events::{self as event_store, Window};
-use crate::views::events::EventView;
+use crate::views::event_list;
 
 /// The event routes.
 pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
@@ -81,16 +81,6 @@ async fn ask<T: Send + 'static>(
         .calendars
         .ask(ctx.settings.call_timeout(), calendar, build)
         .await
-}
-
-/// `GET /api/v1/events` answer.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct EventsResponse {
-    events: Vec<EventView>,
-    deleted_ids: Vec<Uuid>,
-    #[serde(serialize_with = "crate::views::timestamp")]
-    server_time: DateTime<Utc>,
 }
 
 /// What a read asked for.
@@ -169,7 +159,7 @@ async fn list_events_handler(
     let query = parse_read_query(query)?;
     let server_time = Utc::now();
     let overlap = Duration::from_std(DELTA_OVERLAP).unwrap_or(Duration::seconds(10));
-    let (models, deleted_ids) = match query {
+    let (packed, deleted_ids) = match query {
         // One statement: its own consistent snapshot.
         ReadQuery::All => (
             event_reads::visible(ctx.db.conn(), user.id(), Window::All).await?,
@@ -189,16 +179,8 @@ async fn list_events_handler(
             (changed, deleted)
         }
     };
-    let events = models
-        .into_iter()
-        .map(|(event, calendars)| EventView::from_model(event, calendars))
-        .collect();
-    let response = EventsResponse {
-        events,
-        deleted_ids,
-        server_time,
-    };
-    Ok(warp::reply::json(&response).into_response())
+    let body = event_list::events_response(&packed.rows()?, &deleted_ids, server_time)?;
+    Ok(warp::reply::with_header(body, CONTENT_TYPE, "application/json").into_response())
 }
 
 /// POST /api/v1/events — creates the event (client-chosen id), 201.

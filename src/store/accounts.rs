@@ -1,5 +1,6 @@
 //! Sign-in accounts: the password (`credential`) and provider identities.
 
+use super::Unique;
 use chrono::{DateTime, Utc};
 use entities::{accounts, users};
 use sea_orm::{
@@ -20,7 +21,7 @@ pub async fn find_credential(
     accounts::Entity::find()
         .filter(accounts::Column::UserId.eq(user_id))
         .filter(accounts::Column::ProviderId.eq(CREDENTIAL))
-        .one(db.conn())
+        .unique(db.conn())
         .await
 }
 
@@ -34,7 +35,7 @@ pub async fn find_by_provider(
         .filter(accounts::Column::ProviderId.eq(provider))
         .filter(accounts::Column::AccountId.eq(account_id))
         .find_also_related(users::Entity)
-        .one(db.conn())
+        .unique(db.conn())
         .await?;
     Ok(found.and_then(|(account, user)| user.map(|user| (account, user))))
 }

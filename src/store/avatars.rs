@@ -1,6 +1,7 @@
 //! Avatar images, stored in the database next to the user, and the user's `image` URL that
 //! points at the current version.
 
+use super::Unique;
 use chrono::{DateTime, Utc};
 use entities::{avatars, users};
 use sea_orm::sea_query::OnConflict;
@@ -25,7 +26,7 @@ pub async fn save(
     let txn = db.begin_write().await?;
     let previous = avatars::Entity::find_by_id(user_id.to_owned())
         .lock_exclusive()
-        .one(&txn)
+        .unique(&txn)
         .await?
         .map_or(i64::MIN, |avatar| avatar.version);
     let version = now.timestamp_millis().max(previous.saturating_add(1));
@@ -69,6 +70,6 @@ pub async fn find(
     user_id: &str,
 ) -> Result<Option<avatars::Model>, DbErr> {
     avatars::Entity::find_by_id(user_id.to_owned())
-        .one(db)
+        .unique(db)
         .await
 }

@@ -4,6 +4,7 @@
 //! serializes writers), so checks and writes see one consistent state even with several
 //! server processes.
 
+use super::Unique;
 use chrono::{DateTime, Utc};
 use entities::{calendar_members, calendars};
 use sea_orm::{
@@ -61,14 +62,14 @@ pub async fn create(
 
 /// The calendar with this id.
 pub async fn find(db: &impl ConnectionTrait, id: Uuid) -> Result<Option<calendars::Model>, DbErr> {
-    calendars::Entity::find_by_id(id).one(db).await
+    calendars::Entity::find_by_id(id).unique(db).await
 }
 
 /// Locks the calendar row for the rest of the transaction and returns it.
 pub async fn lock(txn: &impl ConnectionTrait, id: Uuid) -> Result<Option<calendars::Model>, DbErr> {
     calendars::Entity::find_by_id(id)
         .lock_exclusive()
-        .one(txn)
+        .unique(txn)
         .await
 }
 

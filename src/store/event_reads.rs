@@ -1,16 +1,19 @@
 //! The events read (`GET /api/v1/events`), the request clients repeat most (the delta poll).
+//!
 //! One statement finds each visible event once, with the reader's calendars it is in
-//! aggregated, and has the database pack all of them into a single JSON value (an array of
-//! plain column arrays: no formatting in SQL). One value crosses from the database instead
-//! of a row per event — on SQLite every row is a hand-off between the driver's worker thread
-//! and the runtime — and decoding it is one small serde pass. This costs a fraction of
-//! decoding joined rows through sea-orm's related models, which dominated the request.
+//! aggregated, and has the database pack all of them into a single JSON text: an array with
+//! one array of plain column values per event, strings already escaped as JSON. One value
+//! crosses from the database instead of a row per event (on SQLite every row is a hand-off
+//! between the driver's worker thread and the runtime), and the JSON view renders the
+//! response from it without building models: strings are copied as the database escaped
+//! them, ids and timestamps reformatted in place ([`crate::views::event_list`]).
+//!
+//! The outer array is joined as text (`group_concat`/`string_agg`), not as JSON, so the
+//! database never re-parses the rows it has just packed.
 
-use chrono::{DateTime, Utc};
-use entities::events;
 use sea_orm::{ConnectionTrait, DbBackend, DbErr, Statement, Value};
 use serde::Deserialize;
-use uuid::Uuid;
+use serde_json::value::RawValue;
 
 use super::events::Window;
 
@@ -19,13 +22,18 @@ const COLUMNS: &str = "e.id, e.creator_id, e.organizer, e.title, e.color, e.star
     e.is_all_day, e.is_canceled, e.has_attendees, e.description, e.location, e.recurrence, \
     e.url, e.origin_calendar_id, e.revision, e.created_at, e.updated_at";
 
+/// The live events a reader can see, as the database packed them (ordered by start, then
+/// id). Read them with [`PackedEvents::rows`].
+#[derive(Debug)]
+pub struct PackedEvents(String);
+
 /// The live events `user_id` can see in `window`, each with the reader's calendars it is
-/// in (in link order), ordered by start, then id.
+/// in (in link order).
 pub async fn visible(
     db: &impl ConnectionTrait,
     user_id: &str,
     window: Window,
-) -> Result<Vec<(events::Model, Vec<Uuid>)>, DbErr> {
+) -> Result<PackedEvents, DbErr> {
     let backend = db.get_database_backend();
     let postgres = backend == DbBackend::Postgres;
     let param = |n: usize| {
@@ -36,8 +44,8 @@ pub async fn visible(
         }
     };
     let mut values: Vec<Value> = vec![user_id.into()];
-    let mut bind = |at: DateTime<Utc>| {
-        values.push(at.into());
+    let mut bind = |at| {
+        values.push(Value::from(at));
         param(values.len())
     };
     let user = param(1);
@@ -58,12 +66,12 @@ pub async fn visible(
         }
     };
     // SQLite keeps UUIDs as 16-byte blobs (packed as hex) and booleans as 0/1.
-    let (columns, calendars, pack, packed) = if postgres {
+    let (columns, calendars, pack, join) = if postgres {
         (
             COLUMNS.to_owned(),
             "string_agg(l.calendar_id::text, ',' ORDER BY l.created_at, l.calendar_id)",
             "json_build_array",
-            "coalesce(json_agg(r ORDER BY s, i), '[]'::json)::text",
+            "string_agg(r::text, ',' ORDER BY s, i)",
         )
     } else {
         (
@@ -72,11 +80,11 @@ pub async fn visible(
                 .replace("e.origin_calendar_id,", "hex(e.origin_calendar_id),"),
             "group_concat(hex(l.calendar_id), ',' ORDER BY l.created_at, l.calendar_id)",
             "json_array",
-            "json_group_array(json(r) ORDER BY s, i)",
+            "group_concat(r, ',' ORDER BY s, i)",
         )
     };
     let sql = format!(
-        "SELECT {packed} AS events FROM (\
+        "SELECT '[' || coalesce({join}, '') || ']' AS events FROM (\
            SELECT {pack}({columns}, {calendars}) AS r, e.start AS s, e.id AS i FROM events e \
            JOIN calendar_events l ON l.event_id = e.id \
            JOIN calendar_members m ON m.calendar_id = l.calendar_id \
@@ -87,48 +95,77 @@ pub async fn visible(
     let row = db
         .query_one_raw(Statement::from_sql_and_values(backend, sql, values))
         .await?;
-    let Some(row) = row else {
-        return Ok(Vec::new());
+    let text = match row {
+        Some(row) => row.try_get("", "events")?,
+        None => "[]".to_owned(),
     };
-    let text: String = row.try_get("", "events")?;
-    let packed: Vec<PackedEvent> =
-        serde_json::from_str(&text).map_err(|err| DbErr::Type(format!("packed events: {err}")))?;
-    packed.into_iter().map(PackedEvent::into_model).collect()
+    Ok(PackedEvents(text))
 }
 
-/// One event as packed by [`visible`]: its columns in [`COLUMNS`] order, then its calendars.
+impl PackedEvents {
+    /// The events, borrowing from the packed text.
+    pub fn rows(&self) -> Result<Vec<PackedEvent<'_>>, DbErr> {
+        serde_json::from_str(&self.0).map_err(|err| DbErr::Type(format!("packed events: {err}")))
+    }
+}
+
+/// One event as [`visible`] packed it: its columns in [`COLUMNS`] order, then its calendars.
+///
+/// Ids are hex (SQLite) or hyphenated (PostgreSQL), timestamps as stored (RFC 3339 with any
+/// fraction), and the text columns JSON string tokens exactly as the database wrote them.
 #[derive(Debug, Deserialize)]
-struct PackedEvent(
-    String,
-    String,
-    String,
-    String,
-    String,
-    String,
-    String,
-    Flag,
-    Flag,
-    Flag,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    i64,
-    String,
-    String,
-    String,
+pub struct PackedEvent<'a>(
+    /// `id`.
+    pub &'a str,
+    /// `creator_id`.
+    #[serde(borrow)]
+    pub &'a RawValue,
+    /// `organizer`.
+    #[serde(borrow)]
+    pub &'a RawValue,
+    /// `title`.
+    #[serde(borrow)]
+    pub &'a RawValue,
+    /// `color`.
+    #[serde(borrow)]
+    pub &'a RawValue,
+    /// `start`.
+    pub &'a str,
+    /// `end`.
+    pub &'a str,
+    /// `is_all_day`.
+    pub Flag,
+    /// `is_canceled`.
+    pub Flag,
+    /// `has_attendees`.
+    pub Flag,
+    /// `description`.
+    #[serde(borrow)]
+    pub Option<&'a RawValue>,
+    /// `location`.
+    #[serde(borrow)]
+    pub Option<&'a RawValue>,
+    /// `recurrence`.
+    #[serde(borrow)]
+    pub Option<&'a RawValue>,
+    /// `url`.
+    #[serde(borrow)]
+    pub Option<&'a RawValue>,
+    /// `origin_calendar_id`.
+    pub Option<&'a str>,
+    /// `revision`.
+    pub i64,
+    /// `created_at`.
+    pub &'a str,
+    /// `updated_at`.
+    pub &'a str,
+    /// The reader's calendars, comma-separated.
+    pub &'a str,
 );
 
 /// A boolean as PostgreSQL (`true`) or SQLite (`1`) packs it.
-#[derive(Debug)]
-struct Flag(bool);
-
-impl Flag {
-    fn value(&self) -> bool {
-        self.0
-    }
-}
+#[derive(Debug, Clone, Copy)]
+pub struct Flag(pub bool);
 
 impl<'de> Deserialize<'de> for Flag {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -149,47 +186,5 @@ impl<'de> Deserialize<'de> for Flag {
             }
         }
         deserializer.deserialize_any(FlagVisitor)
-    }
-}
-
-fn uuid(text: &str) -> Result<Uuid, DbErr> {
-    Uuid::try_parse(text).map_err(|err| DbErr::Type(format!("packed id {text}: {err}")))
-}
-
-fn timestamp(text: &str) -> Result<DateTime<Utc>, DbErr> {
-    DateTime::parse_from_rfc3339(text)
-        .map(|at| at.with_timezone(&Utc))
-        .map_err(|err| DbErr::Type(format!("packed timestamp {text}: {err}")))
-}
-
-impl PackedEvent {
-    fn into_model(self) -> Result<(events::Model, Vec<Uuid>), DbErr> {
-        let calendars = self
-            .18
-            .split(',')
-            .map(uuid)
-            .collect::<Result<Vec<Uuid>, DbErr>>()?;
-        let event = events::Model {
-            id: uuid(&self.0)?,
-            creator_id: self.1,
-            organizer: self.2,
-            title: self.3,
-            color: self.4,
-            start: timestamp(&self.5)?,
-            end: timestamp(&self.6)?,
-            is_all_day: self.7.value(),
-            is_canceled: self.8.value(),
-            has_attendees: self.9.value(),
-            description: self.10,
-            location: self.11,
-            recurrence: self.12,
-            url: self.13,
-            origin_calendar_id: self.14.as_deref().map(uuid).transpose()?,
-            revision: self.15,
-            created_at: timestamp(&self.16)?,
-            updated_at: timestamp(&self.17)?,
-            deleted_at: None,
-        };
-        Ok((event, calendars))
     }
 }

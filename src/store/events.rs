@@ -4,6 +4,7 @@
 //! is deleted (tombstoned). Every write that takes an event out of someone's view records a
 //! visibility loss for them ([`record_losses`]), which delta reads report as `deletedIds`.
 
+use super::Unique;
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
@@ -124,14 +125,14 @@ pub async fn existing(db: &impl ConnectionTrait, ids: &[Uuid]) -> Result<HashSet
 
 /// The event with this id, deleted or not.
 pub async fn find(db: &impl ConnectionTrait, id: Uuid) -> Result<Option<events::Model>, DbErr> {
-    events::Entity::find_by_id(id).one(db).await
+    events::Entity::find_by_id(id).unique(db).await
 }
 
 /// Locks the event row for the rest of the transaction.
 pub async fn lock(txn: &impl ConnectionTrait, id: Uuid) -> Result<Option<events::Model>, DbErr> {
     events::Entity::find_by_id(id)
         .lock_exclusive()
-        .one(txn)
+        .unique(txn)
         .await
 }
 

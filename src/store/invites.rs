@@ -1,5 +1,6 @@
 //! Calendar invites (the invite id is the token).
 
+use super::Unique;
 use chrono::{DateTime, Utc};
 use entities::invites;
 use sea_orm::sea_query::{Expr, ExprTrait};
@@ -47,7 +48,7 @@ pub async fn create(
 
 /// The invite with this token, usable or not.
 pub async fn find(db: &impl ConnectionTrait, id: Uuid) -> Result<Option<invites::Model>, DbErr> {
-    invites::Entity::find_by_id(id).one(db).await
+    invites::Entity::find_by_id(id).unique(db).await
 }
 
 /// The invite with this token, if it can still be used.
@@ -63,7 +64,7 @@ pub async fn find_usable(
 pub async fn lock(txn: &impl ConnectionTrait, id: Uuid) -> Result<Option<invites::Model>, DbErr> {
     invites::Entity::find_by_id(id)
         .lock_exclusive()
-        .one(txn)
+        .unique(txn)
         .await
 }
 

@@ -1,5 +1,6 @@
 //! Federation member tokens (looked up by hash; issued once federation lands).
 
+use super::Unique;
 use chrono::{DateTime, Duration, Utc};
 use entities::{member_tokens, users};
 use sea_orm::{ColumnTrait, DbErr, EntityTrait, QueryFilter};
@@ -20,7 +21,7 @@ pub async fn find_user(
         .filter(member_tokens::Column::TokenHash.eq(token_hash))
         .filter(member_tokens::Column::CreatedAt.gt(now - Duration::days(LIFETIME_DAYS)))
         .find_also_related(users::Entity)
-        .one(db.conn())
+        .unique(db.conn())
         .await?;
     Ok(found
         .and_then(|(_, user)| user)

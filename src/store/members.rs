@@ -1,5 +1,6 @@
 //! Calendar memberships and roles.
 
+use super::Unique;
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
@@ -31,7 +32,7 @@ pub async fn role_of(
     Ok(calendar_members::Entity::find()
         .filter(calendar_members::Column::CalendarId.eq(calendar_id))
         .filter(calendar_members::Column::UserId.eq(user_id))
-        .one(db)
+        .unique(db)
         .await?
         .and_then(|m| Role::parse(&m.role)))
 }
@@ -182,7 +183,7 @@ pub async fn add_viewer(
             calendar_members::Entity::find()
                 .filter(calendar_members::Column::CalendarId.eq(calendar_id))
                 .filter(calendar_members::Column::UserId.eq(user_id))
-                .one(txn)
+                .unique(txn)
                 .await
         }
         _ => Ok(None),
@@ -227,7 +228,7 @@ pub async fn remove(
             .count(txn)
             .await?;
         let external = users::Entity::find_by_id(user_id.to_owned())
-            .one(txn)
+            .unique(txn)
             .await?
             .is_some_and(|user| user.is_external);
         if remaining == 0 && external {

@@ -33,7 +33,8 @@ use migration::{Migrator, MigratorTrait};
 use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
 use sea_orm::{
     AccessMode, ConnectOptions, ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbErr,
-    IsolationLevel, SqliteTransactionMode, TransactionOptions, TransactionTrait,
+    EntityTrait, IsolationLevel, Select, SelectTwo, SqliteTransactionMode, TransactionOptions,
+    TransactionTrait,
 };
 
 use crate::config::StorageSettings;
@@ -169,4 +170,38 @@ impl Database {
 /// Runs a statement that returns nothing.
 pub(crate) async fn execute_raw(db: &impl ConnectionTrait, sql: &str) -> Result<(), DbErr> {
     db.execute_unprepared(sql).await.map(|_| ())
+}
+
+/// A lookup of the one row a unique key (primary key or unique index) names.
+///
+/// Use it instead of sea-orm's `one()`, which appends `LIMIT ?` with the limit as a bound
+/// parameter: the bundled SQLite is built with STAT4, and a statement whose `LIMIT` is a
+/// parameter is re-prepared on every execution (about 230,000 instructions, several times
+/// the lookup itself). A key names at most one row, so no limit is needed; on a query that
+/// could match many rows, `unique` would read them all and keep the first.
+pub(crate) trait Unique {
+    /// What the lookup returns.
+    type Item;
+
+    /// The row, if there is one.
+    fn unique<C: ConnectionTrait>(
+        self,
+        db: &C,
+    ) -> impl Future<Output = Result<Option<Self::Item>, DbErr>> + Send;
+}
+
+impl<E: EntityTrait> Unique for Select<E> {
+    type Item = E::Model;
+
+    async fn unique<C: ConnectionTrait>(self, db: &C) -> Result<Option<E::Model>, DbErr> {
+        Ok(self.all(db).await?.into_iter().next())
+    }
+}
+
+impl<E: EntityTrait, F: EntityTrait> Unique for SelectTwo<E, F> {
+    type Item = (E::Model, Option<F::Model>);
+
+    async fn unique<C: ConnectionTrait>(self, db: &C) -> Result<Option<Self::Item>, DbErr> {
+        Ok(self.all(db).await?.into_iter().next())
+    }
 }

@@ -2,6 +2,7 @@
 //! user's Page changes are serialized across processes (SQLite write transactions are
 //! serialized anyway); the partial unique index keeps at most one active default.
 
+use super::Unique;
 use chrono::{DateTime, Utc};
 use entities::{pages, users};
 use sea_orm::{
@@ -15,7 +16,7 @@ use uuid::Uuid;
 pub async fn lock_owner(txn: &impl ConnectionTrait, user_id: &str) -> Result<bool, DbErr> {
     Ok(users::Entity::find_by_id(user_id.to_owned())
         .lock_exclusive()
-        .one(txn)
+        .unique(txn)
         .await?
         .is_some())
 }
@@ -41,7 +42,7 @@ pub async fn find_active(
     pages::Entity::find_by_id(id)
         .filter(pages::Column::UserId.eq(user_id))
         .filter(pages::Column::DeletedAt.is_null())
-        .one(db)
+        .unique(db)
         .await
 }
 

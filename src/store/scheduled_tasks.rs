@@ -4,6 +4,7 @@
 //! A lease is taken with one conditional `UPDATE` (free, expired, or already ours), which is
 //! atomic on both backends; the row is created on first use.
 
+use super::Unique;
 use chrono::{DateTime, Utc};
 use entities::scheduled_tasks::{self, Column, Entity};
 use sea_orm::sea_query::{Expr, ExprTrait};
@@ -87,5 +88,5 @@ pub async fn release(
 
 /// The recorded state of `task`, if it has ever run.
 pub async fn find(db: &Database, task: &str) -> Result<Option<scheduled_tasks::Model>, DbErr> {
-    Entity::find_by_id(task.to_owned()).one(db.conn()).await
+    Entity::find_by_id(task.to_owned()).unique(db.conn()).await
 }

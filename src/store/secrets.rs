@@ -1,6 +1,7 @@
 //! Server-wide secrets generated once: the first instance to start writes the secret, every
 //! later one (and every restart) reads the same value.
 
+use super::Unique;
 use entities::server_secrets;
 use sea_orm::{ActiveValue::Set, DbErr, EntityTrait};
 
@@ -22,7 +23,7 @@ pub async fn get_or_create(
         .exec(db.conn())
         .await?;
     server_secrets::Entity::find_by_id(name.to_owned())
-        .one(db.conn())
+        .unique(db.conn())
         .await?
         .map(|row| row.value)
         .ok_or_else(|| DbErr::RecordNotFound(format!("server secret {name}")))

@@ -1,5 +1,6 @@
 //! Sessions: created at sign-in, found by the hash of their token, extended, revoked.
 
+use super::Unique;
 use chrono::{DateTime, Utc};
 use entities::{sessions, users};
 use sea_orm::{
@@ -55,7 +56,7 @@ pub async fn find_by_token_hash(
     let found = sessions::Entity::find()
         .filter(sessions::Column::TokenHash.eq(token_hash))
         .find_also_related(users::Entity)
-        .one(db.conn())
+        .unique(db.conn())
         .await?;
     Ok(found.and_then(|(session, user)| user.map(|user| (session, user))))
 }

@@ -2,6 +2,7 @@
 //! Writers lock the row (`FOR UPDATE` on PostgreSQL; SQLite write transactions are
 //! serialized) so read-modify-write and compare-and-swap hold across processes.
 
+use super::Unique;
 use chrono::{DateTime, Utc};
 use entities::user_settings;
 use sea_orm::{
@@ -22,7 +23,7 @@ pub async fn find(
     user_id: &str,
 ) -> Result<Option<user_settings::Model>, DbErr> {
     user_settings::Entity::find_by_id(user_id.to_owned())
-        .one(db)
+        .unique(db)
         .await
 }
 
@@ -68,7 +69,7 @@ pub async fn lock(
     ensure(txn, user_id, now).await?;
     user_settings::Entity::find_by_id(user_id.to_owned())
         .lock_exclusive()
-        .one(txn)
+        .unique(txn)
         .await
 }
 

@@ -1,5 +1,6 @@
 //! Users, and creating one together with everything a new user starts with.
 
+use super::Unique;
 use chrono::{DateTime, Utc};
 use entities::{accounts, calendar_members, calendars, user_settings, users};
 use sea_orm::{
@@ -132,13 +133,13 @@ pub async fn create_with_account(
 pub async fn find_by_email(db: &Database, email: &str) -> Result<Option<users::Model>, DbErr> {
     users::Entity::find()
         .filter(users::Column::Email.eq(email.trim().to_lowercase()))
-        .one(db.conn())
+        .unique(db.conn())
         .await
 }
 
 /// The user with this id.
 pub async fn find(db: &impl ConnectionTrait, id: &str) -> Result<Option<users::Model>, DbErr> {
-    users::Entity::find_by_id(id.to_owned()).one(db).await
+    users::Entity::find_by_id(id.to_owned()).unique(db).await
 }
 
 /// Changes name and/or image; `image: Some(None)` clears it.

@@ -3,6 +3,7 @@
 //! [`consume`] deletes the row and returns its value in one statement pair inside a
 //! transaction, so a token works exactly once even when two requests race.
 
+use super::Unique;
 use chrono::{DateTime, Utc};
 use entities::verifications;
 use sea_orm::{
@@ -41,7 +42,7 @@ pub async fn peek(
     Ok(verifications::Entity::find()
         .filter(verifications::Column::Identifier.eq(identifier))
         .filter(verifications::Column::ExpiresAt.gt(now))
-        .one(db.conn())
+        .unique(db.conn())
         .await?
         .map(|row| row.value))
 }
@@ -55,7 +56,7 @@ pub async fn consume(
 ) -> Result<Option<String>, DbErr> {
     let Some(row) = verifications::Entity::find()
         .filter(verifications::Column::Identifier.eq(identifier))
-        .one(txn)
+        .unique(txn)
         .await?
     else {
         return Ok(None);

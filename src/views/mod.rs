@@ -2,6 +2,7 @@
 //! from store models here, never by serializing an entity).
 
 pub mod calendars;
+pub mod event_list;
 pub mod events;
 pub mod pages;
 pub mod settings;

@@ -1,0 +1,256 @@
+//! The events read's answer (`{events, deletedIds, serverTime}`) rendered straight from the
+//! rows the database packed ([`crate::store::event_reads`]). Each event is the same document
+//! as [`super::events::EventView`], written without building models: text fields are copied
+//! as the database escaped them (valid JSON string tokens), ids and timestamps are
+//! reformatted in place, and only a timestamp in an unexpected form goes through chrono.
+
+use std::fmt::Write;
+
+use chrono::{DateTime, Utc};
+use serde_json::value::RawValue;
+use uuid::Uuid;
+
+use crate::domain::time::format_timestamp;
+use crate::error::AppError;
+use crate::store::event_reads::PackedEvent;
+
+/// Typical size of one rendered event beyond its text fields (keys, ids, timestamps).
+const EVENT_OVERHEAD: usize = 420;
+
+/// The answer of `GET /api/v1/events`.
+pub fn events_response(
+    events: &[PackedEvent<'_>],
+    deleted_ids: &[Uuid],
+    server_time: DateTime<Utc>,
+) -> Result<String, AppError> {
+    let text: usize = events
+        .iter()
+        .map(|e| e.1.get().len() + e.2.get().len() + e.3.get().len())
+        .sum();
+    let mut out = String::with_capacity(64 + text + events.len() * EVENT_OVERHEAD);
+    out.push_str("{\"events\":[");
+    for (n, event) in events.iter().enumerate() {
+        if n > 0 {
+            out.push(',');
+        }
+        push_event(&mut out, event)?;
+    }
+    out.push_str("],\"deletedIds\":[");
+    for (n, id) in deleted_ids.iter().enumerate() {
+        if n > 0 {
+            out.push(',');
+        }
+        out.push('"');
+        out.push_str(id.hyphenated().encode_lower(&mut Uuid::encode_buffer()));
+        out.push('"');
+    }
+    out.push_str("],\"serverTime\":\"");
+    out.push_str(&format_timestamp(server_time));
+    out.push_str("\"}");
+    Ok(out)
+}
+
+/// One event document, keys in [`super::events::EventView`]'s order.
+fn push_event(out: &mut String, e: &PackedEvent<'_>) -> Result<(), AppError> {
+    out.push_str("{\"id\":");
+    push_uuid(out, e.0)?;
+    out.push_str(",\"createdAt\":");
+    push_timestamp(out, e.16)?;
+    out.push_str(",\"updatedAt\":");
+    push_timestamp(out, e.17)?;
+    out.push_str(",\"creatorID\":");
+    out.push_str(e.1.get());
+    out.push_str(",\"title\":");
+    out.push_str(e.3.get());
+    out.push_str(",\"color\":");
+    out.push_str(e.4.get());
+    out.push_str(",\"start\":");
+    push_timestamp(out, e.5)?;
+    out.push_str(",\"end\":");
+    push_timestamp(out, e.6)?;
+    out.push_str(",\"isAllDay\":");
+    push_bool(out, e.7.0);
+    out.push_str(",\"description\":");
+    push_optional(out, e.10);
+    out.push_str(",\"location\":");
+    push_optional(out, e.11);
+    out.push_str(",\"isCanceled\":");
+    push_bool(out, e.8.0);
+    out.push_str(",\"hasAttendees\":");
+    push_bool(out, e.9.0);
+    out.push_str(",\"organizer\":");
+    out.push_str(e.2.get());
+    out.push_str(",\"recurrence\":");
+    push_optional(out, e.12);
+    out.push_str(",\"url\":");
+    push_optional(out, e.13);
+    out.push_str(",\"originCalendarID\":");
+    match e.14 {
+        Some(origin) => push_uuid(out, origin)?,
+        None => out.push_str("null"),
+    }
+    // The read lists live events only.
+    out.push_str(",\"deletedAt\":null,\"revision\":");
+    let _ = write!(out, "{}", e.15);
+    out.push_str(",\"calendars\":[");
+    for (n, calendar) in e.18.split(',').filter(|c| !c.is_empty()).enumerate() {
+        if n > 0 {
+            out.push(',');
+        }
+        push_uuid(out, calendar)?;
+    }
+    out.push_str("]}");
+    Ok(())
+}
+
+fn push_bool(out: &mut String, value: bool) {
+    out.push_str(if value { "true" } else { "false" });
+}
+
+fn push_optional(out: &mut String, value: Option<&RawValue>) {
+    out.push_str(value.map_or("null", RawValue::get));
+}
+
+/// A stored id (hex or hyphenated, any case) as a quoted hyphenated lower-case UUID.
+fn push_uuid(out: &mut String, stored: &str) -> Result<(), AppError> {
+    let id = Uuid::try_parse(stored)
+        .map_err(|err| AppError::internal(format!("stored event id {stored:?}: {err}")))?;
+    out.push('"');
+    out.push_str(id.hyphenated().encode_lower(&mut Uuid::encode_buffer()));
+    out.push('"');
+    Ok(())
+}
+
+/// A stored timestamp as a quoted wire timestamp (`2026-07-23T12:00:00.000Z`, milliseconds
+/// truncated like [`format_timestamp`]).
+fn push_timestamp(out: &mut String, stored: &str) -> Result<(), AppError> {
+    out.push('"');
+    if let Some((seconds, fraction)) = utc_parts(stored) {
+        out.push_str(seconds);
+        out.push('.');
+        let digits = fraction.as_bytes();
+        for n in 0..3 {
+            out.push(digits.get(n).map_or('0', |d| char::from(*d)));
+        }
+        out.push('Z');
+    } else {
+        let at = DateTime::parse_from_rfc3339(stored)
+            .map_err(|err| AppError::internal(format!("stored timestamp {stored:?}: {err}")))?;
+        out.push_str(&format_timestamp(at.with_timezone(&Utc)));
+    }
+    out.push('"');
+    Ok(())
+}
+
+/// `stored` as `YYYY-MM-DDTHH:MM:SS` and its fraction digits, when it is a UTC timestamp in
+/// the form both drivers write (`2026-07-23T12:00:00.123456+00:00`).
+fn utc_parts(stored: &str) -> Option<(&str, &str)> {
+    let rest = stored
+        .strip_suffix("+00:00")
+        .or_else(|| stored.strip_suffix('Z'))?;
+    let (seconds, fraction) = rest.split_once('.').unwrap_or((rest, ""));
+    let shaped = seconds.len() == 19
+        && seconds.bytes().enumerate().all(|(n, b)| match n {
+            4 | 7 => b == b'-',
+            10 => b == b'T',
+            13 | 16 => b == b':',
+            _ => b.is_ascii_digit(),
+        });
+    (shaped && fraction.bytes().all(|b| b.is_ascii_digit())).then_some((seconds, fraction))
+}
+
+#[cfg(test)]
+#[allow(clippy::expect_used, clippy::unwrap_used)]
+mod tests {
+    use chrono::TimeZone;
+    use entities::events;
+    use serde_json::Value;
+
+    use super::*;
+    use crate::views::events::EventView;
+
+    /// A model with awkward values, and the same event as SQLite packs it.
+    fn sample() -> (events::Model, Vec<Uuid>, String) {
+        let id = Uuid::new_v4();
+        let origin = Uuid::new_v4();
+        let other = Uuid::new_v4();
+        let at = |s: &str| DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc);
+        let model = events::Model {
+            id,
+            creator_id: "creator".into(),
+            organizer: "Ada \"the\" organizer".into(),
+            title: "Quote \" backslash \\ tab \t ünïcødé 🎉 \u{1} \u{7f}".into(),
+            color: "#123456".into(),
+            start: at("2026-07-23T09:15:30.123456+00:00"),
+            end: at("2026-07-23T10:00:00+00:00"),
+            is_all_day: false,
+            is_canceled: true,
+            has_attendees: false,
+            description: Some("line one\nline two".into()),
+            location: None,
+            recurrence: Some("RRULE:FREQ=WEEKLY".into()),
+            url: None,
+            origin_calendar_id: Some(origin),
+            revision: 7,
+            created_at: at("2026-07-01T00:00:00.999999999+00:00"),
+            updated_at: at("2026-07-02T00:00:00.5+00:00"),
+            deleted_at: None,
+        };
+        let hex = |u: Uuid| u.simple().to_string().to_uppercase();
+        let text = |s: &str| serde_json::to_string(s).unwrap();
+        let packed = format!(
+            "[[\"{}\",{},{},{},{},\"2026-07-23T09:15:30.123456+00:00\",\
+             \"2026-07-23T10:00:00+00:00\",0,1,0,{},null,{},null,\"{}\",7,\
+             \"2026-07-01T00:00:00.999999999+00:00\",\"2026-07-02T00:00:00.5Z\",\"{},{}\"]]",
+            hex(id),
+            text(&model.creator_id),
+            text(&model.organizer),
+            text(&model.title),
+            text(&model.color),
+            text("line one\nline two"),
+            text("RRULE:FREQ=WEEKLY"),
+            hex(origin),
+            hex(origin),
+            hex(other),
+        );
+        (model, vec![origin, other], packed)
+    }
+
+    #[test]
+    fn renders_the_documents_event_views_serialize() {
+        let (model, calendars, packed) = sample();
+        let rows: Vec<PackedEvent<'_>> = serde_json::from_str(&packed).expect("packed");
+        let now = Utc.with_ymd_and_hms(2026, 11, 22, 12, 0, 0).unwrap();
+        let deleted = [Uuid::new_v4()];
+        let rendered: Value =
+            serde_json::from_str(&events_response(&rows, &deleted, now).unwrap()).unwrap();
+        let expected = serde_json::json!({
+            "events": [EventView::from_model(model, calendars)],
+            "deletedIds": deleted,
+            "serverTime": "2026-11-22T12:00:00.000Z",
+        });
+        assert_eq!(rendered, expected);
+    }
+
+    #[test]
+    fn timestamps_are_truncated_to_milliseconds_whatever_their_form() {
+        let render = |stored: &str| {
+            let mut out = String::new();
+            push_timestamp(&mut out, stored).map(|()| out)
+        };
+        assert_eq!(
+            render("2026-07-23T09:15:30+00:00").unwrap(),
+            "\"2026-07-23T09:15:30.000Z\""
+        );
+        assert_eq!(
+            render("2026-07-23T09:15:30.98765+00:00").unwrap(),
+            "\"2026-07-23T09:15:30.987Z\""
+        );
+        // Another offset goes the slow way and comes out in UTC.
+        assert_eq!(
+            render("2026-07-23T11:15:30.5+02:00").unwrap(),
+            "\"2026-07-23T09:15:30.500Z\""
+        );
+        assert!(render("yesterday").is_err());
+    }
+}
