@@ -21,6 +21,7 @@ mod helpers;
 mod html_pages;
 mod ics;
 mod ics_corpus;
+mod ics_corpus_details;
 mod ics_export;
 mod metrics;
 mod notifications;
