@@ -23,6 +23,7 @@ mod ics;
 mod ics_corpus;
 mod ics_corpus_details;
 mod ics_export;
+mod ics_hostile;
 mod metrics;
 mod notifications;
 mod pages;
