@@ -29,6 +29,7 @@ mod notifications;
 mod pages;
 mod permissions;
 mod pipeline;
+mod pipeline_input;
 mod reminders;
 mod server;
 mod settings;

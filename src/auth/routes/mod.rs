@@ -432,9 +432,17 @@ fn parse_body(
             Err(_) => Err(AuthError::invalid_json().into()),
         }
     } else if accepts_form && mime == "application/x-www-form-urlencoded" {
-        Ok(url::form_urlencoded::parse(body)
+        let fields: Map<String, Value> = url::form_urlencoded::parse(body)
             .map(|(key, value)| (key.into_owned(), Value::String(value.into_owned())))
-            .collect())
+            .collect();
+        // JSON bodies were checked by the pipeline; a form's `%00` is the same NUL.
+        let nul = fields.iter().any(|(key, value)| {
+            key.contains('\0') || value.as_str().is_some_and(|v| v.contains('\0'))
+        });
+        if nul {
+            return Err(AuthError::nul_in_body().into());
+        }
+        Ok(fields)
     } else {
         Err(AuthError::unsupported_media_type(content_type, allowed).into())
     }
