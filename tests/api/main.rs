@@ -8,6 +8,7 @@
 mod actors;
 mod auth_email;
 mod auth_mail;
+mod auth_sessions;
 mod auth_social;
 mod avatars;
 mod better_auth_client;

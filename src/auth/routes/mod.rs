@@ -170,7 +170,7 @@ async fn dispatch(
     rctx.set_route(pattern);
     let result = async {
         let request = AuthRequest::new(ctx, rctx, method, headers, &query, &body, endpoint)?;
-        request.preflight(endpoint)?;
+        request.preflight(endpoint, pattern)?;
         handle(endpoint, &request, &path).await
     }
     .await;
@@ -256,10 +256,12 @@ impl AuthRequest {
         })
     }
 
-    /// Rate limit, origin rules, callback URLs.
-    fn preflight(&self, endpoint: Endpoint) -> Result<(), AppError> {
+    /// Rate limit, origin rules, callback URLs. better-auth counts per `<ip>|<path>`, so
+    /// every path has its own budget (sign-in and sign-up do not share one); `pattern` stands
+    /// for the path, so `/reset-password/:token` is one bucket, not one per token.
+    fn preflight(&self, endpoint: Endpoint, pattern: &str) -> Result<(), AppError> {
         if self.ctx.settings.auth.rate_limit {
-            let key = self.rctx.client_ip().to_string();
+            let key = format!("{}|{pattern}", self.rctx.client_ip());
             self.ctx
                 .limits
                 .check(endpoint.rate_rule(), &key, std::time::Instant::now())
