@@ -1,5 +1,6 @@
-//! `/api/stream`: authentication, the stream's framing, broadcasts to every connection of a
-//! user and nobody else, connection bookkeeping, and the end of streams at shutdown.
+//! `/api/stream`: authentication, the stream's framing (byte for byte), broadcasts to every
+//! connection of a user and nobody else, connection bookkeeping, and the end of streams at
+//! shutdown.
 
 use bowline::domain::frames::Frame;
 use reqwest::StatusCode;
@@ -137,4 +138,40 @@ async fn open_streams_end_when_the_server_shuts_down() {
         .expect("graceful stop completes with a stream open")
         .expect("join")
         .expect("clean stop");
+}
+
+#[tokio::test]
+async fn the_stream_writes_exactly_the_promised_bytes() {
+    let app = spawn_app().await;
+    let user = app.sign_up("bytes@example.com").await;
+    let mut response = app
+        .client
+        .get(app.url("/api/stream"))
+        .bearer_auth(&user.token)
+        .send()
+        .await
+        .expect("stream request");
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    wait_for_connections(&app, 1).await;
+    app.ctx().actors.sessions.broadcast(
+        [user.id.as_str()],
+        &Frame::new("settings_updated", json!({ "revision": 2 })),
+    );
+    // The retry advice, the frame, then (test.toml: after one idle second) the keep-alive.
+    let expected = concat!(
+        "retry: 3000\n\n",
+        "data: {\"type\":\"settings_updated\",\"payload\":{\"revision\":2}}\n\n",
+        ": ping\n\n"
+    );
+    let mut raw = Vec::new();
+    while raw.len() < expected.len() {
+        let chunk = tokio::time::timeout(WAIT, response.chunk())
+            .await
+            .expect("bytes within the wait")
+            .expect("stream readable")
+            .expect("stream still open");
+        raw.extend_from_slice(&chunk);
+    }
+    assert_eq!(String::from_utf8_lossy(&raw), expected);
 }
