@@ -7,6 +7,7 @@
 
 mod actors;
 mod auth_email;
+mod auth_id_tokens;
 mod auth_mail;
 mod auth_sessions;
 mod auth_social;
