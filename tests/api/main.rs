@@ -28,6 +28,7 @@ mod ics_export;
 mod ics_hostile;
 mod metrics;
 mod notifications;
+mod origin_checks;
 mod pages;
 mod permissions;
 mod pipeline;
