@@ -30,6 +30,7 @@ mod metrics;
 mod notifications;
 mod origin_checks;
 mod pages;
+mod pages_default;
 mod permissions;
 mod pipeline;
 mod pipeline_input;
