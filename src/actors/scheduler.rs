@@ -1,5 +1,6 @@
-//! [`SchedulerActor`]: runs the server's periodic tasks (cleanup, metrics upkeep; later
-//! provider sync and mail drains) on their intervals.
+//! [`SchedulerActor`]: runs the server's periodic tasks (cleanup, forgetting ended
+//! rate-limit windows, metrics upkeep; later provider sync and mail drains) on their
+//! intervals.
 //!
 //! Each run happens in its own task so the actor keeps receiving ticks; a tick that finds the
 //! task's previous run still active is skipped, counted in `svc_scheduled_task_skips_total`
@@ -104,6 +105,16 @@ pub fn builtin_tasks(settings: &Settings) -> Vec<TaskSpec> {
             },
         )
         .run_at_start(),
+        // The rate limiter lives in this process's memory: every instance prunes its own.
+        TaskSpec::new(
+            "rate_limits",
+            Duration::from_secs(60),
+            TaskScope::Instance,
+            |ctx: Ctx| async move {
+                ctx.limits.prune(std::time::Instant::now());
+                Ok(())
+            },
+        ),
         TaskSpec::new(
             "metrics_upkeep",
             Duration::from_secs(5),

@@ -77,6 +77,8 @@ codes! {
     cross_site_navigation_login_blocked: FORBIDDEN, "CROSS_SITE_NAVIGATION_LOGIN_BLOCKED", "Cross-site navigation login blocked";
     email_not_verified: FORBIDDEN, "EMAIL_NOT_VERIFIED", "Email not verified";
     invalid_json: BAD_REQUEST, "BAD_REQUEST", "Invalid JSON in request body";
+    nul_in_body: BAD_REQUEST, "BAD_REQUEST", "Request body must not contain NUL characters (\\u0000).";
+    unreadable_body: BAD_REQUEST, "BAD_REQUEST", "The request body could not be read.";
     delete_token_invalid: NOT_FOUND, "INVALID_TOKEN", "Invalid token";
     failed_to_get_user_info: NOT_FOUND, "FAILED_TO_GET_USER_INFO", "Failed to get user info";
     method_not_allowed_defer_session: METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED_DEFER_SESSION_REQUIRED", "POST method requires deferSessionRefresh to be enabled in session config";

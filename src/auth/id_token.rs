@@ -2,15 +2,19 @@
 //! (fetched with reqwest, cached, fetched again when a token names an unknown key id),
 //! checking issuer, audience, expiry and age with better-auth's 30 s clock tolerance.
 //!
+//! No lock is held across a fetch that other sign-ins need: each JWKS URL has its own
+//! entry, cached keys are read under a short lock, and fetches of one set are single-flight
+//! (a slow provider delays only the sign-ins that need its fresh keys).
+//!
 //! JWKS URLs and issuers are configuration, so tests serve keys on 127.0.0.1.
 
 use std::collections::HashMap;
+use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
-use tokio::sync::Mutex;
 
 use super::error::AuthError;
 use super::tokens::sha256_hex;
@@ -91,10 +95,71 @@ struct CachedKeys {
     refetch_blocked_until: Option<Instant>,
 }
 
+/// One JWKS URL's keys. Reading them takes only the short `cached` lock; a fetch holds the
+/// source's own `fetching` lock (single flight: verifications that need a fetch of the same
+/// set wait for one fetch rather than each sending one), never a lock that another
+/// provider's sign-ins, or this provider's sign-ins with a cached key, need.
+#[derive(Default)]
+struct KeySource {
+    cached: std::sync::Mutex<Option<CachedKeys>>,
+    fetching: tokio::sync::Mutex<()>,
+}
+
+/// What the cached set says about a key id.
+enum Lookup {
+    /// The key is cached.
+    Found(DecodingKey),
+    /// A fetch came back without it a moment ago: do not ask the provider again yet.
+    Blocked,
+    /// Not cached (or the set is too old): fetch.
+    Missing,
+}
+
+impl KeySource {
+    fn lookup(&self, kid: &str) -> Result<Lookup, AppError> {
+        let cached = self.cached.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(cached) = cached.as_ref() else {
+            return Ok(Lookup::Missing);
+        };
+        if cached.fetched.elapsed() < MAX_CACHE_AGE
+            && let Some(jwk) = cached.keys.find(kid)
+        {
+            return DecodingKey::from_jwk(jwk)
+                .map(Lookup::Found)
+                .map_err(|_| AuthError::invalid_id_token().into());
+        }
+        let blocked = cached
+            .refetch_blocked_until
+            .is_some_and(|until| Instant::now() < until);
+        Ok(if blocked {
+            Lookup::Blocked
+        } else {
+            Lookup::Missing
+        })
+    }
+
+    fn fetched_at(&self) -> Option<Instant> {
+        self.cached
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .map(|cached| cached.fetched)
+    }
+
+    fn store(&self, keys: JwkSet, missing_kid: bool) {
+        let now = Instant::now();
+        *self.cached.lock().unwrap_or_else(PoisonError::into_inner) = Some(CachedKeys {
+            keys,
+            fetched: now,
+            refetch_blocked_until: missing_kid.then(|| now + MIN_REFETCH),
+        });
+    }
+}
+
 /// Verifies id tokens, caching each provider's keys.
 pub struct IdTokenVerifier {
     http: reqwest::Client,
-    cache: Mutex<HashMap<String, CachedKeys>>,
+    sources: std::sync::Mutex<HashMap<String, Arc<KeySource>>>,
 }
 
 impl std::fmt::Debug for IdTokenVerifier {
@@ -108,7 +173,7 @@ impl IdTokenVerifier {
     pub fn new(http: reqwest::Client) -> Self {
         Self {
             http,
-            cache: Mutex::new(HashMap::new()),
+            sources: std::sync::Mutex::new(HashMap::new()),
         }
     }
 
@@ -163,19 +228,20 @@ impl IdTokenVerifier {
 
     /// The decoding key `kid` of the JWKS at `url`, fetching the set when it is unknown.
     async fn key(&self, url: &str, kid: &str) -> Result<DecodingKey, AppError> {
-        let mut cache = self.cache.lock().await;
-        let fresh_enough = |cached: &CachedKeys| cached.fetched.elapsed() < MAX_CACHE_AGE;
-        if let Some(cached) = cache.get(url).filter(|c| fresh_enough(c))
-            && let Some(jwk) = cached.keys.find(kid)
-        {
-            return DecodingKey::from_jwk(jwk).map_err(|_| AuthError::invalid_id_token().into());
+        let source = self.source(url);
+        match source.lookup(kid)? {
+            Lookup::Found(key) => return Ok(key),
+            Lookup::Blocked => return Err(AuthError::invalid_id_token().into()),
+            Lookup::Missing => {}
         }
-        let blocked = cache
-            .get(url)
-            .and_then(|cached| cached.refetch_blocked_until)
-            .is_some_and(|until| Instant::now() < until);
-        if blocked {
-            return Err(AuthError::invalid_id_token().into());
+        let seen = source.fetched_at();
+        let _single_flight = source.fetching.lock().await;
+        if source.fetched_at() != seen {
+            // Another request fetched the set while this one waited: use what it got.
+            return match source.lookup(kid)? {
+                Lookup::Found(key) => Ok(key),
+                Lookup::Blocked | Lookup::Missing => Err(AuthError::invalid_id_token().into()),
+            };
         }
         let keys = self.fetch(url).await?;
         let key = keys
@@ -183,16 +249,18 @@ impl IdTokenVerifier {
             .map(DecodingKey::from_jwk)
             .transpose()
             .map_err(|_| AppError::from(AuthError::invalid_id_token()))?;
-        let now = Instant::now();
-        cache.insert(
-            url.to_owned(),
-            CachedKeys {
-                keys,
-                fetched: now,
-                refetch_blocked_until: key.is_none().then(|| now + MIN_REFETCH),
-            },
-        );
+        source.store(keys, key.is_none());
         key.ok_or_else(|| AuthError::invalid_id_token().into())
+    }
+
+    /// The cache entry of `url` (created empty on first use).
+    fn source(&self, url: &str) -> Arc<KeySource> {
+        self.sources
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(url.to_owned())
+            .or_default()
+            .clone()
     }
 
     async fn fetch(&self, url: &str) -> Result<JwkSet, AppError> {

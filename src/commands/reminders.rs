@@ -7,11 +7,17 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::event_links::visible_event;
-use super::not_a_member;
 use crate::context::Ctx;
 use crate::domain::frames::Frame;
 use crate::error::AppError;
 use crate::store::reminders;
+
+/// 403 for a calendar rule of a non-member. The reminders route words it as Musubi's does
+/// ("You are not…"); the calendar and member routes keep their "You're not…"
+/// ([`super::not_a_member`]).
+pub fn not_a_member_for_reminders() -> AppError {
+    AppError::forbidden("You are not a member of this calendar.")
+}
 
 fn announce(ctx: &Ctx, user_id: &str) {
     ctx.actors
@@ -29,7 +35,7 @@ pub async fn set_calendar_rule(
     let member =
         reminders::set_calendar_rule(ctx.db.conn(), calendar_id, user_id, rule, Utc::now()).await?;
     if !member {
-        return Err(not_a_member());
+        return Err(not_a_member_for_reminders());
     }
     announce(ctx, user_id);
     Ok(())

@@ -1,7 +1,8 @@
 //! Avatars: `POST /api/v1/users/avatar {data}` (base64, at most 256 KiB decoded, JPEG, PNG or
 //! WebP sniffed from the bytes) stores the image and points the user's `image` at
 //! `/api/v1/users/:userId/avatar?v=<uploadMs>`; `GET` of that URL is public and cached
-//! immutably (except under a stale `v`, which gets the current image uncached).
+//! immutably. Without `v` or under a stale one the answer is the current image with
+//! `no-cache` (those URLs change their answer when the avatar changes).
 
 use std::collections::HashMap;
 
@@ -77,9 +78,9 @@ async fn download_handler(
     let avatar = avatar_store::find(ctx.db.conn(), user_id)
         .await?
         .ok_or_else(|| AppError::not_found("Avatar not found..."))?;
-    // The versioned URL never changes its answer; a stale version's URL gets today's image
-    // but must not be cached as if it were the image that version named.
-    let cache = if version.is_none_or(|v| *v == avatar.version.to_string()) {
+    // The current versioned URL never changes its answer; a stale version's URL and the
+    // unversioned one get today's image but must not be cached as if it stayed.
+    let cache = if version.is_some_and(|v| *v == avatar.version.to_string()) {
         "public, max-age=31536000, immutable"
     } else {
         "no-cache"

@@ -9,6 +9,7 @@ use futures::TryStreamExt;
 use serde::de::DeserializeOwned;
 use warp::{Buf, Filter, Rejection, Reply};
 
+use super::json_text::{self, JsonProblem, NUL_MESSAGE};
 use super::rejection::reject;
 use super::request::RequestCtx;
 use crate::auth::csrf;
@@ -96,8 +97,12 @@ where
         .and_then(move |bytes: Bytes| async move { parse_json(&bytes, invalid).map_err(reject) })
 }
 
-/// Parses `bytes` as JSON of type `T` (see [`json_body`]).
+/// Parses `bytes` as JSON of type `T` (see [`json_body`]). A string holding U+0000 is a 400
+/// whatever the content type said (see [`super::json_text`]).
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8], invalid: &str) -> Result<T, AppError> {
+    if let Err(JsonProblem::Nul) = json_text::check(bytes) {
+        return Err(AppError::bad_request(NUL_MESSAGE));
+    }
     serde_json::from_slice(bytes).map_err(|err| match err.classify() {
         serde_json::error::Category::Data => AppError::bad_request(format!("{invalid} ({err})")),
         _ if bytes.iter().all(u8::is_ascii_whitespace) => {

@@ -15,6 +15,7 @@ pub mod html;
 pub mod ics;
 pub mod invite_preview;
 pub mod invites;
+pub mod json_text;
 pub mod members;
 pub mod metrics_endpoint;
 pub mod pages;

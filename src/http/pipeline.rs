@@ -4,7 +4,11 @@
 //! 2. request id (kept from a valid `x-request-id`, else generated) and the access log line;
 //! 3. cross-origin policy ([`CorsPolicy`]);
 //! 4. JSON bodies: a request declaring a JSON content type has its body read here, capped at
-//!    512 KB (413) and checked to be JSON (400), before any route sees it;
+//!    512 KB (413) and checked to be JSON without NUL in any string (400, see
+//!    [`super::json_text`]), before any route sees it; a `%00` in the path or query is a 400
+//!    here too. Under `/api/auth/*` these 400s use better-auth's `{message, code}` shape
+//!    (`Invalid JSON in request body`, code `BAD_REQUEST`); better-auth defines no 413, so
+//!    an oversized body is the pipeline's `{error, requestId}` everywhere;
 //!
 //! then warp's routes (`/api/auth/*`, application and page routes) ending in the error
 //! renderer. Every response carries `x-request-id` and the
@@ -19,7 +23,6 @@ use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
 use http::{Method, Request};
 use http_body_util::{BodyExt, Either, Full, LengthLimitError, Limited};
 use hyper::body::Incoming;
-use serde::de::IgnoredAny;
 use tower_service::Service;
 use tracing::Instrument;
 use warp::filters::BoxedFilter;
@@ -27,8 +30,10 @@ use warp::reply::Response;
 
 use super::cors::{CorsDecision, CorsPolicy};
 use super::extract::JSON_BODY_LIMIT;
+use super::json_text::{self, JsonProblem, NUL_MESSAGE};
 use super::rejection::{RenderedError, render_error};
 use super::request::{REQUEST_ID_HEADER, RequestCtx, client_ip, request_id_from};
+use crate::auth::error::AuthError;
 use crate::context::Ctx;
 use crate::error::AppError;
 use crate::metrics::ABORTED_STATUS;
@@ -100,9 +105,14 @@ impl Pipeline {
             CorsDecision::Allowed(origin) => Some(origin),
             CorsDecision::NotCors => None,
         };
-        let mut request = match read_json_body(request).await {
+        let is_auth = is_auth_path(request.uri().path());
+        let checked = match refuse_nul_in_uri(request.uri()) {
+            Ok(()) => read_json_body(request).await,
+            Err(problem) => Err(problem),
+        };
+        let mut request = match checked {
             Ok(request) => request,
-            Err(err) => return render_error(rctx, &err),
+            Err(problem) => return render_error(rctx, &problem.into_error(is_auth)),
         };
         request.extensions_mut().insert(rctx.clone());
         let mut service = warp::service(self.routes.clone());
@@ -120,9 +130,56 @@ impl Pipeline {
 /// The body warp sees: untouched, or the JSON already read by stage 4.
 type RequestBody = Either<Incoming, Full<Bytes>>;
 
+/// What stage 4 refuses.
+#[derive(Debug)]
+enum BodyProblem {
+    /// Over [`JSON_BODY_LIMIT`].
+    TooLarge,
+    /// The connection failed while the body was read.
+    Unreadable,
+    /// Not JSON (the parser's message).
+    Malformed(serde_json::Error),
+    /// U+0000 in a JSON string, or `%00` in the path or query.
+    Nul,
+}
+
+impl BodyProblem {
+    /// The error for a request under `/api/auth/*` (`auth`, better-auth's shape) or elsewhere.
+    fn into_error(self, auth: bool) -> AppError {
+        match (self, auth) {
+            (Self::TooLarge, _) => AppError::PayloadTooLarge("request entity too large".into()),
+            (Self::Unreadable, true) => AuthError::unreadable_body().into(),
+            (Self::Unreadable, false) => {
+                AppError::bad_request("The request body could not be read.")
+            }
+            (Self::Malformed(_), true) => AuthError::invalid_json().into(),
+            (Self::Malformed(err), false) => {
+                AppError::bad_request(format!("Request body is not valid JSON: {err}"))
+            }
+            (Self::Nul, true) => AuthError::nul_in_body().into(),
+            (Self::Nul, false) => AppError::bad_request(NUL_MESSAGE),
+        }
+    }
+}
+
+/// Whether `path` belongs to the authentication subsystem.
+fn is_auth_path(path: &str) -> bool {
+    path == "/api/auth" || path.starts_with("/api/auth/")
+}
+
+/// A percent-encoded NUL in the path or query would reach the store as a NUL in an id or a
+/// name, which PostgreSQL cannot hold.
+fn refuse_nul_in_uri(uri: &http::Uri) -> Result<(), BodyProblem> {
+    let encoded_nul = |text: &str| text.contains("%00");
+    if encoded_nul(uri.path()) || uri.query().is_some_and(encoded_nul) {
+        return Err(BodyProblem::Nul);
+    }
+    Ok(())
+}
+
 /// Stage 4: reads and checks a JSON body (see the module doc); other bodies pass untouched
 /// for their routes to read with their own limits.
-async fn read_json_body(request: Request<Incoming>) -> Result<Request<RequestBody>, AppError> {
+async fn read_json_body(request: Request<Incoming>) -> Result<Request<RequestBody>, BodyProblem> {
     let declares_json = request
         .headers()
         .get(CONTENT_TYPE)
@@ -136,25 +193,25 @@ async fn read_json_body(request: Request<Incoming>) -> Result<Request<RequestBod
     if !declares_json {
         return Ok(request.map(Either::Left));
     }
-    let too_large = || AppError::PayloadTooLarge("request entity too large".into());
     let declared_length = request
         .headers()
         .get(CONTENT_LENGTH)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.parse::<u64>().ok());
     if declared_length.is_some_and(|length| length > JSON_BODY_LIMIT) {
-        return Err(too_large());
+        return Err(BodyProblem::TooLarge);
     }
     let (parts, body) = request.into_parts();
     let limit = usize::try_from(JSON_BODY_LIMIT).unwrap_or(usize::MAX);
     let bytes = match Limited::new(body, limit).collect().await {
         Ok(collected) => collected.to_bytes(),
-        Err(err) if err.is::<LengthLimitError>() => return Err(too_large()),
-        Err(_) => return Err(AppError::bad_request("The request body could not be read.")),
+        Err(err) if err.is::<LengthLimitError>() => return Err(BodyProblem::TooLarge),
+        Err(_) => return Err(BodyProblem::Unreadable),
     };
     if !bytes.iter().all(u8::is_ascii_whitespace) {
-        serde_json::from_slice::<IgnoredAny>(&bytes).map_err(|err| {
-            AppError::bad_request(format!("Request body is not valid JSON: {err}"))
+        json_text::check(&bytes).map_err(|problem| match problem {
+            JsonProblem::Malformed(err) => BodyProblem::Malformed(err),
+            JsonProblem::Nul => BodyProblem::Nul,
         })?;
     }
     Ok(Request::from_parts(parts, Either::Right(Full::new(bytes))))

@@ -2,7 +2,11 @@
 //!
 //! Two window kinds: the spec's fixed window (starts at the first hit of a key; the
 //! `max + 1`-th hit inside it is refused) and better-auth's, whose window restarts at every
-//! allowed request. A refused request is not counted. Keys are `(rule, client)`.
+//! allowed request. A refused request is not counted. Keys are `(rule, key)`: the key is the
+//! client (an address or an account), and for better-auth's limits `<ip>|<path>`, as
+//! better-auth keys them. Ended windows are forgotten by [`RateLimiter::prune`], which the
+//! scheduler's `rate_limits` task runs every minute (and `check` itself if the map grows past
+//! 100,000 keys).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -122,7 +126,7 @@ impl RateLimiter {
         Ok(())
     }
 
-    /// Forgets windows that have ended (run by the cleanup task).
+    /// Forgets windows that have ended (the scheduler's `rate_limits` task runs it).
     pub fn prune(&self, now: Instant) {
         self.windows
             .lock()
@@ -130,6 +134,14 @@ impl RateLimiter {
             .retain(|(name, _), w| {
                 now.duration_since(w.start) < rule_window(name).unwrap_or(Duration::ZERO)
             });
+    }
+
+    /// How many keys have an open window (what [`Self::prune`] keeps).
+    pub fn tracked(&self) -> usize {
+        self.windows
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len()
     }
 }
 
@@ -205,6 +217,39 @@ mod tests {
             limiter
                 .check(rule, "ip", start + Duration::from_secs(19))
                 .is_ok()
+        );
+    }
+
+    #[test]
+    fn prune_forgets_ended_windows_and_keeps_open_ones() {
+        let limiter = RateLimiter::default();
+        let start = Instant::now();
+        let sign_in = "203.0.113.7|/api/auth/sign-in/email";
+        assert!(limiter.check(AUTH_CREDENTIALS, sign_in, start).is_ok());
+        assert!(limiter.check(DELETE_CONFIRM, "203.0.113.7", start).is_ok());
+        assert_eq!(limiter.tracked(), 2);
+        limiter.prune(start + Duration::from_secs(9));
+        assert_eq!(limiter.tracked(), 2, "both windows are still open");
+        limiter.prune(start + Duration::from_secs(10));
+        assert_eq!(
+            limiter.tracked(),
+            1,
+            "the 10 s window ended, the 15 min one did not"
+        );
+        limiter.prune(start + minutes(15));
+        assert_eq!(limiter.tracked(), 0);
+        // A forgotten key starts with a full budget.
+        for _ in 0..AUTH_CREDENTIALS.max {
+            assert!(
+                limiter
+                    .check(AUTH_CREDENTIALS, sign_in, start + minutes(16))
+                    .is_ok()
+            );
+        }
+        assert!(
+            limiter
+                .check(AUTH_CREDENTIALS, sign_in, start + minutes(16))
+                .is_err()
         );
     }
 }

@@ -1,20 +1,28 @@
 //! `GET /api/stream`: the authenticated Server-Sent-Events stream.
 //!
 //! The user's session actor (through the registry) hands each connection a bounded queue of
-//! encoded frames. The stream opens with `retry: 3000`, sends a `: ping` comment when idle
-//! (every `STREAM_KEEPALIVE_MS`), writes each frame as one `data:` line, and ends when the
-//! client goes away (the connection is detached) or the server shuts down.
+//! encoded frames. The body is written here byte for byte: it opens with `retry: 3000`,
+//! sends a `: ping` comment when idle (every `STREAM_KEEPALIVE_MS`), writes each frame as
+//! one `data: <json>` line, each block ending in a blank line, and ends when the client
+//! goes away (the connection is detached), when the session actor dropped the connection
+//! for falling behind, or when the server shuts down.
 
 use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use futures::{StreamExt, stream};
+use bytes::Bytes;
+use futures::Stream;
 use http::HeaderValue;
 use ractor::ActorRef;
-use tokio_stream::wrappers::ReceiverStream;
+use tokio::sync::mpsc;
+use tokio::time::Sleep;
+use tokio_util::sync::WaitForCancellationFutureOwned;
 use warp::filters::BoxedFilter;
 use warp::reply::Response;
-use warp::sse::Event;
 use warp::{Filter, Reply};
 
 use super::extract::{AuthUser, authenticated, respond, route, with_ctx};
@@ -22,9 +30,6 @@ use crate::actors::sessions::{Attached, RegistryMsg};
 use crate::actors::{ActorKind, ask_slot};
 use crate::context::Ctx;
 use crate::error::AppError;
-
-/// Reconnect delay the stream advises clients.
-const RETRY: Duration = Duration::from_millis(3000);
 
 /// The stream route.
 pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
@@ -73,25 +78,93 @@ async fn open_stream(ctx: Ctx, user: AuthUser) -> Result<Response, AppError> {
         user_id,
         connection,
     };
-    let opening = stream::once(async { Event::default().retry(RETRY) });
-    let frames = ReceiverStream::new(frames).map(move |frame| {
-        let _connection = &guard;
-        Event::default().data(&*frame)
-    });
-    let shutdown = ctx.shutdown.token().clone().cancelled_owned();
-    let events = opening
-        .chain(frames)
-        .map(Ok::<_, Infallible>)
-        .take_until(shutdown);
-    let keep_alive = warp::sse::keep_alive()
-        .interval(Duration::from_millis(ctx.settings.stream.keepalive_ms))
-        .text(" ping");
-    let mut response = warp::sse::reply(keep_alive.stream(events)).into_response();
+    let body = EventStream {
+        opening: Some(Bytes::from_static(RETRY_LINE)),
+        frames,
+        keep_alive: Duration::from_millis(ctx.settings.stream.keepalive_ms),
+        idle: Box::pin(tokio::time::sleep(Duration::ZERO)),
+        shutdown: Box::pin(ctx.shutdown.token().clone().cancelled_owned()),
+        _guard: guard,
+    };
+    let mut response = warp::reply::stream(body).into_response();
     let headers = response.headers_mut();
+    headers.insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
     headers.insert(
         http::header::CACHE_CONTROL,
         HeaderValue::from_static("no-cache, no-transform"),
     );
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     Ok(response)
+}
+
+/// The advice that opens every stream.
+const RETRY_LINE: &[u8] = b"retry: 3000\n\n";
+/// The keep-alive comment.
+const PING: &[u8] = b": ping\n\n";
+
+/// One frame as the stream writes it: `data: <json>` and a blank line. Frames are compact
+/// JSON (no line breaks), so one `data:` line carries the whole frame.
+fn data_block(frame: &str) -> Bytes {
+    let mut block = Vec::with_capacity(frame.len() + 8);
+    block.extend_from_slice(b"data: ");
+    block.extend_from_slice(frame.as_bytes());
+    block.extend_from_slice(b"\n\n");
+    Bytes::from(block)
+}
+
+/// The `text/event-stream` body of one connection, written byte for byte (warp's formatter
+/// writes `retry:3000` and `data:{…}` without the space the wire format promises): the
+/// opening `retry: 3000`, then each queued frame, or `: ping` after `keep_alive` without
+/// one. It ends when the session actor drops the queue (a slow connection), or at shutdown;
+/// dropping it (the client went away) detaches the connection.
+struct EventStream {
+    opening: Option<Bytes>,
+    frames: mpsc::Receiver<Arc<str>>,
+    keep_alive: Duration,
+    idle: Pin<Box<Sleep>>,
+    shutdown: Pin<Box<WaitForCancellationFutureOwned>>,
+    _guard: DetachOnDrop,
+}
+
+impl Stream for EventStream {
+    type Item = Result<Bytes, Infallible>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        if this.shutdown.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(None);
+        }
+        let next = if let Some(opening) = this.opening.take() {
+            opening
+        } else {
+            match this.frames.poll_recv(cx) {
+                Poll::Ready(Some(frame)) => data_block(&frame),
+                Poll::Ready(None) => return Poll::Ready(None),
+                Poll::Pending => match this.idle.as_mut().poll(cx) {
+                    Poll::Ready(()) => Bytes::from_static(PING),
+                    Poll::Pending => return Poll::Pending,
+                },
+            }
+        };
+        let deadline = tokio::time::Instant::now() + this.keep_alive;
+        this.idle.as_mut().reset(deadline);
+        Poll::Ready(Some(Ok(next)))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::expect_used, clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_are_written_as_one_spaced_data_line() {
+        let block = data_block(r#"{"type":"x","payload":{}}"#);
+        assert_eq!(&block[..], b"data: {\"type\":\"x\",\"payload\":{}}\n\n");
+        assert_eq!(RETRY_LINE, b"retry: 3000\n\n");
+        assert_eq!(PING, b": ping\n\n");
+    }
 }

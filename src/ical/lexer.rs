@@ -6,13 +6,20 @@
 //! between a folded line and its continuation), folds with a space or a TAB (also in the
 //! middle of a name, before `;` or `:` and straight after `:`), names in any case, empty or
 //! value-less parameters, stray lines without a colon (ignored), several VCALENDARs in one
-//! file and bare components with no VCALENDAR around them. What it refuses, naming the line:
-//! a file with no component at all, an `END` that does not close the open component, and a
-//! file that ends inside a component (a truncated download).
+//! file and bare components with no VCALENDAR around them. Control characters other than
+//! TAB, LF and CR are dropped from the text before anything is read (a NUL could not be
+//! stored in PostgreSQL, and none belongs in a calendar). What it refuses, naming the line:
+//! a file with no component at all, an `END` that does not close the open component,
+//! components nested more than [`MAX_DEPTH`] deep (real files nest 3: VCALENDAR, VEVENT,
+//! VALARM; a deep tree would only cost stack), and a file that ends inside a component (a
+//! truncated download).
 
 use std::borrow::Cow;
 
 use super::{IcsError, MAX_EVENTS};
+
+/// Deepest nesting of components accepted.
+pub const MAX_DEPTH: usize = 16;
 
 /// One property (content line) after unfolding.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,6 +84,12 @@ pub fn read(bytes: &[u8]) -> Result<Vec<Component>, IcsError> {
         match property.name.as_str() {
             "BEGIN" => {
                 let name = property.value.trim().to_ascii_uppercase();
+                if stack.len() >= MAX_DEPTH {
+                    return Err(IcsError::at(
+                        line,
+                        format!("BEGIN:{name} nests components more than {MAX_DEPTH} deep"),
+                    ));
+                }
                 if name == "VEVENT" {
                     events += 1;
                     if events > MAX_EVENTS {
@@ -135,10 +148,20 @@ pub fn read(bytes: &[u8]) -> Result<Vec<Component>, IcsError> {
     Ok(top)
 }
 
-/// The text of the file: without a byte-order mark, invalid UTF-8 replaced.
+/// The text of the file: without a byte-order mark, invalid UTF-8 replaced, control
+/// characters other than TAB, LF and CR dropped.
 fn decode(bytes: &[u8]) -> Cow<'_, str> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    String::from_utf8_lossy(bytes)
+    let text = String::from_utf8_lossy(bytes);
+    if text.contains(is_dropped_control) {
+        Cow::Owned(text.chars().filter(|c| !is_dropped_control(*c)).collect())
+    } else {
+        text
+    }
+}
+
+fn is_dropped_control(c: char) -> bool {
+    c.is_ascii_control() && !matches!(c, '\t' | '\n' | '\r')
 }
 
 /// Unfolded logical lines with the 1-based number of the physical line each starts on.
@@ -325,5 +348,37 @@ mod tests {
         let two =
             read(b"BEGIN:VCALENDAR\nEND:VCALENDAR\nBEGIN:VCALENDAR\nEND:VCALENDAR\n").expect("two");
         assert_eq!(two.len(), 2);
+    }
+
+    #[test]
+    fn nesting_is_capped_and_a_deep_file_is_refused_naming_the_line() {
+        let depth = 50_000;
+        let deep = format!(
+            "{}{}",
+            "BEGIN:A\r\n".repeat(depth),
+            "END:A\r\n".repeat(depth)
+        );
+        let refused = read(deep.as_bytes()).expect_err("too deep");
+        assert_eq!(refused.line(), Some(MAX_DEPTH + 1));
+        assert!(
+            refused.to_string().contains("more than 16 deep"),
+            "{refused}"
+        );
+        let fits = format!(
+            "{}{}",
+            "BEGIN:A\n".repeat(MAX_DEPTH),
+            "END:A\n".repeat(MAX_DEPTH)
+        );
+        assert_eq!(read(fits.as_bytes()).expect("16 levels").len(), 1);
+    }
+
+    #[test]
+    fn control_characters_are_dropped_but_tabs_and_line_ends_kept() {
+        let text = b"BEGIN:VEVENT\r\nSUMMARY:Ca\0f\x01\x7f\xc3\xa9\r\n\tlater\r\nEND:VEVENT\r\n";
+        let top = read(text).expect("reads");
+        assert_eq!(
+            top[0].first("SUMMARY").expect("summary").value,
+            "Caf\u{e9}later"
+        );
     }
 }

@@ -8,10 +8,13 @@ use serde_json::{Value, json};
 use crate::helpers::{TestApp, spawn_app_with};
 use crate::support::idp::{IdentityProvider, apple_claims, google_claims};
 
-const GOOGLE_CLIENT: &str = "web-client.apps.example";
-const APPLE_BUNDLE: &str = "dev.bowline.app";
+/// The Google web client id the test servers accept.
+pub const GOOGLE_CLIENT: &str = "web-client.apps.example";
+/// The app bundle id: the audience of Apple identity tokens.
+pub const APPLE_BUNDLE: &str = "dev.bowline.app";
 
-async fn app_with(idp: &IdentityProvider) -> TestApp {
+/// A server with Google and Apple sign-in, both with keys from `idp`.
+pub async fn app_with(idp: &IdentityProvider) -> TestApp {
     let jwks = idp.jwks_url();
     spawn_app_with(move |s| {
         s.google.client_id = Some(GOOGLE_CLIENT.into());
@@ -23,7 +26,8 @@ async fn app_with(idp: &IdentityProvider) -> TestApp {
     .await
 }
 
-async fn social(app: &TestApp, body: Value) -> (StatusCode, Value) {
+/// `POST /api/auth/sign-in/social` with `body`, as a native client sends it.
+pub async fn social(app: &TestApp, body: Value) -> (StatusCode, Value) {
     // Native clients send no Origin and no cookie.
     let response = app
         .client

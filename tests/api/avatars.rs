@@ -1,5 +1,6 @@
 //! Avatars: upload sniffed from the bytes (not the name), the size bound, the public
-//! immutable download at the versioned URL the user's `image` points at.
+//! immutable download at the versioned URL the user's `image` points at (only there: the
+//! unversioned and stale URLs are `no-cache`).
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -56,6 +57,16 @@ async fn an_uploaded_avatar_is_served_publicly_at_the_users_image_url() {
     assert_eq!(image.bytes().await.expect("bytes").as_ref(), JPEG);
     let stale = app.client.get(&url).send().await.expect("request");
     assert_eq!(stale.headers()["cache-control"], "no-cache");
+    // Without a version the URL's answer changes with the avatar: never cached for good.
+    let unversioned = app.get(&format!("/api/v1/users/{}/avatar", user.id)).await;
+    assert_eq!(unversioned.status(), StatusCode::OK);
+    assert_eq!(unversioned.headers()["cache-control"], "no-cache");
+    assert_eq!(unversioned.bytes().await.expect("bytes").as_ref(), JPEG);
+    let current = app.client.get(new_url).send().await.expect("request");
+    assert_eq!(
+        current.headers()["cache-control"],
+        "public, max-age=31536000, immutable"
+    );
 }
 
 #[tokio::test]

@@ -3,93 +3,10 @@
 //! rules, headers and form. Round trips and the second parser: `ics_export`.
 
 use reqwest::{Method, StatusCode};
-use sea_orm::{ActiveModelTrait, ActiveValue::Set, EntityTrait};
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, TestUser, spawn_app};
-
-/// A fixture of `tests/fixtures/ics`.
-pub fn fixture(name: &str) -> Vec<u8> {
-    let path = format!("{}/tests/fixtures/ics/{name}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read(&path).unwrap_or_else(|err| panic!("{path}: {err}"))
-}
-
-/// `POST /api/v1/calendars/import{query}` with `body` as `user`.
-pub async fn import(
-    app: &TestApp,
-    user: &TestUser,
-    query: &str,
-    body: Vec<u8>,
-) -> reqwest::Response {
-    app.as_user(
-        Method::POST,
-        &format!("/api/v1/calendars/import{query}"),
-        user,
-    )
-    .header("content-type", "text/calendar")
-    .body(body)
-    .send()
-    .await
-    .expect("request")
-}
-
-/// Imports `body`, expecting 201; the answer.
-pub async fn imported(app: &TestApp, user: &TestUser, query: &str, body: Vec<u8>) -> Value {
-    let response = import(app, user, query, body).await;
-    let status = response.status();
-    let answer: Value = response.json().await.expect("JSON");
-    assert_eq!(status, StatusCode::CREATED, "{answer}");
-    answer
-}
-
-/// `GET /api/v1/calendars/{id}/export` as `user`.
-pub async fn export(app: &TestApp, user: &TestUser, id: &str) -> reqwest::Response {
-    app.as_user(Method::GET, &format!("/api/v1/calendars/{id}/export"), user)
-        .send()
-        .await
-        .expect("request")
-}
-
-/// The export text, expecting 200.
-pub async fn exported(app: &TestApp, user: &TestUser, id: &str) -> String {
-    let response = export(app, user, id).await;
-    assert_eq!(response.status(), StatusCode::OK);
-    response.text().await.expect("text")
-}
-
-/// The events of calendar `id` as `user` reads them, ordered by start then title.
-pub async fn events_in(app: &TestApp, user: &TestUser, id: &str) -> Vec<Value> {
-    let listed = app.read_events(user, "").await;
-    let mut events: Vec<Value> = listed["events"]
-        .as_array()
-        .expect("events")
-        .iter()
-        .filter(|e| {
-            e["calendars"]
-                .as_array()
-                .expect("calendars")
-                .contains(&json!(id))
-        })
-        .cloned()
-        .collect();
-    events.sort_by_key(|e| (e["start"].to_string(), e["title"].to_string()));
-    events
-}
-
-/// Sets `user`'s settings time zone (there is no settings route yet).
-pub async fn set_timezone(app: &TestApp, user: &TestUser, zone: &str) {
-    let db = app.db_connection().await;
-    let row = entities::user_settings::Entity::find_by_id(user.id.clone())
-        .one(&db)
-        .await
-        .expect("read settings")
-        .expect("settings row");
-    let mut value = row.value.clone();
-    value["timezone"] = json!(zone);
-    let mut active: entities::user_settings::ActiveModel = row.into();
-    active.value = Set(value);
-    active.update(&db).await.expect("update settings");
-}
+use crate::helpers::spawn_app;
+use crate::support::ics::{events_in, export, exported, fixture, import, imported, set_timezone};
 
 #[tokio::test]
 async fn an_import_creates_a_calendar_with_the_files_events() {

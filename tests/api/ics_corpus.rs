@@ -2,7 +2,8 @@
 //! outcome compared with what Bowline promises for it (imported N events, or rejected
 //! naming a line), every file the manifest marks valid must import, and the table of
 //! outcomes is printed (the README carries a copy). A few files are then checked in detail
-//! (zones, all-day dates, overrides). Skipped with a notice when the corpus is absent.
+//! (zones, all-day dates, overrides; more in `ics_corpus_details`). Skipped with a notice
+//! when the corpus is absent.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -11,7 +12,7 @@ use reqwest::StatusCode;
 use serde_json::Value;
 
 use crate::helpers::spawn_app;
-use crate::ics::{events_in, import, imported};
+use crate::support::ics::{events_in, import, imported};
 
 const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/ics-corpus");
 
@@ -141,7 +142,8 @@ const EXPECTED: &[(&str, Outcome)] = &[
     ("vobject/UntilRespectsTimezoneTest.ics", Imported(1)),
 ];
 
-fn corpus() -> Option<&'static Path> {
+/// The corpus directory, or `None` (with a notice) when it is absent.
+pub fn corpus() -> Option<&'static Path> {
     let path = Path::new(CORPUS);
     if path.is_dir() {
         Some(path)
@@ -254,7 +256,7 @@ async fn every_corpus_file_imports_or_is_rejected_as_expected() {
 }
 
 /// Imports corpus file `name`; its events by start then title.
-async fn corpus_events(
+pub async fn corpus_events(
     app: &crate::helpers::TestApp,
     user: &crate::helpers::TestUser,
     name: &str,

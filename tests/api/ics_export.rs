@@ -1,11 +1,12 @@
-//! Exports read back: export → import → export keeps every stored field, and a second
-//! parser (Python's `icalendar`) reads every export to the same events.
+//! Exports read back: export → import → export keeps every stored field (RDATEs too,
+//! date-valued for all-day events), a second parser (Python's `icalendar`) reads every
+//! export to the same events, and SEQUENCE follows the event's revision.
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::helpers::spawn_app;
-use crate::ics::{events_in, exported, fixture, imported, set_timezone};
+use crate::support::ics::{events_in, exported, fixture, imported, set_timezone};
 
 /// The fields Bowline stores for an event, as a comparable value.
 fn stored_fields(event: &Value) -> Value {
@@ -194,5 +195,142 @@ async fn a_second_parser_reads_every_export() {
                 }
             }
         }
+    }
+}
+
+/// The export's content lines, unfolded.
+fn unfolded_lines(export: &str) -> Vec<String> {
+    export
+        .replace("\r\n ", "")
+        .split("\r\n")
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Two RDATE series: a timed weekly one with extra dates across the spring DST change, and
+/// an all-day one made of dates only.
+const RDATE_FILE: &str = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nBEGIN:VEVENT\r\nUID:rdate-timed\r\n\
+DTSTART;TZID=Europe/Berlin:20260302T090000\r\nDTEND;TZID=Europe/Berlin:20260302T100000\r\n\
+RRULE:FREQ=WEEKLY;COUNT=4\r\nRDATE;TZID=Europe/Berlin:20260401T090000,20260415T090000\r\n\
+SUMMARY:Timed with extra dates\r\nEND:VEVENT\r\nBEGIN:VEVENT\r\nUID:rdate-allday\r\n\
+DTSTART;VALUE=DATE:20260310\r\nDTEND;VALUE=DATE:20260311\r\n\
+RDATE;VALUE=DATE:20260320,20260330\r\nSUMMARY:All-day extra dates\r\nEND:VEVENT\r\n\
+END:VCALENDAR\r\n";
+
+#[tokio::test]
+async fn rdates_survive_import_export_and_import_again() {
+    let app = spawn_app().await;
+    let user = app.sign_up("rdate@example.com").await;
+    set_timezone(&app, &user, "Europe/Berlin").await;
+    let first = imported(&app, &user, "?name=RDATEs", RDATE_FILE.as_bytes().to_vec()).await;
+    let first_id = first["id"].as_str().expect("id");
+    // A client's RDATE (Musubi's line form) rides along.
+    let mut body = crate::helpers::event_body(&[first_id], "Client extra dates", 9);
+    body["start"] = json!("2026-05-04T07:00:00.000Z");
+    body["end"] = json!("2026-05-04T08:00:00.000Z");
+    body["recurrence"] = json!("RRULE:FREQ=DAILY;COUNT=2\nRDATE:20260510T070000Z");
+    let created = app.event_request(Method::POST, &user, &body).await;
+    assert_eq!(created.status(), StatusCode::CREATED);
+
+    // Worked out by hand: 09:00 Berlin is 08:00Z on 2 March (CET) and 07:00Z in April
+    // (CEST from 29 March); all-day dates are UTC midnights, and an RDATE-only set lists
+    // DTSTART as its first date (RFC 5545 counts it as an instance).
+    let events = events_in(&app, &user, first_id).await;
+    let recurrences: Vec<(Value, Value, Value)> = events
+        .iter()
+        .map(|e| {
+            (
+                e["title"].clone(),
+                e["start"].clone(),
+                e["recurrence"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        recurrences,
+        vec![
+            (
+                json!("Timed with extra dates"),
+                json!("2026-03-02T08:00:00.000Z"),
+                json!("RRULE:FREQ=WEEKLY;COUNT=4\nRDATE:20260401T070000Z,20260415T070000Z"),
+            ),
+            (
+                json!("All-day extra dates"),
+                json!("2026-03-10T00:00:00.000Z"),
+                json!("RDATE:20260310T000000Z,20260320T000000Z,20260330T000000Z"),
+            ),
+            (
+                json!("Client extra dates"),
+                json!("2026-05-04T07:00:00.000Z"),
+                json!("RRULE:FREQ=DAILY;COUNT=2\nRDATE:20260510T070000Z"),
+            ),
+        ]
+    );
+
+    let export = exported(&app, &user, first_id).await;
+    let lines = unfolded_lines(&export);
+    for expected in [
+        "DTSTART;TZID=Europe/Berlin:20260302T090000",
+        "RDATE:20260401T070000Z,20260415T070000Z",
+        "DTSTART;VALUE=DATE:20260310",
+        "RDATE;VALUE=DATE:20260310,20260320,20260330",
+        "RDATE:20260510T070000Z",
+    ] {
+        assert!(
+            lines.iter().any(|l| l == expected),
+            "{expected} in\n{export}"
+        );
+    }
+
+    let second = imported(&app, &user, "?name=Again", export.into_bytes()).await;
+    assert_eq!(second["imported"], 3);
+    let again: Vec<Value> = events_in(&app, &user, second["id"].as_str().expect("id"))
+        .await
+        .iter()
+        .map(stored_fields)
+        .collect();
+    let before: Vec<Value> = events.iter().map(stored_fields).collect();
+    assert_eq!(again, before, "RDATEs survive export → import");
+}
+
+#[tokio::test]
+async fn the_sequence_follows_the_revision() {
+    let app = spawn_app().await;
+    let user = app.sign_up("sequence@example.com").await;
+    let calendar = app.create_calendar(&user, "Sequenced").await;
+    let calendar_id = calendar["id"].as_str().expect("id");
+    let body = crate::helpers::event_body(&[calendar_id], "Draft", 9);
+    let created: Value = app
+        .event_request(Method::POST, &user, &body)
+        .await
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(created["revision"], 1);
+    let sequence = |export: &str| -> Vec<String> {
+        unfolded_lines(export)
+            .into_iter()
+            .filter(|l| l.starts_with("SEQUENCE:"))
+            .collect()
+    };
+    let export = exported(&app, &user, calendar_id).await;
+    assert_eq!(sequence(&export), vec!["SEQUENCE:1"]);
+
+    for (revision, title) in [(1, "Final"), (2, "Final, moved")] {
+        let mut update = created.clone();
+        update["title"] = json!(title);
+        update["revision"] = json!(revision);
+        let response = app.event_request(Method::PUT, &user, &update).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        let updated: Value = response.json().await.expect("JSON");
+        assert_eq!(updated["revision"], revision + 1);
+        let export = exported(&app, &user, calendar_id).await;
+        assert_eq!(
+            sequence(&export),
+            vec![format!("SEQUENCE:{}", revision + 1)]
+        );
+        assert!(
+            unfolded_lines(&export).contains(&format!("SUMMARY:{}", title.replace(',', "\\,")))
+        );
     }
 }

@@ -7,7 +7,9 @@
 
 mod actors;
 mod auth_email;
+mod auth_id_tokens;
 mod auth_mail;
+mod auth_sessions;
 mod auth_social;
 mod avatars;
 mod better_auth_client;
@@ -21,12 +23,17 @@ mod helpers;
 mod html_pages;
 mod ics;
 mod ics_corpus;
+mod ics_corpus_details;
 mod ics_export;
+mod ics_hostile;
 mod metrics;
 mod notifications;
+mod origin_checks;
 mod pages;
+mod pages_default;
 mod permissions;
 mod pipeline;
+mod pipeline_input;
 mod reminders;
 mod server;
 mod settings;

@@ -1,13 +1,14 @@
 //! Pages: the lazily created default, creation, compare-and-swap saves from two devices,
-//! reorder and delete with the default invariant (also under concurrent changes), calendars
-//! dropped from configs on read, privacy, and the page frames on the owner's connections.
+//! reorder and delete with the default invariant (under concurrent changes and in the
+//! database: `pages_default`), calendars dropped from configs on read, privacy, and the page
+//! frames on the owner's connections.
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::helpers::{TestApp, TestUser, spawn_app};
 
-fn config(view: &str) -> Value {
+pub fn config(view: &str) -> Value {
     json!({
         "schemaVersion": 1,
         "view": { "id": view, "configVersion": 1 },
@@ -15,13 +16,13 @@ fn config(view: &str) -> Value {
     })
 }
 
-async fn list(app: &TestApp, user: &TestUser) -> Vec<Value> {
+pub async fn list(app: &TestApp, user: &TestUser) -> Vec<Value> {
     let (status, pages) = app.call(Method::GET, "/api/v1/pages", user, None).await;
     assert_eq!(status, StatusCode::OK);
     pages.as_array().expect("array").clone()
 }
 
-async fn create(app: &TestApp, user: &TestUser, name: &str) -> Value {
+pub async fn create(app: &TestApp, user: &TestUser, name: &str) -> Value {
     let body = json!({ "name": name, "config": config("week") });
     let (status, page) = app
         .call(Method::POST, "/api/v1/pages", user, Some(&body))
@@ -30,16 +31,16 @@ async fn create(app: &TestApp, user: &TestUser, name: &str) -> Value {
     page
 }
 
-async fn reorder(app: &TestApp, user: &TestUser, body: &Value) -> (StatusCode, Value) {
+pub async fn reorder(app: &TestApp, user: &TestUser, body: &Value) -> (StatusCode, Value) {
     app.call(Method::PUT, "/api/v1/pages/reorder", user, Some(body))
         .await
 }
 
-fn ids(pages: &[Value]) -> Vec<Value> {
+pub fn ids(pages: &[Value]) -> Vec<Value> {
     pages.iter().map(|p| p["id"].clone()).collect()
 }
 
-fn defaults(pages: &[Value]) -> usize {
+pub fn defaults(pages: &[Value]) -> usize {
     pages.iter().filter(|p| p["isDefault"] == true).count()
 }
 
@@ -292,135 +293,6 @@ async fn reorder_renumbers_moves_the_default_and_bumps_what_changed() {
     }
     let after = list(&app, &user).await;
     assert_eq!(after, pages, "refused orders change nothing");
-}
-
-#[tokio::test]
-async fn deleting_the_default_passes_it_to_the_next_survivor() {
-    let app = spawn_app().await;
-    let user = app.sign_up("delete@example.com").await;
-    let home = list(&app, &user).await.remove(0);
-    let work = create(&app, &user, "Work").await;
-    let trips = create(&app, &user, "Trips").await;
-    let mut stream = app.stream(&user).await;
-
-    let path = format!("/api/v1/pages/{}", home["id"].as_str().expect("id"));
-    let (status, body) = app.call(Method::DELETE, &path, &user, None).await;
-    assert_eq!(status, StatusCode::OK);
-    assert_eq!(body, json!({ "id": home["id"] }));
-    assert_eq!(
-        stream.next_frame().await,
-        json!({ "type": "page_removed", "payload": { "id": home["id"] } })
-    );
-    let heir = stream.next_frame().await;
-    assert_eq!(heir["type"], "page_updated");
-    assert_eq!(heir["payload"]["page"]["id"], work["id"]);
-    assert_eq!(heir["payload"]["page"]["isDefault"], true);
-    assert_eq!(heir["payload"]["page"]["revision"], 2);
-
-    let (status, _) = app.call(Method::GET, &path, &user, None).await;
-    assert_eq!(status, StatusCode::NOT_FOUND);
-    let (status, _) = app.call(Method::DELETE, &path, &user, None).await;
-    assert_eq!(status, StatusCode::NOT_FOUND);
-    let pages = list(&app, &user).await;
-    assert_eq!(ids(&pages), vec![work["id"].clone(), trips["id"].clone()]);
-    assert_eq!(defaults(&pages), 1);
-
-    // Deleting a page that is not the default moves nothing.
-    let trips_path = format!("/api/v1/pages/{}", trips["id"].as_str().expect("id"));
-    let (status, _) = app.call(Method::DELETE, &trips_path, &user, None).await;
-    assert_eq!(status, StatusCode::OK);
-    let pages = list(&app, &user).await;
-    assert_eq!(pages.len(), 1);
-    assert_eq!(pages[0]["revision"], 2);
-}
-
-#[tokio::test]
-async fn the_default_invariant_holds_under_concurrent_creates_deletes_and_reorders() {
-    let app = spawn_app().await;
-    let user = app.sign_up("invariant@example.com").await;
-    let home = list(&app, &user).await.remove(0);
-    let mut pages = vec![home];
-    for n in 0..4 {
-        pages.push(create(&app, &user, &format!("Page {n}")).await);
-    }
-    let all_ids = ids(&pages);
-    let mut reversed = all_ids.clone();
-    reversed.reverse();
-    let tasks = vec![
-        Box::pin(async {
-            app.call(
-                Method::DELETE,
-                &format!("/api/v1/pages/{}", all_ids[0].as_str().expect("id")),
-                &user,
-                None,
-            )
-            .await
-            .0
-        }) as std::pin::Pin<Box<dyn std::future::Future<Output = StatusCode>>>,
-        Box::pin(async {
-            reorder(
-                &app,
-                &user,
-                &json!({ "pageIds": reversed, "defaultPageId": all_ids[2] }),
-            )
-            .await
-            .0
-        }),
-        Box::pin(async {
-            reorder(
-                &app,
-                &user,
-                &json!({ "pageIds": all_ids, "defaultPageId": all_ids[3] }),
-            )
-            .await
-            .0
-        }),
-        Box::pin(async {
-            app.call(
-                Method::DELETE,
-                &format!("/api/v1/pages/{}", all_ids[3].as_str().expect("id")),
-                &user,
-                None,
-            )
-            .await
-            .0
-        }),
-        Box::pin(async {
-            create(&app, &user, "Late").await;
-            StatusCode::CREATED
-        }),
-        Box::pin(async {
-            create(&app, &user, "Later").await;
-            StatusCode::CREATED
-        }),
-    ];
-    let outcomes = futures::future::join_all(tasks).await;
-    for status in outcomes {
-        assert!(
-            [
-                StatusCode::OK,
-                StatusCode::CREATED,
-                StatusCode::BAD_REQUEST,
-                StatusCode::NOT_FOUND
-            ]
-            .contains(&status),
-            "{status}"
-        );
-    }
-    let after = list(&app, &user).await;
-    assert_eq!(defaults(&after), 1, "{after:?}");
-
-    // The database holds exactly one active default too.
-    use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
-    let db = app.db_connection().await;
-    let active_defaults = entities::pages::Entity::find()
-        .filter(entities::pages::Column::UserId.eq(user.id.as_str()))
-        .filter(entities::pages::Column::IsDefault.eq(true))
-        .filter(entities::pages::Column::DeletedAt.is_null())
-        .count(&db)
-        .await
-        .expect("count");
-    assert_eq!(active_defaults, 1);
 }
 
 #[tokio::test]

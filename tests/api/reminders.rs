@@ -94,6 +94,24 @@ async fn rules_need_a_membership_or_a_visible_event() {
         .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     assert!(error["requestId"].is_string());
+    // Musubi's wording on this route; the calendar routes say "You're not…".
+    assert_eq!(error["error"], "You are not a member of this calendar.");
+    let unknown_calendar = format!("/api/v1/reminders/calendars/{}", uuid::Uuid::new_v4());
+    let (status, error) = app
+        .call(Method::PUT, &unknown_calendar, &s.outsider, Some(&rule(5)))
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(error["error"], "You are not a member of this calendar.");
+    let (status, error) = app
+        .call(
+            Method::GET,
+            &format!("/api/v1/calendars/{}", s.calendar),
+            &s.outsider,
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(error["error"], "You're not a member of this calendar.");
     let (status, _) = app
         .call(Method::PUT, &event_path, &s.outsider, Some(&rule(5)))
         .await;

@@ -1,6 +1,7 @@
-//! Settings: the defaults a new user reads, complete replacement that keeps what an older
-//! client leaves out, compare-and-swap patches from two devices, the reminder/switch
-//! coupling, and `settings_updated` on every connection of the user and nobody else's.
+//! Settings: the defaults a new user reads, a missing row created on read and upserted on
+//! replace, complete replacement that keeps what an older client leaves out,
+//! compare-and-swap patches from two devices, the reminder/switch coupling, and
+//! `settings_updated` on every connection of the user and nobody else's.
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -271,4 +272,71 @@ async fn settings_changes_reach_every_connection_of_the_user_and_nobody_else() {
         others.next_frame().await,
         json!({ "type": "settings_updated", "payload": { "revision": 2 } })
     );
+}
+
+/// Deletes `user`'s settings row behind the server's back; whether there was one.
+async fn delete_settings_row(app: &TestApp, user: &TestUser) -> bool {
+    use sea_orm::EntityTrait;
+    let db = app.db_connection().await;
+    let deleted = entities::user_settings::Entity::delete_by_id(user.id.clone())
+        .exec(&db)
+        .await
+        .expect("delete the settings row");
+    deleted.rows_affected == 1
+}
+
+/// `user`'s settings row as stored, if any.
+async fn stored_settings(app: &TestApp, user: &TestUser) -> Option<entities::user_settings::Model> {
+    use sea_orm::EntityTrait;
+    let db = app.db_connection().await;
+    entities::user_settings::Entity::find_by_id(user.id.clone())
+        .one(&db)
+        .await
+        .expect("read the settings row")
+}
+
+#[tokio::test]
+async fn a_missing_settings_row_is_created_on_read_and_upserted_on_put() {
+    let app = spawn_app().await;
+    let user = app.sign_up("lazy@example.com").await;
+    assert!(delete_settings_row(&app, &user).await, "sign-up made one");
+
+    // A read creates the defaults.
+    let (status, row) = app
+        .call(Method::GET, "/api/v1/users/settings", &user, None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{row}");
+    assert_eq!(row["revision"], 1);
+    assert_eq!(row["onboarded"], false);
+    assert_eq!(row["timezone"], "UTC");
+    assert_eq!(row["dateFormat"], "dmy");
+    let stored = stored_settings(&app, &user)
+        .await
+        .expect("created by the read");
+    assert_eq!(stored.revision, 1);
+    assert_eq!(stored.value["timezone"], "UTC");
+
+    // A complete replacement creates the row too.
+    assert!(delete_settings_row(&app, &user).await);
+    let (status, row) = app
+        .call(
+            Method::PUT,
+            "/api/v1/users/settings",
+            &user,
+            Some(&older_client_settings()),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{row}");
+    assert_eq!(row["defaultCalendarView"], "week");
+    assert_eq!(row["weekStartsOn"], "sunday");
+    assert_eq!(row["timezone"], "UTC", "omitted fields get their defaults");
+    let stored = stored_settings(&app, &user)
+        .await
+        .expect("upserted by the PUT");
+    assert_eq!(stored.value["weekStartsOn"], "sunday");
+    assert_eq!(row["revision"], json!(stored.revision));
+    let (_, reread) = app
+        .call(Method::GET, "/api/v1/users/settings", &user, None)
+        .await;
+    assert_eq!(reread, row);
 }

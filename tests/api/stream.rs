@@ -1,11 +1,12 @@
-//! `/api/stream`: authentication, the stream's framing, broadcasts to every connection of a
-//! user and nobody else, connection bookkeeping, and the end of streams at shutdown.
+//! `/api/stream`: authentication, the stream's framing (byte for byte), broadcasts to every
+//! connection of a user and nobody else, a slow connection dropped without holding up the
+//! others, connection bookkeeping, and the end of streams at shutdown.
 
 use bowline::domain::frames::Frame;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, WAIT, sample, spawn_app};
+use crate::helpers::{TestApp, WAIT, sample, spawn_app, spawn_app_with};
 use crate::support::sse::{SseClient, SseEvent};
 
 async fn open(app: &TestApp, token: &str) -> SseClient {
@@ -137,4 +138,77 @@ async fn open_streams_end_when_the_server_shuts_down() {
         .expect("graceful stop completes with a stream open")
         .expect("join")
         .expect("clean stop");
+}
+
+#[tokio::test]
+async fn the_stream_writes_exactly_the_promised_bytes() {
+    let app = spawn_app().await;
+    let user = app.sign_up("bytes@example.com").await;
+    let mut response = app
+        .client
+        .get(app.url("/api/stream"))
+        .bearer_auth(&user.token)
+        .send()
+        .await
+        .expect("stream request");
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    wait_for_connections(&app, 1).await;
+    app.ctx().actors.sessions.broadcast(
+        [user.id.as_str()],
+        &Frame::new("settings_updated", json!({ "revision": 2 })),
+    );
+    // The retry advice, the frame, then (test.toml: after one idle second) the keep-alive.
+    let expected = concat!(
+        "retry: 3000\n\n",
+        "data: {\"type\":\"settings_updated\",\"payload\":{\"revision\":2}}\n\n",
+        ": ping\n\n"
+    );
+    let mut raw = Vec::new();
+    while raw.len() < expected.len() {
+        let chunk = tokio::time::timeout(WAIT, response.chunk())
+            .await
+            .expect("bytes within the wait")
+            .expect("stream readable")
+            .expect("stream still open");
+        raw.extend_from_slice(&chunk);
+    }
+    assert_eq!(String::from_utf8_lossy(&raw), expected);
+}
+
+#[tokio::test]
+async fn a_slow_connection_is_dropped_when_its_queue_fills_and_the_others_go_on() {
+    let app = spawn_app_with(|s| s.stream.buffer = 4).await;
+    let user = app.sign_up("slow@example.com").await;
+    // Opened, then never read: the socket buffers fill, then its queue of four frames.
+    let mut slow = open(&app, &user.token).await;
+    let mut fast = open(&app, &user.token).await;
+    wait_for_connections(&app, 2).await;
+    let counts = app.ctx().actors.sessions.counts();
+    let sessions = &app.ctx().actors.sessions;
+    let padding = "x".repeat(256 * 1024);
+    let mut sent = 0u64;
+    while counts.borrow().connections == 2 {
+        assert!(sent < 1_000, "the slow connection was never dropped");
+        sessions.broadcast(
+            [user.id.as_str()],
+            &Frame::new("padding", json!({ "n": sent, "padding": padding })),
+        );
+        // The connection that reads gets every frame, in order, while the other falls behind.
+        assert_eq!(fast.next_frame().await["payload"]["n"], sent);
+        sent += 1;
+    }
+    wait_for_connections(&app, 1).await;
+    assert!(app.ctx().actors.sessions.is_connected(&user.id));
+    let text = app.metrics_text().await;
+    assert_eq!(sample(&text, "svc_sse_connections"), Some(1.0), "{text}");
+    assert_eq!(sample(&text, "svc_sse_users"), Some(1.0), "{text}");
+
+    sessions.broadcast(
+        [user.id.as_str()],
+        &Frame::new("reminders_updated", json!({})),
+    );
+    assert_eq!(fast.next_frame().await["type"], "reminders_updated");
+    // The dropped stream ends once its client reads what was already written.
+    slow.expect_end().await;
 }

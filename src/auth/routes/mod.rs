@@ -170,7 +170,7 @@ async fn dispatch(
     rctx.set_route(pattern);
     let result = async {
         let request = AuthRequest::new(ctx, rctx, method, headers, &query, &body, endpoint)?;
-        request.preflight(endpoint)?;
+        request.preflight(endpoint, pattern)?;
         handle(endpoint, &request, &path).await
     }
     .await;
@@ -256,10 +256,12 @@ impl AuthRequest {
         })
     }
 
-    /// Rate limit, origin rules, callback URLs.
-    fn preflight(&self, endpoint: Endpoint) -> Result<(), AppError> {
+    /// Rate limit, origin rules, callback URLs. better-auth counts per `<ip>|<path>`, so
+    /// every path has its own budget (sign-in and sign-up do not share one); `pattern` stands
+    /// for the path, so `/reset-password/:token` is one bucket, not one per token.
+    fn preflight(&self, endpoint: Endpoint, pattern: &str) -> Result<(), AppError> {
         if self.ctx.settings.auth.rate_limit {
-            let key = self.rctx.client_ip().to_string();
+            let key = format!("{}|{pattern}", self.rctx.client_ip());
             self.ctx
                 .limits
                 .check(endpoint.rate_rule(), &key, std::time::Instant::now())
@@ -432,9 +434,17 @@ fn parse_body(
             Err(_) => Err(AuthError::invalid_json().into()),
         }
     } else if accepts_form && mime == "application/x-www-form-urlencoded" {
-        Ok(url::form_urlencoded::parse(body)
+        let fields: Map<String, Value> = url::form_urlencoded::parse(body)
             .map(|(key, value)| (key.into_owned(), Value::String(value.into_owned())))
-            .collect())
+            .collect();
+        // JSON bodies were checked by the pipeline; a form's `%00` is the same NUL.
+        let nul = fields.iter().any(|(key, value)| {
+            key.contains('\0') || value.as_str().is_some_and(|v| v.contains('\0'))
+        });
+        if nul {
+            return Err(AuthError::nul_in_body().into());
+        }
+        Ok(fields)
     } else {
         Err(AuthError::unsupported_media_type(content_type, allowed).into())
     }

@@ -42,21 +42,17 @@ fn provider(ctx: &Ctx, name: &str) -> Result<(&'static str, ProviderSpec), AuthE
             ))
         }
         "apple" | "provider_b" => {
-            let client_id = settings
-                .apple
-                .client_id
-                .clone()
-                .ok_or_else(AuthError::provider_not_found)?;
-            let mut audiences = vec![settings.apple.bundle_id.clone()];
-            if client_id != settings.apple.bundle_id {
-                audiences.push(client_id);
+            if settings.apple.client_id.is_none() {
+                return Err(AuthError::provider_not_found());
             }
+            // better-auth's Apple provider: the audience is the app bundle id when one is
+            // configured (it always is here), never the web client id beside it.
             Ok((
                 "apple",
                 ProviderSpec {
                     jwks_url: settings.apple.jwks_url.clone(),
                     issuers: vec![settings.apple.issuer.clone()],
-                    audiences,
+                    audiences: vec![settings.apple.bundle_id.clone()],
                 },
             ))
         }

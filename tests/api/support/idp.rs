@@ -1,14 +1,17 @@
 //! A stand-in identity provider on 127.0.0.1: serves a JWKS (which keys it publishes can
-//! change, to test key rotation) and signs id tokens with the test keys in
-//! `tests/fixtures/idtoken`.
+//! change, to test key rotation; it can hold its answers, to play a slow provider) and signs
+//! id tokens with the test keys in `tests/fixtures/idtoken`.
 
+use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
+use tokio::sync::watch;
 use warp::Filter;
+
+use crate::helpers::WAIT;
 
 const KEY_A_PEM: &str = include_str!("../../fixtures/idtoken/key-a.pem");
 const KEY_B_PEM: &str = include_str!("../../fixtures/idtoken/key-b.pem");
@@ -20,7 +23,10 @@ pub struct IdentityProvider {
     /// Where it listens.
     pub addr: SocketAddr,
     published: Arc<RwLock<Vec<&'static str>>>,
-    fetches: Arc<AtomicUsize>,
+    /// JWKS requests received so far (counted on arrival, held or not).
+    fetches: Arc<watch::Sender<usize>>,
+    /// `false` while answers are held.
+    open: Arc<watch::Sender<bool>>,
 }
 
 fn jwk(kid: &str) -> Value {
@@ -36,19 +42,27 @@ impl IdentityProvider {
     /// Starts serving a JWKS with `key-a`.
     pub async fn start() -> Self {
         let published = Arc::new(RwLock::new(vec!["key-a"]));
-        let fetches = Arc::new(AtomicUsize::new(0));
+        let fetches = Arc::new(watch::Sender::new(0));
+        let open = Arc::new(watch::Sender::new(true));
         let route = {
             let published = published.clone();
             let fetches = fetches.clone();
-            warp::path!("jwks").map(move || {
-                fetches.fetch_add(1, Ordering::SeqCst);
-                let keys: Vec<Value> = published
-                    .read()
-                    .expect("lock")
-                    .iter()
-                    .map(|k| jwk(k))
-                    .collect();
-                warp::reply::json(&json!({ "keys": keys }))
+            let open = open.clone();
+            warp::path!("jwks").and_then(move || {
+                let published = published.clone();
+                let open = open.subscribe();
+                fetches.send_modify(|n| *n += 1);
+                async move {
+                    let mut open = open;
+                    let _ = open.wait_for(|open| *open).await;
+                    let keys: Vec<Value> = published
+                        .read()
+                        .expect("lock")
+                        .iter()
+                        .map(|k| jwk(k))
+                        .collect();
+                    Ok::<_, Infallible>(warp::reply::json(&json!({ "keys": keys })))
+                }
             })
         };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -60,6 +74,7 @@ impl IdentityProvider {
             addr,
             published,
             fetches,
+            open,
         }
     }
 
@@ -75,7 +90,26 @@ impl IdentityProvider {
 
     /// How many times the JWKS was fetched.
     pub fn fetches(&self) -> usize {
-        self.fetches.load(Ordering::SeqCst)
+        *self.fetches.borrow()
+    }
+
+    /// Waits (within the tests' wait) until the JWKS was requested `count` times.
+    pub async fn wait_for_fetches(&self, count: usize) {
+        let mut fetches = self.fetches.subscribe();
+        tokio::time::timeout(WAIT, fetches.wait_for(|n| *n >= count))
+            .await
+            .expect("the JWKS is requested within the wait")
+            .expect("IdP running");
+    }
+
+    /// From now on, JWKS requests wait without an answer until [`Self::release`].
+    pub fn hold(&self) {
+        self.open.send_replace(false);
+    }
+
+    /// Answers the held JWKS requests and every later one at once.
+    pub fn release(&self) {
+        self.open.send_replace(true);
     }
 
     /// An RS256 token with `claims`, signed by test key `kid`.

@@ -1,8 +1,9 @@
-//! Real peers the tests talk to: an SMTP sink, an identity provider serving JWKS and signing
+//! Real peers the tests talk to (an SMTP sink, an identity provider serving JWKS and signing
 //! id tokens, an SSE reader, a headless Chromium driven over WebDriver, and the Node
-//! better-auth client.
+//! better-auth client), and the iCalendar helpers the import and export tests share.
 
 pub mod browser;
+pub mod ics;
 pub mod idp;
 pub mod node;
 pub mod smtp;

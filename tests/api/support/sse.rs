@@ -1,5 +1,7 @@
-//! Reads `/api/stream` like a client: frames arrive as `data:` lines, waited for with a
-//! timeout.
+//! Reads `/api/stream` like a client: frames arrive as `data: ` lines, waited for with a
+//! timeout. The parser is strict about the bytes Bowline promises (`retry: 3000`, `: ping`,
+//! `data: <json>`, each block ended by a blank line): anything else fails the test, so a
+//! change in the framing (e.g. `data:{…}` without the space) cannot slip through.
 
 use reqwest::StatusCode;
 use serde_json::Value;
@@ -55,7 +57,7 @@ impl SseClient {
         loop {
             if let Some(end) = self.buffer.find("\n\n") {
                 let block: String = self.buffer.drain(..end + 2).collect();
-                if let Some(event) = parse(block.trim_end()) {
+                if let Some(event) = parse(&block[..end]) {
                     return Some(event);
                 }
                 continue;
@@ -87,18 +89,53 @@ impl SseClient {
     }
 }
 
+/// One block (without its blank line) as the server must write it; panics on anything else.
 fn parse(block: &str) -> Option<SseEvent> {
-    let mut data = Vec::new();
-    for line in block.lines() {
-        if let Some(comment) = line.strip_prefix(':') {
-            return Some(SseEvent::Comment(comment.trim().to_owned()));
-        }
-        if let Some(retry) = line.strip_prefix("retry:") {
-            return retry.trim().parse().ok().map(SseEvent::Retry);
-        }
-        if let Some(value) = line.strip_prefix("data:") {
-            data.push(value.strip_prefix(' ').unwrap_or(value).to_owned());
+    if block.is_empty() {
+        return None;
+    }
+    let mut lines = block.split('\n');
+    let first = lines.next().unwrap_or_default();
+    assert!(
+        lines.next().is_none(),
+        "one line per block, as Bowline writes them: {block:?}"
+    );
+    if let Some(comment) = first.strip_prefix(": ") {
+        return Some(SseEvent::Comment(comment.to_owned()));
+    }
+    if let Some(retry) = first.strip_prefix("retry: ") {
+        let millis = retry
+            .parse()
+            .unwrap_or_else(|_| panic!("retry is a number of milliseconds: {block:?}"));
+        return Some(SseEvent::Retry(millis));
+    }
+    if let Some(data) = first.strip_prefix("data: ") {
+        return Some(SseEvent::Data(data.to_owned()));
+    }
+    panic!("not a block Bowline writes (`retry: `, `: ` or `data: `): {block:?}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_parser_takes_bowlines_blocks_and_nothing_looser() {
+        assert_eq!(parse("retry: 3000"), Some(SseEvent::Retry(3000)));
+        assert_eq!(parse(": ping"), Some(SseEvent::Comment("ping".into())));
+        assert_eq!(
+            parse(r#"data: {"type":"x"}"#),
+            Some(SseEvent::Data(r#"{"type":"x"}"#.into()))
+        );
+        for loose in [
+            "data:{}",
+            "retry:3000",
+            ":ping",
+            "data: a\ndata: b",
+            "event: x",
+        ] {
+            let refused = std::panic::catch_unwind(|| parse(loose));
+            assert!(refused.is_err(), "{loose:?} must be refused");
         }
     }
-    (!data.is_empty()).then(|| SseEvent::Data(data.join("\n")))
 }
