@@ -12,6 +12,7 @@ use crate::actors::Actors;
 use crate::auth::Auth;
 use crate::config::Settings;
 use crate::domain::capabilities::Capabilities;
+use crate::http::event_read_cache::EventReadCache;
 use crate::http::rate_limit::RateLimiter;
 use crate::mail::MailService;
 use crate::metrics::Metrics;
@@ -38,6 +39,8 @@ pub struct AppContext {
     pub mail: Arc<MailService>,
     /// In-memory rate limits.
     pub limits: RateLimiter,
+    /// Full events reads, validated against the database on every read.
+    pub event_reads: EventReadCache,
     /// Outgoing HTTP (JWKS, providers, federation), rustls with compiled-in roots.
     pub http_client: reqwest::Client,
     /// Handles of the supervised actors.

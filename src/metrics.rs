@@ -36,6 +36,8 @@ pub const ACTOR_MESSAGE_DURATION_SECONDS: &str = "svc_actor_message_duration_sec
 pub const SSE_CONNECTIONS: &str = "svc_sse_connections";
 /// Histogram: event creations committed together by a calendar actor (group commit).
 pub const EVENT_COMMIT_BATCH_SIZE: &str = "svc_event_commit_batch_size";
+/// Full events reads by cache outcome (`hit`, `miss`).
+pub const EVENT_READ_CACHE_TOTAL: &str = "svc_event_read_cache_total";
 /// Users with at least one open `/api/stream` connection.
 pub const SSE_USERS: &str = "svc_sse_users";
 /// Prefix of the standard process metrics (`svc_process_cpu_seconds_total`, ...).
@@ -125,6 +127,10 @@ impl Metrics {
             describe_gauge!(ACTORS, "Live actors.");
             describe_gauge!(SSE_CONNECTIONS, "Open /api/stream connections.");
             describe_gauge!(SSE_USERS, "Users with an open /api/stream connection.");
+            describe_counter!(
+                EVENT_READ_CACHE_TOTAL,
+                "Full events reads by cache outcome."
+            );
             describe_histogram!(
                 ACTOR_MESSAGE_DURATION_SECONDS,
                 metrics::Unit::Seconds,
@@ -204,6 +210,12 @@ impl Metrics {
     /// A calendar actor committed `size` event creations together.
     pub fn event_batch(&self, size: usize) {
         self.scoped(|| histogram!(EVENT_COMMIT_BATCH_SIZE).record(size as f64));
+    }
+
+    /// A full events read was served from the cache (`hit`) or from the database.
+    pub fn event_read(&self, hit: bool) {
+        let outcome = if hit { "hit" } else { "miss" };
+        self.scoped(|| counter!(EVENT_READ_CACHE_TOTAL, "outcome" => outcome).increment(1));
     }
 
     /// Sets the stream gauges.

@@ -22,6 +22,7 @@ use crate::context::{AppContext, Ctx, Shutdown};
 use crate::domain::capabilities::Capabilities;
 use crate::domain::version::{IMPLEMENTATION, WIRE_VERSION};
 use crate::http;
+use crate::http::event_read_cache::EventReadCache;
 use crate::http::rate_limit::RateLimiter;
 use crate::mail::MailService;
 use crate::metrics::Metrics;
@@ -117,6 +118,7 @@ impl ApplicationBuilder {
             auth,
             mail: Arc::new(mail),
             limits: RateLimiter::default(),
+            event_reads: EventReadCache::new(settings.storage.read_cache_bytes),
             http_client,
             settings,
             base_url,

@@ -1,4 +1,8 @@
 //! A calendar, owned by its creator and shared through memberships.
+//!
+//! The table also has `events_version`, kept by database triggers and read only by the
+//! events read's cache (`store::event_reads::versions`); it is deliberately not part of the
+//! model, so no model write can ever set it back.
 
 use sea_orm::entity::prelude::*;
 

@@ -92,6 +92,8 @@ pub struct StorageSettings {
     pub database_url: Option<Secret>,
     /// `DATABASE_MAX_CONNECTIONS`
     pub max_connections: u32,
+    /// `READ_CACHE_BYTES`: memory for cached full events reads; `0` turns the cache off.
+    pub read_cache_bytes: usize,
 }
 
 /// `[log]`

@@ -5,6 +5,8 @@
 //! Input is validated here, before any authorization or database access; every change is
 //! a command to the event's home calendar actor (a fork, to the target's).
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Duration, Utc};
 use http::StatusCode;
 use http::header::CONTENT_TYPE;
@@ -160,11 +162,8 @@ async fn list_events_handler(
     let server_time = Utc::now();
     let overlap = Duration::from_std(DELTA_OVERLAP).unwrap_or(Duration::seconds(10));
     let (packed, deleted_ids) = match query {
+        ReadQuery::All => return full_read(ctx, user, server_time).await,
         // One statement: its own consistent snapshot.
-        ReadQuery::All => (
-            event_reads::visible(ctx.db.conn(), user.id(), Window::All).await?,
-            Vec::new(),
-        ),
         ReadQuery::Range(start, end) => (
             event_reads::visible(ctx.db.conn(), user.id(), Window::Range(start, end)).await?,
             Vec::new(),
@@ -179,8 +178,51 @@ async fn list_events_handler(
             (changed, deleted)
         }
     };
-    let body = event_list::events_response(&packed.rows()?, &deleted_ids, server_time)?;
-    Ok(warp::reply::with_header(body, CONTENT_TYPE, "application/json").into_response())
+    let events = event_list::events_array(&packed.rows()?)?;
+    Ok(json_text(event_list::events_response(
+        &events,
+        &deleted_ids,
+        server_time,
+    )))
+}
+
+/// Everything the reader can see, from the cache while the reader's calendar versions are
+/// those it was read at ([`crate::http::event_read_cache`]).
+async fn full_read(
+    ctx: &Ctx,
+    user: &AuthUser,
+    server_time: DateTime<Utc>,
+) -> Result<Response, AppError> {
+    let cache = &ctx.event_reads;
+    if cache.holds(user.id()) {
+        let versions = event_reads::versions(ctx.db.conn(), user.id()).await?;
+        if let Some(events) = cache.get(user.id(), &versions) {
+            ctx.metrics.event_read(true);
+            return Ok(json_text(event_list::events_response(
+                &events,
+                &[],
+                server_time,
+            )));
+        }
+    }
+    // The versions and the events from one snapshot.
+    let txn = ctx.db.begin_read().await?;
+    let versions = event_reads::versions(&txn, user.id()).await?;
+    let packed = event_reads::visible(&txn, user.id(), Window::All).await?;
+    txn.commit().await?;
+    let events: Arc<str> = event_list::events_array(&packed.rows()?)?.into();
+    cache.put(user.id(), versions, events.clone());
+    ctx.metrics.event_read(false);
+    Ok(json_text(event_list::events_response(
+        &events,
+        &[],
+        server_time,
+    )))
+}
+
+/// A 200 with a JSON body already rendered.
+fn json_text(body: String) -> Response {
+    warp::reply::with_header(body, CONTENT_TYPE, "application/json").into_response()
 }
 
 /// POST /api/v1/events — creates the event (client-chosen id), 201.

@@ -9,6 +9,7 @@
 pub mod avatars;
 pub mod calendars;
 pub mod cors;
+pub mod event_read_cache;
 pub mod events;
 pub mod extract;
 pub mod html;

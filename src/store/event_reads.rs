@@ -102,6 +102,33 @@ pub async fn visible(
     Ok(PackedEvents(text))
 }
 
+/// What the events `user_id` can see depend on, as one comparable text: each calendar they
+/// are a member of with its `events_version` (raised by triggers whenever a link into it or
+/// a linked event changes). Equal versions, read at two moments, mean the same events.
+pub async fn versions(db: &impl ConnectionTrait, user_id: &str) -> Result<String, DbErr> {
+    let backend = db.get_database_backend();
+    let sql = if backend == DbBackend::Postgres {
+        "SELECT coalesce(string_agg(c.id::text || ':' || c.events_version, ',' ORDER BY c.id), '') \
+         AS versions FROM calendar_members m JOIN calendars c ON c.id = m.calendar_id \
+         WHERE m.user_id = $1"
+    } else {
+        "SELECT coalesce(group_concat(hex(c.id) || ':' || c.events_version, ',' ORDER BY c.id), '') \
+         AS versions FROM calendar_members m JOIN calendars c ON c.id = m.calendar_id \
+         WHERE m.user_id = ?1"
+    };
+    let row = db
+        .query_one_raw(Statement::from_sql_and_values(
+            backend,
+            sql,
+            [Value::from(user_id)],
+        ))
+        .await?;
+    match row {
+        Some(row) => row.try_get("", "versions"),
+        None => Ok(String::new()),
+    }
+}
+
 impl PackedEvents {
     /// The events, borrowing from the packed text.
     pub fn rows(&self) -> Result<Vec<PackedEvent<'_>>, DbErr> {

@@ -17,25 +17,31 @@ use crate::store::event_reads::PackedEvent;
 /// Typical size of one rendered event beyond its text fields (keys, ids, timestamps).
 const EVENT_OVERHEAD: usize = 420;
 
-/// The answer of `GET /api/v1/events`.
-pub fn events_response(
-    events: &[PackedEvent<'_>],
-    deleted_ids: &[Uuid],
-    server_time: DateTime<Utc>,
-) -> Result<String, AppError> {
+/// The events of a read as a JSON array.
+pub fn events_array(events: &[PackedEvent<'_>]) -> Result<String, AppError> {
     let text: usize = events
         .iter()
         .map(|e| e.1.get().len() + e.2.get().len() + e.3.get().len())
         .sum();
-    let mut out = String::with_capacity(64 + text + events.len() * EVENT_OVERHEAD);
-    out.push_str("{\"events\":[");
+    let mut out = String::with_capacity(2 + text + events.len() * EVENT_OVERHEAD);
+    out.push('[');
     for (n, event) in events.iter().enumerate() {
         if n > 0 {
             out.push(',');
         }
         push_event(&mut out, event)?;
     }
-    out.push_str("],\"deletedIds\":[");
+    out.push(']');
+    Ok(out)
+}
+
+/// The answer of `GET /api/v1/events`: `events` (a JSON array from [`events_array`]),
+/// `deletedIds` and `serverTime`.
+pub fn events_response(events: &str, deleted_ids: &[Uuid], server_time: DateTime<Utc>) -> String {
+    let mut out = String::with_capacity(events.len() + 64 + deleted_ids.len() * 40);
+    out.push_str("{\"events\":");
+    out.push_str(events);
+    out.push_str(",\"deletedIds\":[");
     for (n, id) in deleted_ids.iter().enumerate() {
         if n > 0 {
             out.push(',');
@@ -47,7 +53,7 @@ pub fn events_response(
     out.push_str("],\"serverTime\":\"");
     out.push_str(&format_timestamp(server_time));
     out.push_str("\"}");
-    Ok(out)
+    out
 }
 
 /// One event document, keys in [`super::events::EventView`]'s order.
@@ -222,8 +228,9 @@ mod tests {
         let rows: Vec<PackedEvent<'_>> = serde_json::from_str(&packed).expect("packed");
         let now = Utc.with_ymd_and_hms(2026, 11, 22, 12, 0, 0).unwrap();
         let deleted = [Uuid::new_v4()];
+        let events = events_array(&rows).unwrap();
         let rendered: Value =
-            serde_json::from_str(&events_response(&rows, &deleted, now).unwrap()).unwrap();
+            serde_json::from_str(&events_response(&events, &deleted, now)).unwrap();
         let expected = serde_json::json!({
             "events": [EventView::from_model(model, calendars)],
             "deletedIds": deleted,

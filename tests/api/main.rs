@@ -18,6 +18,7 @@ mod calendar_actors;
 mod calendars;
 mod concurrency;
 mod delta;
+mod event_read_cache;
 mod events;
 mod helpers;
 mod html_pages;

@@ -1,0 +1,148 @@
+//! The cache of full events reads (`GET /api/v1/events` without `since` or a range): per
+//! user, the rendered events and the calendar versions they were read at
+//! ([`crate::store::event_reads::versions`], read in the same snapshot as the events).
+//!
+//! A read asks the database for the reader's current versions first; when they equal the
+//! cached ones, nothing the reader can see has changed (triggers raise a calendar's version
+//! with every change to its links or linked events, and the versions name the reader's
+//! calendars), so the cached events are served. The versions live in the database, so this
+//! holds with several servers on one database. The cache is bounded by `READ_CACHE_BYTES`;
+//! the least recently used entries go first.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+/// Cached full events reads of one server.
+#[derive(Debug)]
+pub struct EventReadCache {
+    limit: usize,
+    inner: Mutex<Entries>,
+}
+
+#[derive(Debug, Default)]
+struct Entries {
+    by_user: HashMap<String, Entry>,
+    bytes: usize,
+    clock: u64,
+}
+
+#[derive(Debug)]
+struct Entry {
+    versions: String,
+    events: Arc<str>,
+    used: u64,
+}
+
+impl Entry {
+    fn size(&self, user: &str) -> usize {
+        user.len() + self.versions.len() + self.events.len()
+    }
+}
+
+impl EventReadCache {
+    /// A cache holding at most `limit` bytes of events; `0` keeps nothing.
+    pub fn new(limit: usize) -> Self {
+        Self {
+            limit,
+            inner: Mutex::new(Entries::default()),
+        }
+    }
+
+    fn entries(&self) -> MutexGuard<'_, Entries> {
+        // An entry is replaced whole, so a panic elsewhere never leaves one half-written.
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether `user` has an entry (otherwise there is nothing to validate).
+    pub fn holds(&self, user: &str) -> bool {
+        self.limit > 0 && self.entries().by_user.contains_key(user)
+    }
+
+    /// The events cached for `user`, if they were read at `versions`.
+    pub fn get(&self, user: &str, versions: &str) -> Option<Arc<str>> {
+        let mut entries = self.entries();
+        entries.clock += 1;
+        let now = entries.clock;
+        let entry = entries.by_user.get_mut(user)?;
+        if entry.versions != versions {
+            return None;
+        }
+        entry.used = now;
+        Some(entry.events.clone())
+    }
+
+    /// Keeps `events`, read at `versions`, for `user`, evicting the least recently used
+    /// entries beyond the limit.
+    pub fn put(&self, user: &str, versions: String, events: Arc<str>) {
+        let mut entries = self.entries();
+        entries.clock += 1;
+        let entry = Entry {
+            versions,
+            events,
+            used: entries.clock,
+        };
+        let size = entry.size(user);
+        if let Some(old) = entries.by_user.remove(user) {
+            entries.bytes -= old.size(user);
+        }
+        if size > self.limit {
+            return;
+        }
+        while entries.bytes + size > self.limit {
+            let Some(oldest) = entries
+                .by_user
+                .iter()
+                .min_by_key(|(_, e)| e.used)
+                .map(|(u, _)| u.clone())
+            else {
+                break;
+            };
+            if let Some(old) = entries.by_user.remove(&oldest) {
+                entries.bytes -= old.size(&oldest);
+            }
+        }
+        entries.bytes += size;
+        entries.by_user.insert(user.to_owned(), entry);
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::expect_used, clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serves_only_what_was_read_at_the_same_versions() {
+        let cache = EventReadCache::new(1024);
+        assert!(!cache.holds("u"));
+        cache.put("u", "a:1".into(), "[1]".into());
+        assert!(cache.holds("u"));
+        assert_eq!(cache.get("u", "a:1").as_deref(), Some("[1]"));
+        assert_eq!(cache.get("u", "a:2"), None);
+        assert_eq!(cache.get("v", "a:1"), None);
+        cache.put("u", "a:2".into(), "[2]".into());
+        assert_eq!(cache.get("u", "a:1"), None);
+        assert_eq!(cache.get("u", "a:2").as_deref(), Some("[2]"));
+    }
+
+    #[test]
+    fn keeps_within_its_limit_evicting_the_least_recently_used() {
+        // Each entry: 1 (user) + 3 (versions) + 16 (events) = 20 bytes.
+        let cache = EventReadCache::new(50);
+        let events = || Arc::<str>::from("0123456789abcdef");
+        cache.put("a", "x:1".into(), events());
+        cache.put("b", "x:1".into(), events());
+        assert!(cache.get("a", "x:1").is_some());
+        cache.put("c", "x:1".into(), events());
+        assert!(cache.holds("a") && cache.holds("c"));
+        assert!(!cache.holds("b"), "b was used least recently");
+        assert_eq!(cache.entries().bytes, 40);
+        // Too big for the cache: not kept, and the old entry of that user is gone.
+        cache.put("a", "x:2".into(), "x".repeat(60).into());
+        assert!(!cache.holds("a"));
+        assert_eq!(cache.entries().bytes, 20);
+        let off = EventReadCache::new(0);
+        off.put("a", "x:1".into(), events());
+        assert!(!off.holds("a"));
+    }
+}
