@@ -15,6 +15,7 @@ mod m20261122_000004_create_user_settings;
 mod m20261122_000005_create_invites;
 mod m20261122_000006_create_events;
 mod m20261122_000007_create_pages_reminders_avatars;
+mod m20261122_000008_create_event_view_changes;
 
 /// The ordered list of every migration Bowline has shipped.
 pub struct Migrator;
@@ -30,6 +31,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261122_000005_create_invites::Migration),
             Box::new(m20261122_000006_create_events::Migration),
             Box::new(m20261122_000007_create_pages_reminders_avatars::Migration),
+            Box::new(m20261122_000008_create_event_view_changes::Migration),
         ]
     }
 }

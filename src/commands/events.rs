@@ -1,8 +1,9 @@
-//! Event writes, run by the event's home calendar actor: create, update, delete (or unlink
-//! from one calendar). Each records the visibility losses delta reads need, queues change
-//! notifications in the same transaction, and sends per-reader frames after commit:
-//! `event_created` / `event_updated` with the reader's own calendars, `event_removed` to
-//! whoever can no longer see the event.
+//! Event writes, run by the event's home calendar actor: update and delete (or unlink from
+//! one calendar); creation is grouped in `event_batch`, link, fork and attendance are in
+//! `event_links`, and what losing a calendar does to its events in `event_visibility`. Each
+//! records the visibility losses delta reads need, queues change notifications in the same
+//! transaction, and sends per-reader frames after commit: `event_created` / `event_updated`
+//! with the reader's own calendars, `event_removed` to whoever can no longer see the event.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
@@ -20,7 +21,7 @@ use crate::domain::frames::Frame;
 use crate::domain::roles::{Action, Role};
 use crate::error::AppError;
 use crate::store::events as event_store;
-use crate::store::{attendance, members, notifications};
+use crate::store::{attendance, event_history, members, notifications};
 use crate::views::events::{DeletedEventView, EventView};
 
 /// The readers of an event linked to some calendars: user → their calendars among them,
@@ -203,7 +204,7 @@ pub async fn update(
     event_store::add_links(&txn, updated.id, &added, clock.now).await?;
     event_store::remove_links(&txn, updated.id, &removed).await?;
     let lost = lost_readers(&before, &after);
-    event_store::record_losses(&txn, lost.iter().copied(), updated.id, clock.now).await?;
+    event_history::record_losses(&txn, lost.iter().copied(), updated.id, clock.now).await?;
     let mut due = None;
     if let Some(news) = news {
         due = queue_news(ctx, &txn, &updated, news, previous_start, actor, clock.now).await?;
@@ -315,7 +316,7 @@ pub async fn delete(
         event_store::touch(&txn, event, clock.now).await?
     };
     let lost = lost_readers(&before, &after);
-    event_store::record_losses(&txn, lost.iter().copied(), event_id, clock.now).await?;
+    event_history::record_losses(&txn, lost.iter().copied(), event_id, clock.now).await?;
     clock.check()?;
     txn.commit().await?;
     send_removed(ctx, event_id, lost);
@@ -336,72 +337,4 @@ pub fn lost_readers<'a>(before: &'a Readers, after: &Readers) -> BTreeSet<&'a st
         .filter(|user| !after.contains_key(*user))
         .map(String::as_str)
         .collect()
-}
-
-/// What deleting a calendar does to events: those homed there are deleted everywhere;
-/// those homed elsewhere leave the view of members who saw them only there. Records the
-/// losses; returns the deleted events with the users who saw them (for `event_removed`).
-pub async fn on_calendar_deleted(
-    txn: &impl ConnectionTrait,
-    calendar_id: Uuid,
-    now: DateTime<Utc>,
-) -> Result<Vec<(Uuid, Vec<String>)>, AppError> {
-    let homed: Vec<Uuid> = event_store::homed_in(txn, calendar_id)
-        .await?
-        .into_iter()
-        .map(|e| e.id)
-        .collect();
-    let mut links = event_store::links_of_events_in(txn, calendar_id).await?;
-    links.extend(event_store::links_of(txn, &homed).await?);
-    let calendars: Vec<Uuid> = links
-        .values()
-        .flatten()
-        .copied()
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    let members = members::ids_by_calendar(txn, &calendars).await?;
-    let users_of = |cals: &mut dyn Iterator<Item = &Uuid>| -> BTreeSet<String> {
-        cals.filter_map(|c| members.get(c))
-            .flatten()
-            .cloned()
-            .collect()
-    };
-    let mut losses = Vec::new();
-    let mut deleted = Vec::new();
-    for (event, event_links) in &links {
-        let before = users_of(&mut event_links.iter());
-        let after = if homed.contains(event) {
-            BTreeSet::new()
-        } else {
-            users_of(&mut event_links.iter().filter(|c| **c != calendar_id))
-        };
-        let lost: Vec<String> = before.difference(&after).cloned().collect();
-        losses.extend(lost.iter().map(|user| (user.clone(), *event)));
-        if homed.contains(event) {
-            deleted.push((*event, lost));
-        }
-    }
-    event_store::tombstone_many(txn, &homed, now).await?;
-    notifications::drop_for_events(txn, &homed).await?;
-    event_store::record_loss_pairs(txn, &losses, now).await?;
-    Ok(deleted)
-}
-
-/// What leaving a calendar does to events: `user` loses those they saw only through it.
-pub async fn on_membership_lost(
-    txn: &impl ConnectionTrait,
-    calendar_id: Uuid,
-    user: &str,
-    now: DateTime<Utc>,
-) -> Result<(), AppError> {
-    let links = event_store::links_of_events_in(txn, calendar_id).await?;
-    let mine = members::calendars_of(txn, user).await?;
-    let losses: Vec<(String, Uuid)> = links
-        .iter()
-        .filter(|(_, links)| !links.iter().any(|c| *c != calendar_id && mine.contains(c)))
-        .map(|(event, _)| (user.to_owned(), *event))
-        .collect();
-    event_store::record_loss_pairs(txn, &losses, now).await?;
-    Ok(())
 }

@@ -9,6 +9,7 @@
 pub mod calendar;
 pub mod event_batch;
 pub mod event_links;
+pub mod event_visibility;
 pub mod events;
 pub mod invites;
 pub mod membership;

@@ -5,14 +5,53 @@
 //! of a row per event — on SQLite every row is a hand-off between the driver's worker thread
 //! and the runtime — and decoding it is one small serde pass. This costs a fraction of
 //! decoding joined rows through sea-orm's related models, which dominated the request.
+//! Also the range read of one calendar that invite previews summarize.
 
 use chrono::{DateTime, Utc};
-use entities::events;
-use sea_orm::{ConnectionTrait, DbBackend, DbErr, Statement, Value};
+use entities::{calendar_events, events};
+use sea_orm::{
+    ColumnTrait, Condition, ConnectionTrait, DbBackend, DbErr, EntityTrait, QueryFilter, Statement,
+    Value,
+};
 use serde::Deserialize;
 use uuid::Uuid;
 
-use super::events::Window;
+/// What a read asks for.
+#[derive(Debug, Clone, Copy)]
+pub enum Window {
+    /// Every visible event.
+    All,
+    /// Events changed, linked, newly visible or seen through other calendars after this
+    /// instant.
+    Since(DateTime<Utc>),
+    /// Events overlapping `[start, end)`, and every recurring one.
+    Range(DateTime<Utc>, DateTime<Utc>),
+}
+
+/// The live events of one calendar overlapping `[start, end)`, and its recurring ones.
+pub async fn in_calendar(
+    db: &impl ConnectionTrait,
+    calendar_id: Uuid,
+    start: DateTime<Utc>,
+    end: DateTime<Utc>,
+) -> Result<Vec<events::Model>, DbErr> {
+    let rows = calendar_events::Entity::find()
+        .find_also_related(events::Entity)
+        .filter(calendar_events::Column::CalendarId.eq(calendar_id))
+        .filter(events::Column::DeletedAt.is_null())
+        .filter(
+            Condition::any()
+                .add(
+                    Condition::all()
+                        .add(events::Column::Start.lt(end))
+                        .add(events::Column::End.gt(start)),
+                )
+                .add(events::Column::Recurrence.is_not_null()),
+        )
+        .all(db)
+        .await?;
+    Ok(rows.into_iter().filter_map(|(_, event)| event).collect())
+}
 
 /// The columns packed per event, in the order of [`PackedEvent`].
 const COLUMNS: &str = "e.id, e.creator_id, e.organizer, e.title, e.color, e.start, e.\"end\", \
@@ -48,7 +87,9 @@ pub async fn visible(
             format!(
                 " AND (e.updated_at > {since} OR e.id IN (SELECT l2.event_id FROM calendar_events l2 \
                  JOIN calendar_members m2 ON m2.calendar_id = l2.calendar_id \
-                 WHERE m2.user_id = {user} AND (l2.created_at > {since} OR m2.created_at > {since})))"
+                 WHERE m2.user_id = {user} AND (l2.created_at > {since} OR m2.created_at > {since})) \
+                 OR e.id IN (SELECT v.event_id FROM event_view_changes v \
+                 WHERE v.user_id = {user} AND v.at > {since}))"
             )
         }
         Window::Range(start, end) => {
