@@ -61,15 +61,15 @@ pub async fn join(
     Ok(joined.iter().map(MembershipView::from).collect())
 }
 
-/// `user` leaves; the owner cannot.
+/// `user` leaves; the owner cannot. Without a membership (or a calendar), 403.
 pub async fn leave(ctx: &Ctx, calendar_id: Uuid, user: &str) -> Result<(), AppError> {
     let now = Utc::now();
     let txn = ctx.db.begin_write().await?;
     let Some(calendar) = calendar_store::lock(&txn, calendar_id).await? else {
-        return Err(AppError::not_found("Calendar not found..."));
+        return Err(not_a_member());
     };
     match members::role_of(&txn, calendar_id, user).await? {
-        None => return Err(member_not_found()),
+        None => return Err(not_a_member()),
         Some(Role::Owner) => {
             return Err(AppError::bad_request(
                 "The owner can't leave. Transfer ownership or delete the calendar.",

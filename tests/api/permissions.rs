@@ -29,7 +29,7 @@ const MATRIX: [(Route, [u16; 5]); 11] = [
     (Route::DeleteCalendar, [200, 403, 403, 403, 401]),
     (Route::ListMembers, [200, 200, 200, 403, 401]),
     (Route::Join, [200, 200, 200, 200, 401]),
-    (Route::Leave, [400, 200, 200, 404, 401]),
+    (Route::Leave, [400, 200, 200, 403, 401]),
     (Route::ChangeRole, [200, 403, 403, 403, 401]),
     (Route::RemoveMember, [200, 403, 403, 403, 401]),
     (Route::CreateInvite, [201, 201, 403, 403, 401]),
