@@ -129,8 +129,8 @@ async fn may_edit(
     })
 }
 
-/// Replaces an event's content and its calendar list (links added need editEvents there).
-/// With `base_revision` (the revision the client last saw) older than the current one, it
+/// Replaces an event's content and its calendar list: links added or removed need
+/// editEvents there; links into calendars the actor is not a member of stay. With `base_revision` (the revision the client last saw) older than the current one, it
 /// changes nothing and answers 409 `EVENT_CONFLICT` with the current event as `current`.
 pub async fn update(
     ctx: &Ctx,
@@ -173,6 +173,18 @@ pub async fn update(
             "originCalendarID must be one of the event's calendars...",
         ));
     }
+    // Links into calendars the actor is not a member of are not theirs to see or change:
+    // leaving them out of the body (as a client that puts back what it read does) keeps
+    // them. Removing a link the actor can see needs editEvents there, like adding one.
+    let touched: Vec<Uuid> = existing
+        .iter()
+        .chain(&input.calendars)
+        .copied()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let mine = roles(&txn, actor, &touched).await?;
+    let may_edit_in = |c: &Uuid| mine.get(c).is_some_and(|r| r.allows(Action::EditEvents));
     let added: Vec<Uuid> = input
         .calendars
         .iter()
@@ -181,19 +193,18 @@ pub async fn update(
         .collect();
     let removed: Vec<Uuid> = existing
         .iter()
-        .filter(|c| !input.calendars.contains(c))
+        .filter(|c| !input.calendars.contains(c) && mine.contains_key(c))
         .copied()
         .collect();
-    let added_roles = roles(&txn, actor, &added).await?;
-    if !added.iter().all(|c| {
-        added_roles
-            .get(c)
-            .is_some_and(|r| r.allows(Action::EditEvents))
-    }) {
+    if !added.iter().all(may_edit_in) {
         return Err(not_allowed(Action::EditEvents));
     }
+    if !removed.iter().all(may_edit_in) {
+        return Err(AppError::forbidden(
+            "You can't remove this event from that calendar.",
+        ));
+    }
     let before = readers(&txn, &existing).await?;
-    let after = readers(&txn, &input.calendars).await?;
     let clock = WriteClock::start();
     let news = ChangeNews::of(
         (event.start, event.end, event.is_canceled),
@@ -203,6 +214,8 @@ pub async fn update(
     let updated = event_store::update_content(&txn, event, &input, clock.now).await?;
     event_store::add_links(&txn, updated.id, &added, clock.now).await?;
     event_store::remove_links(&txn, updated.id, &removed).await?;
+    let links = event_store::links(&txn, updated.id).await?;
+    let after = readers(&txn, &links).await?;
     let lost = lost_readers(&before, &after);
     event_history::record_losses(&txn, lost.iter().copied(), updated.id, clock.now).await?;
     let mut due = None;
