@@ -1,6 +1,7 @@
 //! `PUT /api/v1/events` and the calendars an event is in: links into calendars the caller
 //! cannot see survive a client putting back what it read, removing a visible link needs
-//! editEvents there.
+//! editEvents there; and the validation of times (start after end, years outside 1..=9999
+//! in ISO and millisecond form) before anything is written.
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -119,4 +120,88 @@ async fn links_the_caller_cannot_see_survive_an_update_and_removing_one_needs_ed
     assert!(read_one(&app, &s.outsider, &id).await.is_none());
     let owners = read_one(&app, &s.owner, &id).await.expect("visible");
     assert_eq!(owners["calendars"], json!([s.calendar]));
+}
+
+#[tokio::test]
+async fn times_are_validated_before_anything_is_written() {
+    let app = spawn_app().await;
+    let s = shared(&app, "times").await;
+    let body = event_body(&[&s.calendar], "Timely", 9);
+    assert_eq!(
+        app.event_request(Method::POST, &s.owner, &body)
+            .await
+            .status(),
+        StatusCode::CREATED
+    );
+    let mut backwards = body.clone();
+    backwards["start"] = json!("2026-07-23T11:00:00.000Z");
+    backwards["end"] = json!("2026-07-23T10:00:00.000Z");
+    let response = app.event_request(Method::PUT, &s.owner, &backwards).await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(
+        response.json::<Value>().await.expect("JSON")["error"],
+        "start must not be after end."
+    );
+
+    // Later than 9999 as `end`, earlier than year 1 as `start`: in order, but out of range.
+    let out_of_range = [
+        ("end", json!("+010000-01-01T00:00:00.000Z")),
+        ("end", json!("10000-01-01")),
+        ("end", json!(253_402_300_800_000_i64)),
+        ("end", json!(8_640_000_000_000_000_i64)),
+        ("start", json!("0000-06-01T00:00:00.000Z")),
+        ("start", json!("0001-01-01T00:30:00+01:00")),
+        ("start", json!("-000001-01-01T00:00:00.000Z")),
+        ("start", json!(-62_198_755_200_000_i64)),
+    ];
+    for (field, value) in out_of_range {
+        let mut create = event_body(&[&s.calendar], "Far away", 9);
+        create[field] = value.clone();
+        let mut update = body.clone();
+        update[field] = value.clone();
+        for (method, candidate) in [(Method::POST, &create), (Method::PUT, &update)] {
+            let response = app.event_request(method.clone(), &s.owner, candidate).await;
+            assert_eq!(
+                response.status(),
+                StatusCode::BAD_REQUEST,
+                "{method} {field} = {value}"
+            );
+            let error: Value = response.json().await.expect("JSON");
+            assert_eq!(
+                error["error"],
+                format!("{field} must be a valid timestamp.")
+            );
+        }
+    }
+    let read = app.read_events(&s.owner, "").await;
+    assert_eq!(read["events"].as_array().expect("events").len(), 1);
+    assert_eq!(read["events"][0]["revision"], 1, "nothing was written");
+    for query in ["?since=10000-01-01", "?since=-000001-01-01T00:00:00Z"] {
+        let response = app
+            .as_user(Method::GET, &format!("/api/v1/events{query}"), &s.owner)
+            .send()
+            .await
+            .expect("request");
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{query}");
+    }
+
+    // The bounds themselves are fine, stored and read back on either database.
+    let mut edges = event_body(&[&s.calendar], "Edges", 9);
+    edges["start"] = json!("0001-01-01T00:00:00.000Z");
+    edges["end"] = json!(253_402_300_799_999_i64);
+    assert_eq!(
+        app.event_request(Method::POST, &s.owner, &edges)
+            .await
+            .status(),
+        StatusCode::CREATED
+    );
+    let read = read_one(&app, &s.viewer, edges["id"].as_str().expect("id"))
+        .await
+        .expect("readable");
+    assert_eq!(read["start"], "0001-01-01T00:00:00.000Z");
+    assert_eq!(read["end"], "9999-12-31T23:59:59.999Z");
+    let delta = app
+        .read_events(&s.viewer, "?since=2000-01-01T00:00:00.000Z")
+        .await;
+    assert_eq!(delta["events"].as_array().expect("events").len(), 2);
 }
