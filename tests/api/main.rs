@@ -16,6 +16,7 @@ mod calendar_actors;
 mod calendars;
 mod concurrency;
 mod delta;
+mod event_races;
 mod event_updates;
 mod events;
 mod helpers;
