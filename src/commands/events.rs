@@ -220,7 +220,14 @@ pub async fn update(
     event_history::record_losses(&txn, lost.iter().copied(), updated.id, clock.now).await?;
     let mut due = None;
     if let Some(news) = news {
-        due = queue_news(ctx, &txn, &updated, news, previous_start, actor, clock.now).await?;
+        let news = News {
+            event: &updated,
+            news,
+            previous_start,
+            actor,
+            readers: &after,
+        };
+        due = queue_news(ctx, &txn, news, clock.now).await?;
     }
     clock.check()?;
     txn.commit().await?;
@@ -233,31 +240,43 @@ pub async fn update(
     Ok(EventView::new(&updated, mine))
 }
 
-/// Queues the move or cancellation for the attendees who did not decline, except the actor.
+/// A move or cancellation to queue for the event's attendees.
+struct News<'a> {
+    event: &'a events::Model,
+    news: ChangeNews,
+    previous_start: DateTime<Utc>,
+    actor: &'a str,
+    /// Who sees the event now.
+    readers: &'a Readers,
+}
+
+/// Queues the move or cancellation for the attendees who did not decline and can still see
+/// the event, except the actor.
 async fn queue_news(
     ctx: &Ctx,
     txn: &impl ConnectionTrait,
-    event: &events::Model,
-    news: ChangeNews,
-    previous_start: DateTime<Utc>,
-    actor: &str,
+    news: News<'_>,
     now: DateTime<Utc>,
 ) -> Result<Option<DateTime<Utc>>, AppError> {
-    let recipients = attendance::to_notify(txn, event.id, actor).await?;
+    let event = news.event;
+    let recipients = attendance::to_notify(txn, event.id, news.actor).await?;
     let payload = json!({
         "title": event.title,
         "start": crate::domain::time::format_timestamp(event.start),
         "end": crate::domain::time::format_timestamp(event.end),
         "isAllDay": event.is_all_day,
-        "wasStart": crate::domain::time::format_timestamp(previous_start),
+        "wasStart": crate::domain::time::format_timestamp(news.previous_start),
     });
     let delay = chrono::Duration::milliseconds(
         i64::try_from(ctx.settings.mail.batch_delay_ms).unwrap_or(i64::MAX),
     );
     let mut earliest: Option<DateTime<Utc>> = None;
-    for user in recipients {
-        let due =
-            notifications::queue(txn, &user, news, event.id, payload.clone(), delay, now).await?;
+    for user in recipients
+        .iter()
+        .filter(|user| news.readers.contains_key(*user))
+    {
+        let due = notifications::queue(txn, user, news.news, event.id, payload.clone(), delay, now)
+            .await?;
         earliest = Some(earliest.map_or(due, |e| e.min(due)));
     }
     Ok(earliest)

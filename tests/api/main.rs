@@ -14,6 +14,7 @@ mod better_auth_client;
 mod binary;
 mod calendar_actors;
 mod calendars;
+mod change_mails;
 mod concurrency;
 mod delta;
 mod event_races;
