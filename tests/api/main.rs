@@ -25,6 +25,7 @@ mod html_pages;
 mod ics;
 mod ics_corpus;
 mod ics_export;
+mod invite_send;
 mod metrics;
 mod notifications;
 mod pages;
