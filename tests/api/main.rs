@@ -17,6 +17,7 @@ mod calendars;
 mod change_mails;
 mod concurrency;
 mod delta;
+mod event_frames;
 mod event_permissions;
 mod event_races;
 mod event_updates;
