@@ -9,6 +9,7 @@ pub mod calendar_members;
 pub mod calendars;
 pub mod event_attendees;
 pub mod event_reminders;
+pub mod event_view_changes;
 pub mod event_visibility_losses;
 pub mod events;
 pub mod invites;

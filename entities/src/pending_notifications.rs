@@ -24,6 +24,9 @@ pub struct Model {
     pub claimed_until: Option<DateTimeUtc>,
     /// First queued.
     pub created_at: DateTimeUtc,
+    /// Raised by every change queued into this row; a sender deletes the row only if it is
+    /// still the revision it claimed.
+    pub revision: i64,
 }
 
 /// Relations of a pending notification.

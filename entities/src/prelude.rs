@@ -7,6 +7,7 @@ pub use crate::calendar_members::Entity as CalendarMember;
 pub use crate::calendars::Entity as Calendar;
 pub use crate::event_attendees::Entity as EventAttendee;
 pub use crate::event_reminders::Entity as EventReminder;
+pub use crate::event_view_changes::Entity as EventViewChange;
 pub use crate::event_visibility_losses::Entity as EventVisibilityLoss;
 pub use crate::events::Entity as Event;
 pub use crate::invites::Entity as Invite;

@@ -15,6 +15,8 @@ mod m20261122_000004_create_user_settings;
 mod m20261122_000005_create_invites;
 mod m20261122_000006_create_events;
 mod m20261122_000007_create_pages_reminders_avatars;
+mod m20261122_000008_create_event_view_changes;
+mod m20261122_000009_add_pending_notifications_revision;
 mod m20261122_000010_add_calendar_events_version;
 
 /// The ordered list of every migration Bowline has shipped.
@@ -31,6 +33,8 @@ impl MigratorTrait for Migrator {
             Box::new(m20261122_000005_create_invites::Migration),
             Box::new(m20261122_000006_create_events::Migration),
             Box::new(m20261122_000007_create_pages_reminders_avatars::Migration),
+            Box::new(m20261122_000008_create_event_view_changes::Migration),
+            Box::new(m20261122_000009_add_pending_notifications_revision::Migration),
             Box::new(m20261122_000010_add_calendar_events_version::Migration),
         ]
     }

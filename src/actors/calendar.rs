@@ -5,27 +5,21 @@
 //!
 //! It receives commands only through its supervisor, and when it has been idle for
 //! `ACTOR_CALENDAR_IDLE_MS` it tells the supervisor, which stops it if nothing was forwarded
-//! in the meantime.
+//! in the meantime. An actor whose calendar does not exist (an unknown id in a request, or
+//! the calendar it just deleted) answers and asks to be stopped right away.
 
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
-use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use ractor::{Actor, ActorProcessingErr, ActorRef};
 use uuid::Uuid;
 
 use super::calendars::CalendarsMsg;
 use super::{ActorKind, MessageTimer, reply};
 use crate::commands::event_batch::PendingCreate;
-use crate::commands::{self, calendar::CalendarChange, membership::RoleChanged};
+use crate::commands::{self, refuse_constraint};
 use crate::context::Ctx;
-use crate::domain::events::{Attendance, EventInput};
-use crate::domain::roles::Role;
-use crate::error::AppError;
-use crate::views::calendars::{CalendarView, InviteView, MembershipView};
-use crate::views::events::{AttendeeView, DeletedEventView, EventView};
 
-/// A reply port of a command.
-pub type Reply<T> = RpcReplyPort<Result<T, AppError>>;
+pub use super::calendar_msg::{CalendarMsg, Reply};
 
 /// A calendar's actor.
 #[derive(Debug)]
@@ -53,6 +47,9 @@ pub struct CalendarState {
     pending_creates: Vec<PendingCreate>,
     /// A `FlushCreates` is in the mailbox.
     flush_queued: bool,
+    /// The calendar does not exist (it never did, or it was deleted): the actor answers
+    /// what it was sent and asks to be stopped at once instead of idling.
+    missing: bool,
 }
 
 /// Most creations committed together (a bigger queue is committed in several batches).
@@ -69,156 +66,17 @@ impl CalendarState {
     }
 }
 
-/// Commands for a calendar.
-#[derive(Debug)]
-pub enum CalendarMsg {
-    /// Rename / recolor.
-    Update {
-        /// Acting user.
-        actor: String,
-        /// New values.
-        change: CalendarChange,
-        /// The updated calendar.
-        reply: Reply<CalendarView>,
-    },
-    /// Delete the calendar.
-    Delete {
-        /// Acting user.
-        actor: String,
-        /// The removed calendar.
-        reply: Reply<CalendarView>,
-    },
-    /// Join with an invite.
-    Join {
-        /// Joining user.
-        user: String,
-        /// The invite token.
-        invite: Uuid,
-        /// The membership created, if any.
-        reply: Reply<Vec<MembershipView>>,
-    },
-    /// Leave.
-    Leave {
-        /// Leaving user.
-        user: String,
-        /// Done.
-        reply: Reply<()>,
-    },
-    /// Change a member's role.
-    SetRole {
-        /// Acting user.
-        actor: String,
-        /// Member.
-        target: String,
-        /// New role.
-        role: Role,
-        /// `{id, role}`.
-        reply: Reply<RoleChanged>,
-    },
-    /// Remove a member.
-    RemoveMember {
-        /// Acting user.
-        actor: String,
-        /// Member.
-        target: String,
-        /// Done.
-        reply: Reply<()>,
-    },
-    /// Create an invite.
-    CreateInvite {
-        /// Acting user.
-        actor: String,
-        /// Expiry.
-        expires_at: Option<DateTime<Utc>>,
-        /// Use limit.
-        max_uses: Option<i32>,
-        /// The invite.
-        reply: Reply<InviteView>,
-    },
-    /// Revoke an invite.
-    RevokeInvite {
-        /// Acting user.
-        actor: String,
-        /// The invite.
-        invite: Uuid,
-        /// Done.
-        reply: Reply<()>,
-    },
-    /// Create an event homed in this calendar.
-    CreateEvent {
-        /// Acting user.
-        actor: String,
-        /// The validated event.
-        input: EventInput,
-        /// The created event.
-        reply: Reply<EventView>,
-    },
-    /// Update an event homed here.
-    UpdateEvent {
-        /// Acting user.
-        actor: String,
-        /// The validated event.
-        input: EventInput,
-        /// The `revision` the client last saw, if it sent one (a stale one is a 409).
-        base_revision: Option<i64>,
-        /// The updated event.
-        reply: Reply<EventView>,
-    },
-    /// Delete (or unlink from one calendar) an event homed here.
-    DeleteEvent {
-        /// Acting user.
-        actor: String,
-        /// The event.
-        event: Uuid,
-        /// Only this calendar's link.
-        unlink: Option<Uuid>,
-        /// `{id, calendars, removed}`.
-        reply: Reply<DeletedEventView>,
-    },
-    /// Link an event homed here into another calendar.
-    LinkEvent {
-        /// Acting user.
-        actor: String,
-        /// The event.
-        event: Uuid,
-        /// The calendar to link into.
-        target: Uuid,
-        /// The event.
-        reply: Reply<EventView>,
-    },
-    /// Copy an event into this calendar.
-    ForkEvent {
-        /// Acting user.
-        actor: String,
-        /// The source event.
-        event: Uuid,
-        /// The new event.
-        reply: Reply<EventView>,
-    },
-    /// Answer attendance for an event homed here.
-    SetAttendance {
-        /// Acting user.
-        actor: String,
-        /// The event.
-        event: Uuid,
-        /// The answer.
-        answer: Attendance,
-        /// The attendees now.
-        reply: Reply<Vec<AttendeeView>>,
-    },
-    /// Sent to itself after queuing a `CreateEvent`: commit what is queued as one batch.
-    FlushCreates,
-    /// Sent to itself: still idle since `handled` commands?
-    IdleCheck {
-        /// The count when the check was scheduled.
-        handled: u64,
-    },
-    /// Panic inside the handler, to exercise supervision (test builds only).
-    #[cfg(feature = "fault-injection")]
-    InjectPanic {
-        /// Dropped unanswered by the panic.
-        reply: Reply<()>,
-    },
+impl CalendarState {
+    /// Asks the supervisor to stop this actor now if its calendar does not exist (it stops
+    /// it unless a command was forwarded meanwhile, which then asks again).
+    fn stop_if_missing(&self) {
+        if self.missing && self.pending_creates.is_empty() {
+            let _ = self.supervisor.send_message(CalendarsMsg::Idle {
+                calendar_id: self.calendar_id,
+                handled: self.handled,
+            });
+        }
+    }
 }
 
 impl Actor for CalendarActor {
@@ -233,6 +91,16 @@ impl Actor for CalendarActor {
     ) -> Result<Self::State, ActorProcessingErr> {
         let idle_after = Duration::from_millis(args.ctx.settings.actors.calendar_idle_ms);
         myself.send_after(idle_after, || CalendarMsg::IdleCheck { handled: 0 });
+        // Commands may name any calendar id; one that does not exist must not keep an actor.
+        let missing = match crate::store::calendars::find(args.ctx.db.conn(), args.calendar_id)
+            .await
+        {
+            Ok(found) => found.is_none(),
+            Err(err) => {
+                tracing::warn!(calendar = %args.calendar_id, error = %err, "calendar.lookup_failed");
+                false
+            }
+        };
         Ok(CalendarState {
             ctx: args.ctx,
             calendar_id: args.calendar_id,
@@ -241,6 +109,7 @@ impl Actor for CalendarActor {
             handled: 0,
             pending_creates: Vec::new(),
             flush_queued: false,
+            missing,
         })
     }
 
@@ -270,6 +139,7 @@ impl Actor for CalendarActor {
             CalendarMsg::FlushCreates => {
                 state.flush_queued = false;
                 state.flush_creates().await;
+                state.stop_if_missing();
                 return Ok(());
             }
             CalendarMsg::CreateEvent {
@@ -306,7 +176,9 @@ impl Actor for CalendarActor {
                 commands::calendar::update(&ctx, id, &actor, change).await,
             ),
             CalendarMsg::Delete { actor, reply: port } => {
-                reply(port, commands::calendar::delete(&ctx, id, &actor).await);
+                let deleted = commands::calendar::delete(&ctx, id, &actor).await;
+                state.missing |= deleted.is_ok();
+                reply(port, deleted);
             }
             CalendarMsg::Join {
                 user,
@@ -360,7 +232,9 @@ impl Actor for CalendarActor {
                 reply: port,
             } => reply(
                 port,
-                commands::events::update(&ctx, &actor, input, base_revision).await,
+                commands::events::update(&ctx, &actor, input, base_revision)
+                    .await
+                    .map_err(refuse_constraint),
             ),
             CalendarMsg::DeleteEvent {
                 actor,
@@ -369,7 +243,9 @@ impl Actor for CalendarActor {
                 reply: port,
             } => reply(
                 port,
-                commands::events::delete(&ctx, &actor, event, unlink).await,
+                commands::events::delete(&ctx, &actor, event, unlink)
+                    .await
+                    .map_err(refuse_constraint),
             ),
             CalendarMsg::LinkEvent {
                 actor,
@@ -378,7 +254,9 @@ impl Actor for CalendarActor {
                 reply: port,
             } => reply(
                 port,
-                commands::event_links::link(&ctx, &actor, event, target).await,
+                commands::event_links::link(&ctx, &actor, event, target)
+                    .await
+                    .map_err(refuse_constraint),
             ),
             CalendarMsg::ForkEvent {
                 actor,
@@ -386,7 +264,9 @@ impl Actor for CalendarActor {
                 reply: port,
             } => reply(
                 port,
-                commands::event_links::fork(&ctx, &actor, event, id).await,
+                commands::event_links::fork(&ctx, &actor, event, id)
+                    .await
+                    .map_err(refuse_constraint),
             ),
             CalendarMsg::SetAttendance {
                 actor,
@@ -395,7 +275,9 @@ impl Actor for CalendarActor {
                 reply: port,
             } => reply(
                 port,
-                commands::event_links::set_attendance(&ctx, &actor, event, answer).await,
+                commands::event_links::set_attendance(&ctx, &actor, event, answer)
+                    .await
+                    .map_err(refuse_constraint),
             ),
             CalendarMsg::IdleCheck { .. }
             | CalendarMsg::FlushCreates
@@ -405,6 +287,7 @@ impl Actor for CalendarActor {
                 panic!("fault injected into calendar {id}");
             }
         }
+        state.stop_if_missing();
         Ok(())
     }
 }

@@ -18,6 +18,7 @@
 //! configured timeout gets [`AppError::Unavailable`] (503), never a hang.
 
 pub mod calendar;
+pub mod calendar_msg;
 pub mod calendars;
 pub mod mailer;
 pub mod root;

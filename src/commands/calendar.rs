@@ -3,7 +3,8 @@
 use chrono::Utc;
 use uuid::Uuid;
 
-use super::events::{self, WriteClock};
+use super::event_visibility;
+use super::events::WriteClock;
 use super::{announce_calendar, authorize, send_view};
 use crate::context::Ctx;
 use crate::domain::roles::Action;
@@ -38,8 +39,10 @@ pub async fn update(
 }
 
 /// Deletes the calendar with its memberships and invites, and the events homed there
-/// (tombstoned for delta reads); `calendar_removed` (the calendar with no members) to
-/// everyone who was a member, `event_removed` to whoever saw a deleted event.
+/// (tombstoned for delta reads); the other events linked into it are unlinked, one revision
+/// up. `calendar_removed` (the calendar with no members) to everyone who was a member,
+/// `event_removed` to whoever lost sight of an event, `event_updated` to whoever still sees
+/// an unlinked one.
 pub async fn delete(ctx: &Ctx, calendar_id: Uuid, actor: &str) -> Result<CalendarView, AppError> {
     let txn = ctx.db.begin_write().await?;
     let (calendar, role) = authorize(&txn, calendar_id, actor, Action::DeleteCalendar).await?;
@@ -50,7 +53,7 @@ pub async fn delete(ctx: &Ctx, calendar_id: Uuid, actor: &str) -> Result<Calenda
     }
     let former = members::list(&txn, calendar_id).await?;
     let clock = WriteClock::start();
-    let deleted_events = events::on_calendar_deleted(&txn, calendar_id, clock.now).await?;
+    let deletion = event_visibility::on_calendar_deleted(&txn, calendar_id, clock.now).await?;
     calendar_store::delete(&txn, calendar_id).await?;
     clock.check()?;
     txn.commit().await?;
@@ -58,8 +61,6 @@ pub async fn delete(ctx: &Ctx, calendar_id: Uuid, actor: &str) -> Result<Calenda
     for member in &former {
         send_view(ctx, &member.user.id, "calendar_removed", &removed);
     }
-    for (event, readers) in &deleted_events {
-        events::send_removed(ctx, *event, readers.iter().map(String::as_str));
-    }
+    deletion.announce(ctx);
     Ok(CalendarView::new(&calendar, &[], Some(role)))
 }

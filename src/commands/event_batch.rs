@@ -4,14 +4,15 @@
 //! multi-row inserts of events, links and attendance, one commit (one fsync on SQLite), then
 //! each command's frames and reply. A command refused on its own (no right, duplicate id)
 //! is answered without affecting the others; if the batch fails as a whole (an id inserted
-//! concurrently by another calendar), every command is retried on its own.
+//! concurrently by another calendar, a linked calendar deleted concurrently), every command
+//! is retried on its own.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use uuid::Uuid;
 
 use super::events::{Readers, WriteClock, send_event};
-use super::not_allowed;
+use super::{not_allowed, refuse_constraint};
 use crate::actors::calendar::Reply;
 use crate::actors::reply;
 use crate::context::Ctx;
@@ -52,8 +53,9 @@ pub async fn create_all(ctx: &Ctx, home: Uuid, batch: Vec<PendingCreate>) {
         return;
     }
     match commit(ctx, home, &batch).await {
-        Err(BatchError::Collision) => {
-            // Someone else took one of the ids between our check and our insert.
+        Err(BatchError::Collision | BatchError::Refused(_)) => {
+            // Someone else took one of the ids, or deleted one of the calendars, between our
+            // check and our insert: each command alone finds out whether it was concerned.
             for one in batch {
                 let outcome = commit(ctx, home, std::slice::from_ref(&one)).await;
                 answer(ctx, vec![one], outcome);
@@ -70,13 +72,19 @@ type Committed = Vec<Result<(entities::events::Model, Readers), AppError>>;
 enum BatchError {
     /// An id collided at insert time (retry each command alone).
     Collision,
+    /// A constraint a concurrent change broke, such as a calendar deleted meanwhile (retry
+    /// each command alone; a command alone gets this answer).
+    Refused(AppError),
     /// Anything else (answered to every command).
     Failed(AppError),
 }
 
 impl From<sea_orm::DbErr> for BatchError {
     fn from(err: sea_orm::DbErr) -> Self {
-        Self::Failed(err.into())
+        match refuse_constraint(err.into()) {
+            err @ AppError::Internal(_) => Self::Failed(err),
+            refused => Self::Refused(refused),
+        }
     }
 }
 
@@ -189,7 +197,7 @@ fn answer(ctx: &Ctx, batch: Vec<PendingCreate>, outcome: Result<Committed, Batch
                 reply(pending.reply, Err(duplicate()));
             }
         }
-        Err(BatchError::Failed(err)) => {
+        Err(BatchError::Failed(err) | BatchError::Refused(err)) => {
             for pending in batch {
                 reply(pending.reply, Err(err.replicate()));
             }

@@ -1,8 +1,9 @@
-//! Event writes, run by the event's home calendar actor: create, update, delete (or unlink
-//! from one calendar). Each records the visibility losses delta reads need, queues change
-//! notifications in the same transaction, and sends per-reader frames after commit:
-//! `event_created` / `event_updated` with the reader's own calendars, `event_removed` to
-//! whoever can no longer see the event.
+//! Event writes, run by the event's home calendar actor: update and delete (or unlink from
+//! one calendar); creation is grouped in `event_batch`, link, fork and attendance are in
+//! `event_links`, and what losing a calendar does to its events in `event_visibility`. Each
+//! records the visibility losses delta reads need, queues change notifications in the same
+//! transaction, and sends per-reader frames after commit: `event_created` / `event_updated`
+//! with the reader's own calendars, `event_removed` to whoever can no longer see the event.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
@@ -20,7 +21,7 @@ use crate::domain::frames::Frame;
 use crate::domain::roles::{Action, Role};
 use crate::error::AppError;
 use crate::store::events as event_store;
-use crate::store::{attendance, members, notifications};
+use crate::store::{attendance, event_history, members, notifications};
 use crate::views::events::{DeletedEventView, EventView};
 
 /// The readers of an event linked to some calendars: user → their calendars among them,
@@ -128,8 +129,8 @@ async fn may_edit(
     })
 }
 
-/// Replaces an event's content and its calendar list (links added need editEvents there).
-/// With `base_revision` (the revision the client last saw) older than the current one, it
+/// Replaces an event's content and its calendar list: links added or removed need
+/// editEvents there; links into calendars the actor is not a member of stay. With `base_revision` (the revision the client last saw) older than the current one, it
 /// changes nothing and answers 409 `EVENT_CONFLICT` with the current event as `current`.
 pub async fn update(
     ctx: &Ctx,
@@ -172,6 +173,18 @@ pub async fn update(
             "originCalendarID must be one of the event's calendars...",
         ));
     }
+    // Links into calendars the actor is not a member of are not theirs to see or change:
+    // leaving them out of the body (as a client that puts back what it read does) keeps
+    // them. Removing a link the actor can see needs editEvents there, like adding one.
+    let touched: Vec<Uuid> = existing
+        .iter()
+        .chain(&input.calendars)
+        .copied()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let mine = roles(&txn, actor, &touched).await?;
+    let may_edit_in = |c: &Uuid| mine.get(c).is_some_and(|r| r.allows(Action::EditEvents));
     let added: Vec<Uuid> = input
         .calendars
         .iter()
@@ -180,19 +193,18 @@ pub async fn update(
         .collect();
     let removed: Vec<Uuid> = existing
         .iter()
-        .filter(|c| !input.calendars.contains(c))
+        .filter(|c| !input.calendars.contains(c) && mine.contains_key(c))
         .copied()
         .collect();
-    let added_roles = roles(&txn, actor, &added).await?;
-    if !added.iter().all(|c| {
-        added_roles
-            .get(c)
-            .is_some_and(|r| r.allows(Action::EditEvents))
-    }) {
+    if !added.iter().all(may_edit_in) {
         return Err(not_allowed(Action::EditEvents));
     }
+    if !removed.iter().all(may_edit_in) {
+        return Err(AppError::forbidden(
+            "You can't remove this event from that calendar.",
+        ));
+    }
     let before = readers(&txn, &existing).await?;
-    let after = readers(&txn, &input.calendars).await?;
     let clock = WriteClock::start();
     let news = ChangeNews::of(
         (event.start, event.end, event.is_canceled),
@@ -202,11 +214,20 @@ pub async fn update(
     let updated = event_store::update_content(&txn, event, &input, clock.now).await?;
     event_store::add_links(&txn, updated.id, &added, clock.now).await?;
     event_store::remove_links(&txn, updated.id, &removed).await?;
+    let links = event_store::links(&txn, updated.id).await?;
+    let after = readers(&txn, &links).await?;
     let lost = lost_readers(&before, &after);
-    event_store::record_losses(&txn, lost.iter().copied(), updated.id, clock.now).await?;
+    event_history::record_losses(&txn, lost.iter().copied(), updated.id, clock.now).await?;
     let mut due = None;
     if let Some(news) = news {
-        due = queue_news(ctx, &txn, &updated, news, previous_start, actor, clock.now).await?;
+        let news = News {
+            event: &updated,
+            news,
+            previous_start,
+            actor,
+            readers: &after,
+        };
+        due = queue_news(ctx, &txn, news, clock.now).await?;
     }
     clock.check()?;
     txn.commit().await?;
@@ -219,31 +240,43 @@ pub async fn update(
     Ok(EventView::new(&updated, mine))
 }
 
-/// Queues the move or cancellation for the attendees who did not decline, except the actor.
+/// A move or cancellation to queue for the event's attendees.
+struct News<'a> {
+    event: &'a events::Model,
+    news: ChangeNews,
+    previous_start: DateTime<Utc>,
+    actor: &'a str,
+    /// Who sees the event now.
+    readers: &'a Readers,
+}
+
+/// Queues the move or cancellation for the attendees who did not decline and can still see
+/// the event, except the actor.
 async fn queue_news(
     ctx: &Ctx,
     txn: &impl ConnectionTrait,
-    event: &events::Model,
-    news: ChangeNews,
-    previous_start: DateTime<Utc>,
-    actor: &str,
+    news: News<'_>,
     now: DateTime<Utc>,
 ) -> Result<Option<DateTime<Utc>>, AppError> {
-    let recipients = attendance::to_notify(txn, event.id, actor).await?;
+    let event = news.event;
+    let recipients = attendance::to_notify(txn, event.id, news.actor).await?;
     let payload = json!({
         "title": event.title,
         "start": crate::domain::time::format_timestamp(event.start),
         "end": crate::domain::time::format_timestamp(event.end),
         "isAllDay": event.is_all_day,
-        "wasStart": crate::domain::time::format_timestamp(previous_start),
+        "wasStart": crate::domain::time::format_timestamp(news.previous_start),
     });
     let delay = chrono::Duration::milliseconds(
         i64::try_from(ctx.settings.mail.batch_delay_ms).unwrap_or(i64::MAX),
     );
     let mut earliest: Option<DateTime<Utc>> = None;
-    for user in recipients {
-        let due =
-            notifications::queue(txn, &user, news, event.id, payload.clone(), delay, now).await?;
+    for user in recipients
+        .iter()
+        .filter(|user| news.readers.contains_key(*user))
+    {
+        let due = notifications::queue(txn, user, news.news, event.id, payload.clone(), delay, now)
+            .await?;
         earliest = Some(earliest.map_or(due, |e| e.min(due)));
     }
     Ok(earliest)
@@ -315,7 +348,7 @@ pub async fn delete(
         event_store::touch(&txn, event, clock.now).await?
     };
     let lost = lost_readers(&before, &after);
-    event_store::record_losses(&txn, lost.iter().copied(), event_id, clock.now).await?;
+    event_history::record_losses(&txn, lost.iter().copied(), event_id, clock.now).await?;
     clock.check()?;
     txn.commit().await?;
     send_removed(ctx, event_id, lost);
@@ -336,72 +369,4 @@ pub fn lost_readers<'a>(before: &'a Readers, after: &Readers) -> BTreeSet<&'a st
         .filter(|user| !after.contains_key(*user))
         .map(String::as_str)
         .collect()
-}
-
-/// What deleting a calendar does to events: those homed there are deleted everywhere;
-/// those homed elsewhere leave the view of members who saw them only there. Records the
-/// losses; returns the deleted events with the users who saw them (for `event_removed`).
-pub async fn on_calendar_deleted(
-    txn: &impl ConnectionTrait,
-    calendar_id: Uuid,
-    now: DateTime<Utc>,
-) -> Result<Vec<(Uuid, Vec<String>)>, AppError> {
-    let homed: Vec<Uuid> = event_store::homed_in(txn, calendar_id)
-        .await?
-        .into_iter()
-        .map(|e| e.id)
-        .collect();
-    let mut links = event_store::links_of_events_in(txn, calendar_id).await?;
-    links.extend(event_store::links_of(txn, &homed).await?);
-    let calendars: Vec<Uuid> = links
-        .values()
-        .flatten()
-        .copied()
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    let members = members::ids_by_calendar(txn, &calendars).await?;
-    let users_of = |cals: &mut dyn Iterator<Item = &Uuid>| -> BTreeSet<String> {
-        cals.filter_map(|c| members.get(c))
-            .flatten()
-            .cloned()
-            .collect()
-    };
-    let mut losses = Vec::new();
-    let mut deleted = Vec::new();
-    for (event, event_links) in &links {
-        let before = users_of(&mut event_links.iter());
-        let after = if homed.contains(event) {
-            BTreeSet::new()
-        } else {
-            users_of(&mut event_links.iter().filter(|c| **c != calendar_id))
-        };
-        let lost: Vec<String> = before.difference(&after).cloned().collect();
-        losses.extend(lost.iter().map(|user| (user.clone(), *event)));
-        if homed.contains(event) {
-            deleted.push((*event, lost));
-        }
-    }
-    event_store::tombstone_many(txn, &homed, now).await?;
-    notifications::drop_for_events(txn, &homed).await?;
-    event_store::record_loss_pairs(txn, &losses, now).await?;
-    Ok(deleted)
-}
-
-/// What leaving a calendar does to events: `user` loses those they saw only through it.
-pub async fn on_membership_lost(
-    txn: &impl ConnectionTrait,
-    calendar_id: Uuid,
-    user: &str,
-    now: DateTime<Utc>,
-) -> Result<(), AppError> {
-    let links = event_store::links_of_events_in(txn, calendar_id).await?;
-    let mine = members::calendars_of(txn, user).await?;
-    let losses: Vec<(String, Uuid)> = links
-        .iter()
-        .filter(|(_, links)| !links.iter().any(|c| *c != calendar_id && mine.contains(c)))
-        .map(|(event, _)| (user.to_owned(), *event))
-        .collect();
-    event_store::record_loss_pairs(txn, &losses, now).await?;
-    Ok(())
 }

@@ -1,12 +1,15 @@
 //! Membership: join by invite, leave, change a role (including ownership transfer), remove
 //! a member. Frames: `calendar_updated` to the members after the change (each with their own
-//! role), `calendar_removed {id}` to whoever lost access.
+//! role), `calendar_removed {id}` to whoever lost access, and `event_removed` to them for
+//! each event they saw only through that calendar.
 
 use chrono::Utc;
 use serde::Serialize;
 use uuid::Uuid;
 
-use super::{announce_calendar, announce_removed, authorize, events, not_a_member};
+use super::{
+    announce_calendar, announce_removed, authorize, event_visibility, events, not_a_member,
+};
 use crate::context::Ctx;
 use crate::domain::invites::is_usable;
 use crate::domain::roles::{Action, Role};
@@ -58,15 +61,15 @@ pub async fn join(
     Ok(joined.iter().map(MembershipView::from).collect())
 }
 
-/// `user` leaves; the owner cannot.
+/// `user` leaves; the owner cannot. Without a membership (or a calendar), 403.
 pub async fn leave(ctx: &Ctx, calendar_id: Uuid, user: &str) -> Result<(), AppError> {
     let now = Utc::now();
     let txn = ctx.db.begin_write().await?;
     let Some(calendar) = calendar_store::lock(&txn, calendar_id).await? else {
-        return Err(AppError::not_found("Calendar not found..."));
+        return Err(not_a_member());
     };
     match members::role_of(&txn, calendar_id, user).await? {
-        None => return Err(member_not_found()),
+        None => return Err(not_a_member()),
         Some(Role::Owner) => {
             return Err(AppError::bad_request(
                 "The owner can't leave. Transfer ownership or delete the calendar.",
@@ -74,12 +77,15 @@ pub async fn leave(ctx: &Ctx, calendar_id: Uuid, user: &str) -> Result<(), AppEr
         }
         Some(_) => {}
     }
-    events::on_membership_lost(&txn, calendar_id, user, now).await?;
+    let lost = event_visibility::on_membership_lost(&txn, calendar_id, user, now).await?;
     members::remove(&txn, calendar_id, user).await?;
     calendar_store::touch(&txn, calendar_id, now).await?;
     let remaining = members::list(&txn, calendar_id).await?;
     txn.commit().await?;
     announce_removed(ctx, user, calendar_id);
+    for event in lost {
+        events::send_removed(ctx, event, [user]);
+    }
     announce_calendar(ctx, &calendar, &remaining);
     Ok(())
 }
@@ -162,12 +168,15 @@ pub async fn remove(
     if members::role_of(&txn, calendar_id, target).await?.is_none() {
         return Err(member_not_found());
     }
-    events::on_membership_lost(&txn, calendar_id, target, now).await?;
+    let lost = event_visibility::on_membership_lost(&txn, calendar_id, target, now).await?;
     members::remove(&txn, calendar_id, target).await?;
     calendar_store::touch(&txn, calendar_id, now).await?;
     let remaining = members::list(&txn, calendar_id).await?;
     txn.commit().await?;
     announce_removed(ctx, target, calendar_id);
+    for event in lost {
+        events::send_removed(ctx, event, [target]);
+    }
     announce_calendar(ctx, &calendar, &remaining);
     Ok(())
 }

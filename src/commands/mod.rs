@@ -9,6 +9,7 @@
 pub mod calendar;
 pub mod event_batch;
 pub mod event_links;
+pub mod event_visibility;
 pub mod events;
 pub mod invites;
 pub mod membership;
@@ -39,6 +40,35 @@ pub fn not_allowed(action: Action) -> AppError {
         "You don't have permission to {} on this calendar.",
         action.as_str()
     ))
+}
+
+/// What an event write that broke a constraint means to its caller. Writes lock the event
+/// (or its home calendar), not every calendar they touch, so a calendar deleted at the same
+/// time fails the write's foreign key (403: the calendar is gone, as a check a moment later
+/// would have said) and a row written at the same time fails a unique key (409: try again).
+/// Neither is a 500; any other error passes through.
+pub fn refuse_constraint(err: AppError) -> AppError {
+    let AppError::Internal(cause) = &err else {
+        return err;
+    };
+    match cause
+        .downcast_ref::<sea_orm::DbErr>()
+        .and_then(sea_orm::DbErr::sql_err)
+    {
+        Some(sea_orm::SqlErr::ForeignKeyConstraintViolation(detail)) => {
+            tracing::warn!(detail = %detail, "event.write.foreign_key");
+            AppError::forbidden("A calendar this change refers to no longer exists.")
+        }
+        Some(sea_orm::SqlErr::UniqueConstraintViolation(detail)) => {
+            tracing::warn!(detail = %detail, "event.write.unique_key");
+            AppError::Conflict {
+                error: "EVENT_CONFLICT".into(),
+                message: "The event changed at the same time. Try again.".into(),
+                current: None,
+            }
+        }
+        _ => err,
+    }
 }
 
 /// Locks the calendar and returns it with `user`'s role, which must allow `action`.

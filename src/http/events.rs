@@ -24,8 +24,8 @@ use crate::domain::events::{Attendance, DELTA_OVERLAP, EventInput, MAX_RANGE_DAY
 use crate::domain::ids::{canonical_uuid, require_uuid};
 use crate::domain::time::parse_timestamp;
 use crate::error::AppError;
-use crate::store::event_reads;
-use crate::store::events::{self as event_store, Window};
+use crate::store::event_reads::{self, Window};
+use crate::store::{event_history, events as event_store};
 use crate::views::event_list;
 
 /// The event routes.
@@ -172,7 +172,7 @@ async fn list_events_handler(
         ReadQuery::Since(since) => {
             let since = since - overlap;
             let txn = ctx.db.begin_read().await?;
-            let deleted = event_store::deleted_since(&txn, user.id(), since).await?;
+            let deleted = event_history::deleted_since(&txn, user.id(), since).await?;
             let changed = event_reads::visible(&txn, user.id(), Window::Since(since)).await?;
             txn.commit().await?;
             (changed, deleted)

@@ -14,7 +14,7 @@ use crate::context::Ctx;
 use crate::domain::ids::canonical_uuid;
 use crate::domain::recurrence;
 use crate::error::AppError;
-use crate::store::{calendars as calendar_store, events as event_store, invites, members};
+use crate::store::{calendars as calendar_store, event_reads, invites, members};
 use crate::views::calendars::PreviewMember;
 
 /// The public invite preview.
@@ -52,7 +52,7 @@ const PREVIEW_OCCURRENCES: u16 = 100;
 async fn preview_events(ctx: &Ctx, calendar_id: uuid::Uuid) -> Result<Vec<PreviewEvent>, AppError> {
     let from = Utc::now();
     let to = from + chrono::Duration::days(PREVIEW_DAYS);
-    let events = event_store::in_calendar(ctx.db.conn(), calendar_id, from, to).await?;
+    let events = event_reads::in_calendar(ctx.db.conn(), calendar_id, from, to).await?;
     let mut summaries = Vec::new();
     for event in events {
         let summary = |id: String, start, end| PreviewEvent {

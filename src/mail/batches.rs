@@ -1,8 +1,9 @@
 //! Sending the batched change notifications that are due: one mail per person with every
 //! move and cancellation pending for them, in their time zone. Rows go only once the SMTP
-//! server accepted the mail; a failed send is retried after `MAIL_RETRY_MS` until the row is
-//! 24 hours old, then abandoned (and logged). People who turned `eventChanged` off get
-//! nothing, and their rows are dropped.
+//! server accepted the mail (and only if no newer change arrived meanwhile); a failed send
+//! is retried after `MAIL_RETRY_MS`, each row until it is 24 hours old, then abandoned (and
+//! logged). People who turned `eventChanged` off get nothing, and their rows are dropped, as
+//! are rows about events the person can no longer see.
 
 use std::collections::BTreeMap;
 
@@ -14,7 +15,7 @@ use super::MailError;
 use super::templates::{self, ChangeItem};
 use crate::context::Ctx;
 use crate::error::AppError;
-use crate::store::{notifications, settings, users};
+use crate::store::{events, notifications, settings, users};
 
 /// How long one instance holds claimed rows while sending.
 const CLAIM_LEASE: Duration = Duration::minutes(2);
@@ -41,9 +42,8 @@ async fn send_batch(
     rows: Vec<pending_notifications::Model>,
     now: DateTime<Utc>,
 ) -> Result<(), AppError> {
-    let ids: Vec<_> = rows.iter().map(|row| row.id).collect();
     let Some(user) = users::find(ctx.db.conn(), user_id).await? else {
-        notifications::delete(&ctx.db, &ids).await?;
+        notifications::finish(&ctx.db, &rows).await?;
         return Ok(());
     };
     let preferences = settings::value_of(ctx.db.conn(), user_id).await?;
@@ -53,7 +53,17 @@ async fn send_batch(
         .and_then(Value::as_bool)
         .unwrap_or(true);
     if !wanted {
-        notifications::delete(&ctx.db, &ids).await?;
+        notifications::finish(&ctx.db, &rows).await?;
+        return Ok(());
+    }
+    // Only news of events the person can still see (a member of a calendar they are in).
+    let subjects: Vec<_> = rows.iter().map(|row| row.subject_id).collect();
+    let visible = events::visible_among(ctx.db.conn(), user_id, &subjects).await?;
+    let (rows, unseen): (Vec<_>, Vec<_>) = rows
+        .into_iter()
+        .partition(|row| visible.contains(&row.subject_id));
+    notifications::finish(&ctx.db, &unseen).await?;
+    if rows.is_empty() {
         return Ok(());
     }
     let zone = preferences
@@ -70,21 +80,26 @@ async fn send_batch(
         zone,
     );
     match ctx.mail.send(&mail).await {
-        Ok(()) => notifications::delete(&ctx.db, &ids).await?,
+        Ok(()) => notifications::finish(&ctx.db, &rows).await?,
         Err(MailError::Invalid(reason)) => {
             tracing::warn!(reason, "notifications.dropped_invalid");
-            notifications::delete(&ctx.db, &ids).await?;
+            notifications::finish(&ctx.db, &rows).await?;
         }
         Err(err) => {
-            let oldest = rows.iter().map(|row| row.created_at).min().unwrap_or(now);
-            if now - oldest > RETRY_HORIZON {
-                tracing::error!(error = %err, rows = ids.len(), "notifications.abandoned");
-                notifications::delete(&ctx.db, &ids).await?;
-            } else {
+            // Each row has its own horizon: a batch may hold news of different ages.
+            let (expired, retried): (Vec<_>, Vec<_>) = rows
+                .into_iter()
+                .partition(|row| now - row.created_at > RETRY_HORIZON);
+            if !expired.is_empty() {
+                tracing::error!(error = %err, rows = expired.len(), "notifications.abandoned");
+                notifications::finish(&ctx.db, &expired).await?;
+            }
+            if !retried.is_empty() {
                 let retry = Duration::milliseconds(
                     i64::try_from(ctx.settings.mail.retry_ms).unwrap_or(60_000),
                 );
-                tracing::warn!(error = %err, "notifications.retrying");
+                tracing::warn!(error = %err, rows = retried.len(), "notifications.retrying");
+                let ids: Vec<_> = retried.iter().map(|row| row.id).collect();
                 notifications::retry_at(&ctx.db, &ids, now + retry).await?;
             }
         }

@@ -10,12 +10,55 @@
 //!
 //! The outer array is joined as text (`group_concat`/`string_agg`), not as JSON, so the
 //! database never re-parses the rows it has just packed.
+//!
+//! Also the range read of one calendar that invite previews summarize.
 
-use sea_orm::{ConnectionTrait, DbBackend, DbErr, Statement, Value};
+use chrono::{DateTime, Utc};
+use entities::{calendar_events, events};
+use sea_orm::{
+    ColumnTrait, Condition, ConnectionTrait, DbBackend, DbErr, EntityTrait, QueryFilter, Statement,
+    Value,
+};
 use serde::Deserialize;
 use serde_json::value::RawValue;
+use uuid::Uuid;
 
-use super::events::Window;
+/// What a read asks for.
+#[derive(Debug, Clone, Copy)]
+pub enum Window {
+    /// Every visible event.
+    All,
+    /// Events changed, linked, newly visible or seen through other calendars after this
+    /// instant.
+    Since(DateTime<Utc>),
+    /// Events overlapping `[start, end)`, and every recurring one.
+    Range(DateTime<Utc>, DateTime<Utc>),
+}
+
+/// The live events of one calendar overlapping `[start, end)`, and its recurring ones.
+pub async fn in_calendar(
+    db: &impl ConnectionTrait,
+    calendar_id: Uuid,
+    start: DateTime<Utc>,
+    end: DateTime<Utc>,
+) -> Result<Vec<events::Model>, DbErr> {
+    let rows = calendar_events::Entity::find()
+        .find_also_related(events::Entity)
+        .filter(calendar_events::Column::CalendarId.eq(calendar_id))
+        .filter(events::Column::DeletedAt.is_null())
+        .filter(
+            Condition::any()
+                .add(
+                    Condition::all()
+                        .add(events::Column::Start.lt(end))
+                        .add(events::Column::End.gt(start)),
+                )
+                .add(events::Column::Recurrence.is_not_null()),
+        )
+        .all(db)
+        .await?;
+    Ok(rows.into_iter().filter_map(|(_, event)| event).collect())
+}
 
 /// The columns packed per event, in the order of [`PackedEvent`].
 const COLUMNS: &str = "e.id, e.creator_id, e.organizer, e.title, e.color, e.start, e.\"end\", \
@@ -44,7 +87,7 @@ pub async fn visible(
         }
     };
     let mut values: Vec<Value> = vec![user_id.into()];
-    let mut bind = |at| {
+    let mut bind = |at: DateTime<Utc>| {
         values.push(Value::from(at));
         param(values.len())
     };
@@ -56,7 +99,9 @@ pub async fn visible(
             format!(
                 " AND (e.updated_at > {since} OR e.id IN (SELECT l2.event_id FROM calendar_events l2 \
                  JOIN calendar_members m2 ON m2.calendar_id = l2.calendar_id \
-                 WHERE m2.user_id = {user} AND (l2.created_at > {since} OR m2.created_at > {since})))"
+                 WHERE m2.user_id = {user} AND (l2.created_at > {since} OR m2.created_at > {since})) \
+                 OR e.id IN (SELECT v.event_id FROM event_view_changes v \
+                 WHERE v.user_id = {user} AND v.at > {since}))"
             )
         }
         Window::Range(start, end) => {

@@ -2,16 +2,17 @@
 //!
 //! An event is visible to a user who is a member of any calendar it is linked to, until it
 //! is deleted (tombstoned). Every write that takes an event out of someone's view records a
-//! visibility loss for them ([`record_losses`]), which delta reads report as `deletedIds`.
+//! visibility loss for them (see [`super::event_history`]), which delta reads report as
+//! `deletedIds`.
 
 use super::Unique;
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
-use entities::{calendar_events, calendar_members, event_visibility_losses, events};
+use entities::{calendar_events, calendar_members, events};
 use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DbErr,
-    EntityTrait, QueryFilter, QueryOrder, QuerySelect, SqlErr,
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait,
+    QueryFilter, QueryOrder, QuerySelect, SqlErr,
 };
 use uuid::Uuid;
 
@@ -232,6 +233,46 @@ pub async fn touch(
     active.update(txn).await
 }
 
+/// Marks many events changed at once (unlinked from a deleted calendar), one revision up
+/// each.
+pub async fn touch_many(
+    txn: &impl ConnectionTrait,
+    ids: &[Uuid],
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    use sea_orm::sea_query::{Expr, ExprTrait};
+    for chunk in ids.chunks(500) {
+        events::Entity::update_many()
+            .col_expr(events::Column::UpdatedAt, Expr::value(now))
+            .col_expr(
+                events::Column::Revision,
+                Expr::col(events::Column::Revision).add(1),
+            )
+            .filter(events::Column::Id.is_in(chunk.iter().copied()))
+            .exec(txn)
+            .await?;
+    }
+    Ok(())
+}
+
+/// Live events by id (in no particular order).
+pub async fn find_live(
+    db: &impl ConnectionTrait,
+    ids: &[Uuid],
+) -> Result<Vec<events::Model>, DbErr> {
+    let mut found = Vec::with_capacity(ids.len());
+    for chunk in ids.chunks(500) {
+        found.extend(
+            events::Entity::find()
+                .filter(events::Column::Id.is_in(chunk.iter().copied()))
+                .filter(events::Column::DeletedAt.is_null())
+                .all(db)
+                .await?,
+        );
+    }
+    Ok(found)
+}
+
 /// Deletes an event, keeping a tombstone; its links go.
 pub async fn tombstone(
     txn: &impl ConnectionTrait,
@@ -278,53 +319,6 @@ pub async fn tombstone_many(
     Ok(())
 }
 
-/// Records many `(user, event)` visibility losses at once.
-pub async fn record_loss_pairs(
-    txn: &impl ConnectionTrait,
-    losses: &[(String, Uuid)],
-    now: DateTime<Utc>,
-) -> Result<(), DbErr> {
-    for chunk in losses.chunks(500) {
-        let rows = chunk
-            .iter()
-            .map(|(user, event)| event_visibility_losses::ActiveModel {
-                id: Set(Uuid::new_v4()),
-                user_id: Set(user.clone()),
-                event_id: Set(*event),
-                at: Set(now),
-            });
-        event_visibility_losses::Entity::insert_many(rows)
-            .exec(txn)
-            .await?;
-    }
-    Ok(())
-}
-
-/// Records that `users` can no longer see `event_id`.
-pub async fn record_losses<'a>(
-    txn: &impl ConnectionTrait,
-    users: impl IntoIterator<Item = &'a str>,
-    event_id: Uuid,
-    now: DateTime<Utc>,
-) -> Result<(), DbErr> {
-    let rows: Vec<_> = users
-        .into_iter()
-        .map(|user| event_visibility_losses::ActiveModel {
-            id: Set(Uuid::new_v4()),
-            user_id: Set(user.to_owned()),
-            event_id: Set(event_id),
-            at: Set(now),
-        })
-        .collect();
-    if rows.is_empty() {
-        return Ok(());
-    }
-    event_visibility_losses::Entity::insert_many(rows)
-        .exec(txn)
-        .await?;
-    Ok(())
-}
-
 /// Live events homed in a calendar.
 pub async fn homed_in(
     txn: &impl ConnectionTrait,
@@ -352,7 +346,7 @@ pub async fn links_of_events_in(
     links_of(txn, &event_ids).await
 }
 
-/// The links of several events.
+/// The links of several events, each in the order they were linked.
 pub async fn links_of(
     db: &impl ConnectionTrait,
     event_ids: &[Uuid],
@@ -361,6 +355,8 @@ pub async fn links_of(
     for chunk in event_ids.chunks(500) {
         let links = calendar_events::Entity::find()
             .filter(calendar_events::Column::EventId.is_in(chunk.iter().copied()))
+            .order_by_asc(calendar_events::Column::CreatedAt)
+            .order_by_asc(calendar_events::Column::CalendarId)
             .all(db)
             .await?;
         for link in links {
@@ -371,69 +367,6 @@ pub async fn links_of(
         }
     }
     Ok(by_event)
-}
-
-/// What a read asks for.
-#[derive(Debug, Clone, Copy)]
-pub enum Window {
-    /// Every visible event.
-    All,
-    /// Events changed, linked or newly visible after this instant.
-    Since(DateTime<Utc>),
-    /// Events overlapping `[start, end)`, and every recurring one.
-    Range(DateTime<Utc>, DateTime<Utc>),
-}
-
-/// The live events of one calendar overlapping `[start, end)`, and its recurring ones.
-pub async fn in_calendar(
-    db: &impl ConnectionTrait,
-    calendar_id: Uuid,
-    start: DateTime<Utc>,
-    end: DateTime<Utc>,
-) -> Result<Vec<events::Model>, DbErr> {
-    let rows = calendar_events::Entity::find()
-        .find_also_related(events::Entity)
-        .filter(calendar_events::Column::CalendarId.eq(calendar_id))
-        .filter(events::Column::DeletedAt.is_null())
-        .filter(
-            Condition::any()
-                .add(
-                    Condition::all()
-                        .add(events::Column::Start.lt(end))
-                        .add(events::Column::End.gt(start)),
-                )
-                .add(events::Column::Recurrence.is_not_null()),
-        )
-        .all(db)
-        .await?;
-    Ok(rows.into_iter().filter_map(|(_, event)| event).collect())
-}
-
-/// The events that left `user_id`'s view after `since` and are not visible again now.
-pub async fn deleted_since(
-    db: &impl ConnectionTrait,
-    user_id: &str,
-    since: DateTime<Utc>,
-) -> Result<Vec<Uuid>, DbErr> {
-    let lost: HashSet<Uuid> = event_visibility_losses::Entity::find()
-        .filter(event_visibility_losses::Column::UserId.eq(user_id))
-        .filter(event_visibility_losses::Column::At.gt(since))
-        .all(db)
-        .await?
-        .into_iter()
-        .map(|loss| loss.event_id)
-        .collect();
-    if lost.is_empty() {
-        return Ok(Vec::new());
-    }
-    let lost: Vec<Uuid> = lost.into_iter().collect();
-    let still_visible = visible_among(db, user_id, &lost).await?;
-    let mut deleted: Vec<Uuid> = lost
-        .into_iter()
-        .filter(|id| !still_visible.contains(id))
-        .collect();
-    deleted.sort();
-    Ok(deleted)
 }
 
 /// Which of `event_ids` `user_id` can see.
@@ -464,23 +397,4 @@ pub async fn visible_among(
         visible.extend(rows.into_iter().map(|(link, _)| link.event_id));
     }
     Ok(visible)
-}
-
-/// Deletes tombstones and visibility losses older than `before` (cleanup): clients that
-/// have not synced for that long reload fully.
-pub async fn delete_history_before(
-    db: &impl ConnectionTrait,
-    before: DateTime<Utc>,
-) -> Result<u64, DbErr> {
-    let losses = event_visibility_losses::Entity::delete_many()
-        .filter(event_visibility_losses::Column::At.lt(before))
-        .exec(db)
-        .await?
-        .rows_affected;
-    let tombstones = events::Entity::delete_many()
-        .filter(events::Column::DeletedAt.lt(before))
-        .exec(db)
-        .await?
-        .rows_affected;
-    Ok(losses + tombstones)
 }

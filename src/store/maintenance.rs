@@ -1,11 +1,13 @@
 //! Housekeeping the cleanup task runs: expired sessions, one-time tokens and member tokens,
-//! event tombstones and visibility losses older than 30 days, and, on the
+//! event tombstones, visibility losses and view changes older than 30 days, and, on the
 //! embedded SQLite file, `PRAGMA optimize` and a WAL checkpoint, as SQLite recommends for
 //! long-lived connections.
 
 use sea_orm::DbErr;
 
-use super::{Backend, Database, events, execute_raw, member_tokens, sessions, verifications};
+use super::{
+    Backend, Database, event_history, execute_raw, member_tokens, sessions, verifications,
+};
 
 /// How long deleted events and visibility losses are kept for delta reads.
 pub const EVENT_HISTORY_DAYS: i64 = 30;
@@ -23,7 +25,7 @@ pub async fn cleanup(db: &Database) -> Result<CleanupReport, DbErr> {
     let expired_rows = sessions::delete_expired(db, now).await?
         + verifications::delete_expired(db, now).await?
         + member_tokens::delete_expired(db, now).await?
-        + events::delete_history_before(
+        + event_history::delete_history_before(
             db.conn(),
             now - chrono::Duration::days(EVENT_HISTORY_DAYS),
         )

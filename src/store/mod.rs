@@ -10,6 +10,7 @@ pub mod accounts;
 pub mod attendance;
 pub mod avatars;
 pub mod calendars;
+pub mod event_history;
 pub mod event_reads;
 pub mod events;
 pub mod ics;

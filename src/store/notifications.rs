@@ -2,14 +2,16 @@
 //!
 //! Rows are written in the transaction of the change. A person's first pending row fixes
 //! the batch's due time (`BATCH_DELAY_MS` later) and later changes join that batch without
-//! moving it; repeated changes of one event update the row's payload. Sending claims rows
-//! with a lease (`claimed_until`), so two instances never send the same batch, and a failed
-//! send simply leaves the claim to expire as the retry delay. Rows are deleted only once the
-//! mail was accepted (or abandoned after 24 hours).
+//! moving it; repeated changes of one event update the row's payload and raise its
+//! revision. Sending claims rows with a lease (`claimed_until`), so two instances never send
+//! the same batch, and a failed send simply leaves the claim to expire as the retry delay.
+//! Once the mail was accepted (or abandoned after 24 hours) a row is deleted only if its
+//! revision is the one claimed: a change that arrived while the mail was in flight keeps
+//! its row, which is released and sent in the next batch.
 
 use chrono::{DateTime, Duration, Utc};
 use entities::pending_notifications::{self, Column, Entity};
-use sea_orm::sea_query::{Expr, OnConflict};
+use sea_orm::sea_query::{Expr, ExprTrait, OnConflict};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter,
     QueryOrder, QuerySelect,
@@ -47,11 +49,25 @@ pub async fn queue(
         due_at: Set(due_at),
         claimed_until: Set(None),
         created_at: Set(now),
+        revision: Set(1),
     };
+    // An existing row takes the newer payload, one revision up. A claimed row (its mail in
+    // flight, or waiting to be retried) joins the person's open batch: it is sent again once
+    // released.
+    let existing_due = Expr::col((Entity, Column::DueAt));
+    let claimed = Expr::col((Entity, Column::ClaimedUntil)).is_not_null();
     Entity::insert(row)
         .on_conflict(
             OnConflict::columns([Column::UserId, Column::Kind, Column::SubjectId])
                 .update_column(Column::Payload)
+                .value(
+                    Column::Revision,
+                    Expr::col((Entity, Column::Revision)).add(1),
+                )
+                .value(
+                    Column::DueAt,
+                    Expr::case(claimed, Expr::value(due_at)).finally(existing_due),
+                )
                 .to_owned(),
         )
         .exec(txn)
@@ -81,7 +97,7 @@ pub async fn next_wakeup(db: &Database) -> Result<Option<DateTime<Utc>>, DbErr> 
         .into_iter()
         .map(|row| {
             row.claimed_until
-                .map_or(row.due_at, |claim| claim.max(row.due_at))
+                .map_or(row.due_at, |claim| Ord::max(claim, row.due_at))
         })
         .min())
 }
@@ -114,13 +130,33 @@ pub async fn claim_due(
     Ok(rows)
 }
 
-/// Deletes rows whose mail was accepted, abandoned or not wanted.
-pub async fn delete(db: &Database, ids: &[Uuid]) -> Result<(), DbErr> {
-    Entity::delete_many()
-        .filter(Column::Id.is_in(ids.iter().copied()))
-        .exec(db.conn())
-        .await?;
-    Ok(())
+/// Deletes claimed rows whose mail was accepted, abandoned or not wanted, unless a change
+/// arrived since they were claimed (their revision moved): those are released instead, to
+/// be sent with the person's next batch.
+pub async fn finish(db: &Database, rows: &[pending_notifications::Model]) -> Result<(), DbErr> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let txn = db.begin_write().await?;
+    for chunk in rows.chunks(200) {
+        let unchanged = chunk.iter().fold(Condition::any(), |any, row| {
+            any.add(
+                Condition::all()
+                    .add(Column::Id.eq(row.id))
+                    .add(Column::Revision.eq(row.revision)),
+            )
+        });
+        Entity::delete_many().filter(unchanged).exec(&txn).await?;
+        Entity::update_many()
+            .col_expr(
+                Column::ClaimedUntil,
+                Expr::value(Option::<DateTime<Utc>>::None),
+            )
+            .filter(Column::Id.is_in(chunk.iter().map(|row| row.id)))
+            .exec(&txn)
+            .await?;
+    }
+    txn.commit().await
 }
 
 /// Leaves rows claimed until `retry_at`: they are tried again then.

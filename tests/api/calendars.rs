@@ -320,3 +320,27 @@ async fn only_the_owner_deletes_and_never_the_personal_calendar() {
         "no membership, no calendar"
     );
 }
+
+#[tokio::test]
+async fn the_static_google_path_is_not_taken_for_a_calendar_id() {
+    let app = spawn_app().await;
+    let user = app.sign_up("google-path@example.com").await;
+    let response = app
+        .as_user(Method::GET, "/api/v1/calendars/google", &user)
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(
+        response.status(),
+        StatusCode::OK,
+        "the sync trigger, not `:id` (which would be a 400 for a non-UUID)"
+    );
+    let anonymous = app.get("/api/v1/calendars/google").await;
+    assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
+    let not_an_id = app
+        .as_user(Method::GET, "/api/v1/calendars/googlf", &user)
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(not_an_id.status(), StatusCode::BAD_REQUEST, "`:id` itself");
+}

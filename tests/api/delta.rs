@@ -53,7 +53,14 @@ impl Client {
     }
 
     async fn sync(&mut self, app: &TestApp, user: &TestUser) {
-        let encoded: String = url::form_urlencoded::byte_serialize(self.since.as_bytes()).collect();
+        // The server reads back DELTA_OVERLAP before `since` (for writes that commit late);
+        // these tests write one request at a time, so they cancel the overlap: otherwise
+        // everything a test did in its first seconds would come back anyway and a missed
+        // change would go unnoticed.
+        let since = chrono::DateTime::parse_from_rfc3339(&self.since).expect("serverTime")
+            + bowline::domain::events::DELTA_OVERLAP;
+        let since = bowline::domain::time::format_timestamp(since.to_utc());
+        let encoded: String = url::form_urlencoded::byte_serialize(since.as_bytes()).collect();
         let delta = app.read_events(user, &format!("?since={encoded}")).await;
         for (id, entry) in summarize(&delta["events"]) {
             self.local.insert(id, entry);
@@ -287,4 +294,102 @@ async fn deleting_a_calendar_tombstones_its_events_for_delta_readers() {
     client.sync(&app, &s.viewer).await;
     assert_eq!(client.local, Client::full(&app, &s.viewer).await.local);
     assert_eq!(client.local.keys().collect::<Vec<_>>(), vec![foreign_id]);
+}
+
+/// Calendar X of `a` and Y of `b` (where `a` edits), both read by `u`, and an event homed
+/// in X and linked into Y.
+struct TwoCalendars {
+    a: TestUser,
+    b: TestUser,
+    u: TestUser,
+    x: String,
+    y: String,
+    event: String,
+}
+
+async fn two_calendars(app: &TestApp, tag: &str) -> TwoCalendars {
+    let a = app.sign_up(&format!("a-{tag}@example.com")).await;
+    let b = app.sign_up(&format!("b-{tag}@example.com")).await;
+    let u = app.sign_up(&format!("u-{tag}@example.com")).await;
+    let x = app.create_calendar(&a, "X").await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let y = app.create_calendar(&b, "Y").await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    for (owner, calendar, members) in [(&a, &x, vec![&u]), (&b, &y, vec![&u, &a])] {
+        let token = app.create_invite(owner, calendar, None).await["id"]
+            .as_str()
+            .expect("token")
+            .to_owned();
+        for member in members {
+            assert_eq!(
+                app.join(member, calendar, &token).await.status(),
+                StatusCode::OK
+            );
+        }
+    }
+    assert_eq!(
+        app.set_role(&b, &y, &a.id, "editor").await.status(),
+        StatusCode::OK
+    );
+    let body = event_body(&[&x, &y], "In X and Y", 9);
+    assert_eq!(
+        app.event_request(Method::POST, &a, &body).await.status(),
+        StatusCode::CREATED
+    );
+    let event = body["id"].as_str().expect("id").to_owned();
+    TwoCalendars {
+        a,
+        b,
+        u,
+        x,
+        y,
+        event,
+    }
+}
+
+#[tokio::test]
+async fn delta_reads_return_events_seen_through_fewer_calendars() {
+    let app = spawn_app().await;
+    // `u` leaves Y; removed from Y; Y is deleted. Each time `u` still sees the event, in X.
+    for case in ["leave", "remove", "delete"] {
+        let t = two_calendars(&app, case).await;
+        let mut client = Client::full(&app, &t.u).await;
+        let mut writer = Client::full(&app, &t.a).await;
+        let mut sorted = vec![t.x.clone(), t.y.clone()];
+        sorted.sort();
+        assert_eq!(client.local[&t.event].1, sorted, "{case}: before");
+        let (method, path, actor, body) = match case {
+            "leave" => (
+                Method::DELETE,
+                format!("/api/v1/calendars/members/{}", t.y),
+                &t.u,
+                None,
+            ),
+            "remove" => (
+                Method::DELETE,
+                format!("/api/v1/calendars/{}/members/{}", t.y, t.u.id),
+                &t.b,
+                None,
+            ),
+            _ => (
+                Method::DELETE,
+                "/api/v1/calendars".to_owned(),
+                &t.b,
+                Some(json!({ "id": t.y, "name": "Y", "color": "#000000" })),
+            ),
+        };
+        let (status, _) = app.call(method, &path, actor, body.as_ref()).await;
+        assert_eq!(status, StatusCode::OK, "{case}");
+        client.sync(&app, &t.u).await;
+        let full = Client::full(&app, &t.u).await.local;
+        assert_eq!(client.local, full, "{case}: delta read == full read");
+        assert_eq!(client.local[&t.event].1, vec![t.x.clone()], "{case}: after");
+        // The writer, in both calendars throughout, converges too (Y's deletion unlinks).
+        writer.sync(&app, &t.a).await;
+        assert_eq!(writer.local, Client::full(&app, &t.a).await.local, "{case}");
+    }
 }

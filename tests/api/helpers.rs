@@ -390,7 +390,17 @@ pub async fn spawn_app_built(
 /// A second server with `app`'s settings and database (another process, as far as
 /// correctness goes).
 pub async fn spawn_app_sharing_database(app: &TestApp) -> TestApp {
-    start(app.ctx.settings.clone(), |builder| builder, None).await
+    spawn_app_sharing_database_with(app, |_| {}).await
+}
+
+/// A second server on `app`'s database with its settings changed by `configure`.
+pub async fn spawn_app_sharing_database_with(
+    app: &TestApp,
+    configure: impl FnOnce(&mut Settings),
+) -> TestApp {
+    let mut settings = app.ctx.settings.clone();
+    configure(&mut settings);
+    start(settings, |builder| builder, None).await
 }
 
 async fn start(

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::calendars::shared;
 use crate::helpers::{
-    TestApp, TestUser, WAIT, event_body, spawn_app_sharing_database, spawn_app_with,
+    TestApp, TestUser, WAIT, event_body, spawn_app_sharing_database_with, spawn_app_with,
     spawn_app_with_mail,
 };
 use crate::support::smtp::SmtpSink;
@@ -185,13 +185,17 @@ async fn a_refused_batch_is_kept_and_sent_when_the_server_accepts() {
 
 #[tokio::test]
 async fn pending_batches_survive_a_restart_with_their_due_time() {
+    // The first server cannot deliver (the sink refuses it), so however slow the machine,
+    // the batch is still pending when it stops; the second one delivers it, not before its
+    // due time and not later than its own (much longer) batch delay would.
     let sink = SmtpSink::start().await;
     let url = sink.url();
     let mut first = spawn_app_with(move |s| {
         s.mail.smtp_url = Some(bowline::config::Secret::new(url));
-        s.mail.batch_delay_ms = 1_500;
+        s.mail.batch_delay_ms = 2_000;
     })
     .await;
+    sink.refuse_next(u32::MAX);
     let s = shared(&first, "restart").await;
     let mut body = event_body(&[&s.calendar], "Survivor", 9);
     assert_eq!(
@@ -206,32 +210,33 @@ async fn pending_batches_survive_a_restart_with_their_due_time() {
     body["end"] = json!("2026-07-23T14:00:00.000Z");
     put(&first, &s.owner, &body).await;
     let conn = first.db_connection().await;
-    let due_before: Vec<_> = entities::pending_notifications::Entity::find()
-        .all(&conn)
-        .await
-        .expect("query")
-        .into_iter()
-        .map(|row| row.due_at)
-        .collect();
+    let pending = || async {
+        entities::pending_notifications::Entity::find()
+            .all(&conn)
+            .await
+            .expect("query")
+            .into_iter()
+            .map(|row| row.due_at)
+            .collect::<Vec<_>>()
+    };
+    let due_before = pending().await;
     assert_eq!(due_before.len(), 1);
     first.stop_in_place().await.expect("clean stop");
+    assert_eq!(pending().await, due_before, "still pending, due as before");
     assert!(
         sink.try_next_mail().await.is_none(),
-        "not sent before its time"
+        "nothing was delivered"
     );
 
-    let second = spawn_app_sharing_database(&first).await;
-    let due_after: Vec<_> = entities::pending_notifications::Entity::find()
-        .all(&conn)
-        .await
-        .expect("query")
-        .into_iter()
-        .map(|row| row.due_at)
-        .collect();
-    assert_eq!(due_after, due_before, "the restart kept the due time");
+    sink.refuse_next(0);
+    let second = spawn_app_sharing_database_with(&first, |s| s.mail.batch_delay_ms = 600_000).await;
     let mail = tokio::time::timeout(WAIT, sink.next_mail())
         .await
         .expect("sent after the restart");
+    assert!(
+        chrono::Utc::now() >= due_before[0],
+        "not before its due time"
+    );
     assert_eq!(mail.to, std::slice::from_ref(&s.viewer.email));
     drop(second);
 }

@@ -1,0 +1,156 @@
+//! What losing a calendar does to the events in it, inside the transaction of the calendar
+//! change. Deleting a calendar deletes (tombstones) the events homed there, or linked
+//! nowhere else, and unlinks the others, one revision up, so delta reads return them with
+//! their remaining calendars.
+//! Leaving a calendar, or being removed from it, takes the events the user saw only there
+//! out of their view (visibility losses) and records a view change for those they still see
+//! through another calendar. Both return what to tell whom after commit.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use chrono::{DateTime, Utc};
+use entities::events;
+use sea_orm::ConnectionTrait;
+use uuid::Uuid;
+
+use super::events::Readers;
+use crate::context::Ctx;
+use crate::error::AppError;
+use crate::store::events as event_store;
+use crate::store::{event_history, members, notifications};
+
+/// The frames a calendar's deletion owes, sent by [`CalendarDeletion::announce`].
+#[derive(Debug, Default)]
+pub struct CalendarDeletion {
+    /// Events some users can no longer see, with those users (`event_removed`).
+    removed: Vec<(Uuid, Vec<String>)>,
+    /// Events unlinked from the deleted calendar, with who still sees them through which
+    /// calendars (`event_updated`).
+    unlinked: Vec<(events::Model, Readers)>,
+}
+
+impl CalendarDeletion {
+    /// Sends the frames (after commit).
+    pub fn announce(&self, ctx: &Ctx) {
+        for (event, readers) in &self.unlinked {
+            super::events::send_event(ctx, "event_updated", event, readers);
+        }
+        for (event, users) in &self.removed {
+            super::events::send_removed(ctx, *event, users.iter().map(String::as_str));
+        }
+    }
+}
+
+/// Who sees an event linked to `links`, from preloaded memberships.
+fn readers_of(members: &HashMap<Uuid, Vec<String>>, links: &[Uuid]) -> Readers {
+    let mut readers = Readers::new();
+    for calendar in links {
+        for user in members.get(calendar).into_iter().flatten() {
+            readers.entry(user.clone()).or_default().push(*calendar);
+        }
+    }
+    readers
+}
+
+/// Deletes the events homed in `calendar_id` (or linked nowhere else) and unlinks the others
+/// from it (before the calendar row goes), recording the losses of everyone who saw an
+/// event only there.
+pub async fn on_calendar_deleted(
+    txn: &impl ConnectionTrait,
+    calendar_id: Uuid,
+    now: DateTime<Utc>,
+) -> Result<CalendarDeletion, AppError> {
+    let homed: HashSet<Uuid> = event_store::homed_in(txn, calendar_id)
+        .await?
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    let mut links = event_store::links_of_events_in(txn, calendar_id).await?;
+    let homed_list: Vec<Uuid> = homed.iter().copied().collect();
+    links.extend(event_store::links_of(txn, &homed_list).await?);
+    let calendars: Vec<Uuid> = links
+        .values()
+        .flatten()
+        .copied()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let members = members::ids_by_calendar(txn, &calendars).await?;
+    // Deleted: the events homed here, and those linked nowhere else (nobody could see them).
+    let mut doomed = homed;
+    doomed.extend(
+        links
+            .iter()
+            .filter(|(_, links)| links.iter().all(|c| *c == calendar_id))
+            .map(|(event, _)| *event),
+    );
+    let doomed_list: Vec<Uuid> = doomed.iter().copied().collect();
+    let mut deletion = CalendarDeletion::default();
+    let mut losses = Vec::new();
+    let mut unlinked: HashMap<Uuid, Readers> = HashMap::new();
+    for (event, event_links) in &links {
+        let before = readers_of(&members, event_links);
+        let after = if doomed.contains(event) {
+            Readers::new()
+        } else {
+            let remaining: Vec<Uuid> = event_links
+                .iter()
+                .filter(|c| **c != calendar_id)
+                .copied()
+                .collect();
+            readers_of(&members, &remaining)
+        };
+        let lost: Vec<String> = super::events::lost_readers(&before, &after)
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        losses.extend(lost.iter().map(|user| (user.clone(), *event)));
+        if !lost.is_empty() {
+            deletion.removed.push((*event, lost));
+        }
+        if !doomed.contains(event) {
+            unlinked.insert(*event, after);
+        }
+    }
+    event_store::tombstone_many(txn, &doomed_list, now).await?;
+    notifications::drop_for_events(txn, &doomed_list).await?;
+    event_history::record_loss_pairs(txn, &losses, now).await?;
+    let unlinked_ids: Vec<Uuid> = unlinked.keys().copied().collect();
+    event_store::touch_many(txn, &unlinked_ids, now).await?;
+    for event in event_store::find_live(txn, &unlinked_ids).await? {
+        if let Some(readers) = unlinked.remove(&event.id) {
+            deletion.unlinked.push((event, readers));
+        }
+    }
+    deletion.unlinked.sort_by_key(|(event, _)| event.id);
+    deletion.removed.sort_by_key(|(event, _)| *event);
+    Ok(deletion)
+}
+
+/// `user` leaves `calendar_id` (before their membership row goes): they lose the events
+/// they saw only through it, and see the others through fewer calendars. Returns the events
+/// they lost (for `event_removed`).
+pub async fn on_membership_lost(
+    txn: &impl ConnectionTrait,
+    calendar_id: Uuid,
+    user: &str,
+    now: DateTime<Utc>,
+) -> Result<Vec<Uuid>, AppError> {
+    let links = event_store::links_of_events_in(txn, calendar_id).await?;
+    let mine = members::calendars_of(txn, user).await?;
+    let mut lost = Vec::new();
+    let mut changed = Vec::new();
+    for (event, links) in &links {
+        let still_seen = links.iter().any(|c| *c != calendar_id && mine.contains(c));
+        if still_seen {
+            changed.push((user.to_owned(), *event));
+        } else {
+            lost.push(*event);
+        }
+    }
+    lost.sort();
+    let losses: Vec<(String, Uuid)> = lost.iter().map(|e| (user.to_owned(), *e)).collect();
+    event_history::record_loss_pairs(txn, &losses, now).await?;
+    event_history::record_view_changes(txn, &changed, now).await?;
+    Ok(lost)
+}

@@ -1,0 +1,169 @@
+//! Races and unknown ids that must not end in a 500 or linger: an event write racing the
+//! deletion of another calendar it links into (a foreign-key failure) is a 403 with nothing
+//! written; commands naming a calendar that does not exist are refused without leaving its
+//! actor alive.
+
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use sea_orm::{ConnectionTrait, EntityTrait, TransactionTrait};
+use serde_json::{Value, json};
+
+use crate::helpers::{TestApp, TestUser, WAIT, event_body, spawn_app};
+
+/// Runs `request` while another transaction deletes `calendar` and still holds its row:
+/// the request gets past its checks (the membership is still committed), blocks on the
+/// foreign key, and fails once the deletion commits. On SQLite, whose writers queue for
+/// the whole database, the deletion simply commits first.
+async fn racing_deletion(
+    app: &TestApp,
+    calendar: &str,
+    request: reqwest::RequestBuilder,
+) -> reqwest::Response {
+    let conn = app.db_connection().await;
+    if conn.get_database_backend() != sea_orm::DbBackend::Postgres {
+        let uuid = uuid::Uuid::parse_str(calendar).expect("uuid");
+        entities::calendars::Entity::delete_by_id(uuid)
+            .exec(&conn)
+            .await
+            .expect("delete");
+        return request.send().await.expect("request");
+    }
+    let deletion = conn.begin().await.expect("begin");
+    deletion
+        .execute_unprepared(&format!("DELETE FROM calendars WHERE id = '{calendar}'"))
+        .await
+        .expect("delete");
+    let pending = tokio::spawn(async move { request.send().await.expect("request") });
+    let waiting = "SELECT count(*) AS n FROM pg_stat_activity \
+                   WHERE datname = current_database() AND wait_event_type = 'Lock'";
+    let mut tick = tokio::time::interval(Duration::from_millis(5));
+    tokio::time::timeout(WAIT, async {
+        loop {
+            tick.tick().await;
+            let row = conn
+                .query_one_raw(sea_orm::Statement::from_string(
+                    sea_orm::DbBackend::Postgres,
+                    waiting,
+                ))
+                .await
+                .expect("query")
+                .expect("row");
+            if row.try_get::<i64>("", "n").expect("count") > 0 {
+                return;
+            }
+        }
+    })
+    .await
+    .expect("the request waits for the deleted calendar's row");
+    deletion.commit().await.expect("commit");
+    pending.await.expect("request task")
+}
+
+async fn calendar(app: &TestApp, owner: &TestUser, name: &str) -> String {
+    app.create_calendar(owner, name).await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned()
+}
+
+#[tokio::test]
+async fn writes_racing_a_calendar_deletion_are_refused_not_500() {
+    let app = spawn_app().await;
+    let owner = app.sign_up("race-owner@example.com").await;
+    let home = calendar(&app, &owner, "Home").await;
+    let body = event_body(&[&home], "Racer", 9);
+    let id = body["id"].as_str().expect("id").to_owned();
+    assert_eq!(
+        app.event_request(Method::POST, &owner, &body)
+            .await
+            .status(),
+        StatusCode::CREATED
+    );
+
+    // An update adding a calendar being deleted.
+    let doomed = calendar(&app, &owner, "Doomed by update").await;
+    let mut update = body.clone();
+    update["calendars"] = json!([home, doomed]);
+    let request = app
+        .as_user(Method::PUT, "/api/v1/events", &owner)
+        .json(&update);
+    let response = racing_deletion(&app, &doomed, request).await;
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
+    // A link into one.
+    let doomed = calendar(&app, &owner, "Doomed by link").await;
+    let request = app
+        .as_user(Method::POST, &format!("/api/v1/events/{id}/link"), &owner)
+        .json(&json!({ "calendarID": doomed }));
+    let response = racing_deletion(&app, &doomed, request).await;
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
+    // A creation linking into one.
+    let doomed = calendar(&app, &owner, "Doomed by create").await;
+    let created = event_body(&[&home, &doomed], "Never", 10);
+    let request = app
+        .as_user(Method::POST, "/api/v1/events", &owner)
+        .json(&created);
+    let response = racing_deletion(&app, &doomed, request).await;
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
+    let error: Value = response.json().await.expect("JSON");
+    assert!(error["requestId"].is_string());
+
+    let read = app.read_events(&owner, "").await;
+    let events = read["events"].as_array().expect("events");
+    assert_eq!(events.len(), 1, "the creation wrote nothing");
+    assert_eq!(
+        events[0]["revision"], 1,
+        "the update and the link wrote nothing"
+    );
+    assert_eq!(events[0]["calendars"], json!([home]));
+}
+
+#[tokio::test]
+async fn commands_for_unknown_calendars_leave_no_actor_behind() {
+    let app = spawn_app().await;
+    let user = app.sign_up("unknown-calendar@example.com").await;
+    let own = calendar(&app, &user, "Own").await;
+    let body = event_body(&[&own], "Source", 9);
+    let id = body["id"].as_str().expect("id").to_owned();
+    assert_eq!(
+        app.event_request(Method::POST, &user, &body).await.status(),
+        StatusCode::CREATED
+    );
+    let mut live = app.ctx().actors.calendars.live();
+    let unknown = || uuid::Uuid::new_v4().to_string();
+    let calls: Vec<(Method, String, Option<Value>, StatusCode)> = vec![
+        (
+            Method::DELETE,
+            format!("/api/v1/calendars/members/{}", unknown()),
+            None,
+            StatusCode::FORBIDDEN,
+        ),
+        (
+            Method::PUT,
+            "/api/v1/calendars".into(),
+            Some(json!({ "id": unknown(), "name": "x", "color": "#000" })),
+            StatusCode::FORBIDDEN,
+        ),
+        (
+            Method::POST,
+            format!("/api/v1/events/{id}/fork"),
+            Some(json!({ "calendarID": unknown() })),
+            StatusCode::FORBIDDEN,
+        ),
+        (
+            Method::POST,
+            "/api/v1/events".into(),
+            Some(event_body(&[&unknown()], "Nowhere", 9)),
+            StatusCode::FORBIDDEN,
+        ),
+    ];
+    let before = *live.borrow_and_update();
+    for (method, path, body, expected) in calls {
+        let (status, _) = app.call(method, &path, &user, body.as_ref()).await;
+        assert_eq!(status, expected, "{path}");
+    }
+    tokio::time::timeout(WAIT, live.wait_for(|n| *n <= before))
+        .await
+        .expect("the unknown calendars' actors stop at once")
+        .expect("supervisor running");
+}

@@ -1,0 +1,207 @@
+//! `PUT /api/v1/events` and the calendars an event is in: links into calendars the caller
+//! cannot see survive a client putting back what it read, removing a visible link needs
+//! editEvents there; and the validation of times (start after end, years outside 1..=9999
+//! in ISO and millisecond form) before anything is written.
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+use crate::calendars::shared;
+use crate::helpers::{TestApp, TestUser, event_body, spawn_app};
+
+/// `user`'s document of event `id` from a full read (`None` when they cannot see it).
+async fn read_one(app: &TestApp, user: &TestUser, id: &str) -> Option<Value> {
+    let read = app.read_events(user, "").await;
+    read["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .find(|event| event["id"] == id)
+        .cloned()
+}
+
+async fn join_as(app: &TestApp, owner: &TestUser, calendar: &str, user: &TestUser, role: &str) {
+    let invite = app.create_invite(owner, calendar, None).await;
+    let token = invite["id"].as_str().expect("token");
+    assert_eq!(
+        app.join(user, calendar, token).await.status(),
+        StatusCode::OK
+    );
+    if role != "viewer" {
+        assert_eq!(
+            app.set_role(owner, calendar, &user.id, role).await.status(),
+            StatusCode::OK
+        );
+    }
+}
+
+#[tokio::test]
+async fn links_the_caller_cannot_see_survive_an_update_and_removing_one_needs_edit_rights() {
+    let app = spawn_app().await;
+    let s = shared(&app, "hidden-links").await;
+    // The outsider's calendar, where the owner of the shared calendar is an editor.
+    let theirs = app.create_calendar(&s.outsider, "Outsider's").await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    join_as(&app, &s.outsider, &theirs, &s.owner, "editor").await;
+    let body = event_body(&[&s.calendar], "Linked twice", 9);
+    let id = body["id"].as_str().expect("id").to_owned();
+    assert_eq!(
+        app.event_request(Method::POST, &s.owner, &body)
+            .await
+            .status(),
+        StatusCode::CREATED
+    );
+    let linked = app
+        .as_user(Method::POST, &format!("/api/v1/events/{id}/link"), &s.owner)
+        .json(&json!({ "calendarID": theirs }))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(linked.status(), StatusCode::OK);
+
+    // The editor sees the event in the shared calendar only and puts back what they read.
+    let mut read = read_one(&app, &s.editor, &id).await.expect("visible");
+    assert_eq!(read["calendars"], json!([s.calendar]));
+    let mut outsider_stream = app.stream(&s.outsider).await;
+    read["title"] = json!("Renamed by the editor");
+    let response = app.event_request(Method::PUT, &s.editor, &read).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let updated: Value = response.json().await.expect("JSON");
+    assert_eq!(
+        updated["calendars"],
+        json!([s.calendar]),
+        "the editor's view"
+    );
+    let frame = outsider_stream.next_frame().await;
+    assert_eq!(frame["type"], "event_updated");
+    assert_eq!(frame["payload"]["calendars"], json!([theirs]), "their view");
+    let kept = read_one(&app, &s.outsider, &id)
+        .await
+        .expect("still in the outsider's calendar");
+    assert_eq!(kept["title"], "Renamed by the editor");
+    assert_eq!(kept["calendars"], json!([theirs]));
+    let owners = read_one(&app, &s.owner, &id).await.expect("visible");
+    assert_eq!(owners["calendars"], json!([s.calendar, theirs]));
+
+    // As a viewer of the outsider's calendar the editor sees the link but may not remove it.
+    join_as(&app, &s.outsider, &theirs, &s.editor, "viewer").await;
+    let mut read = read_one(&app, &s.editor, &id).await.expect("visible");
+    assert_eq!(read["calendars"], json!([s.calendar, theirs]));
+    let revision = read["revision"].clone();
+    read["calendars"] = json!([s.calendar]);
+    read["title"] = json!("Unlinked by a viewer?");
+    let refused = app.event_request(Method::PUT, &s.editor, &read).await;
+    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+    let unchanged = read_one(&app, &s.outsider, &id).await.expect("still there");
+    assert_eq!(unchanged["revision"], revision, "nothing was written");
+    assert_eq!(unchanged["title"], "Renamed by the editor");
+
+    // As an editor there, they may.
+    assert_eq!(
+        app.set_role(&s.outsider, &theirs, &s.editor.id, "editor")
+            .await
+            .status(),
+        StatusCode::OK
+    );
+    read["title"] = json!("Unlinked by an editor");
+    let response = app.event_request(Method::PUT, &s.editor, &read).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let updated: Value = response.json().await.expect("JSON");
+    assert_eq!(updated["calendars"], json!([s.calendar]));
+    loop {
+        let frame = outsider_stream.next_frame().await;
+        if frame["type"] == "event_removed" {
+            assert_eq!(frame["payload"]["id"], id.as_str());
+            break;
+        }
+    }
+    assert!(read_one(&app, &s.outsider, &id).await.is_none());
+    let owners = read_one(&app, &s.owner, &id).await.expect("visible");
+    assert_eq!(owners["calendars"], json!([s.calendar]));
+}
+
+#[tokio::test]
+async fn times_are_validated_before_anything_is_written() {
+    let app = spawn_app().await;
+    let s = shared(&app, "times").await;
+    let body = event_body(&[&s.calendar], "Timely", 9);
+    assert_eq!(
+        app.event_request(Method::POST, &s.owner, &body)
+            .await
+            .status(),
+        StatusCode::CREATED
+    );
+    let mut backwards = body.clone();
+    backwards["start"] = json!("2026-07-23T11:00:00.000Z");
+    backwards["end"] = json!("2026-07-23T10:00:00.000Z");
+    let response = app.event_request(Method::PUT, &s.owner, &backwards).await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(
+        response.json::<Value>().await.expect("JSON")["error"],
+        "start must not be after end."
+    );
+
+    // Later than 9999 as `end`, earlier than year 1 as `start`: in order, but out of range.
+    let out_of_range = [
+        ("end", json!("+010000-01-01T00:00:00.000Z")),
+        ("end", json!("10000-01-01")),
+        ("end", json!(253_402_300_800_000_i64)),
+        ("end", json!(8_640_000_000_000_000_i64)),
+        ("start", json!("0000-06-01T00:00:00.000Z")),
+        ("start", json!("0001-01-01T00:30:00+01:00")),
+        ("start", json!("-000001-01-01T00:00:00.000Z")),
+        ("start", json!(-62_198_755_200_000_i64)),
+    ];
+    for (field, value) in out_of_range {
+        let mut create = event_body(&[&s.calendar], "Far away", 9);
+        create[field] = value.clone();
+        let mut update = body.clone();
+        update[field] = value.clone();
+        for (method, candidate) in [(Method::POST, &create), (Method::PUT, &update)] {
+            let response = app.event_request(method.clone(), &s.owner, candidate).await;
+            assert_eq!(
+                response.status(),
+                StatusCode::BAD_REQUEST,
+                "{method} {field} = {value}"
+            );
+            let error: Value = response.json().await.expect("JSON");
+            assert_eq!(
+                error["error"],
+                format!("{field} must be a valid timestamp.")
+            );
+        }
+    }
+    let read = app.read_events(&s.owner, "").await;
+    assert_eq!(read["events"].as_array().expect("events").len(), 1);
+    assert_eq!(read["events"][0]["revision"], 1, "nothing was written");
+    for query in ["?since=10000-01-01", "?since=-000001-01-01T00:00:00Z"] {
+        let response = app
+            .as_user(Method::GET, &format!("/api/v1/events{query}"), &s.owner)
+            .send()
+            .await
+            .expect("request");
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{query}");
+    }
+
+    // The bounds themselves are fine, stored and read back on either database.
+    let mut edges = event_body(&[&s.calendar], "Edges", 9);
+    edges["start"] = json!("0001-01-01T00:00:00.000Z");
+    edges["end"] = json!(253_402_300_799_999_i64);
+    assert_eq!(
+        app.event_request(Method::POST, &s.owner, &edges)
+            .await
+            .status(),
+        StatusCode::CREATED
+    );
+    let read = read_one(&app, &s.viewer, edges["id"].as_str().expect("id"))
+        .await
+        .expect("readable");
+    assert_eq!(read["start"], "0001-01-01T00:00:00.000Z");
+    assert_eq!(read["end"], "9999-12-31T23:59:59.999Z");
+    let delta = app
+        .read_events(&s.viewer, "?since=2000-01-01T00:00:00.000Z")
+        .await;
+    assert_eq!(delta["events"].as_array().expect("events").len(), 2);
+}
