@@ -3,6 +3,7 @@
 //! `#status[data-state=success]` blocks until the page reaches that state or times out.
 
 use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 
 use serde_json::{Value, json};
@@ -28,8 +29,10 @@ impl Browser {
             "browser tests need Debian's chromium and chromium-driver (`.ci/run` installs them: \
              apt-get install -y chromium chromium-driver)"
         );
+        // Its own process group: the browsers it starts are ended with it.
         let mut driver = Command::new(CHROMEDRIVER)
             .arg("--port=0")
+            .process_group(0)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -65,6 +68,7 @@ impl Browser {
                         "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                         "--disable-quic", "--no-first-run", "--disable-background-networking",
                         "--disable-component-update", "--disable-sync",
+                        "--disable-crash-reporter", "--disable-breakpad",
                         format!("--user-data-dir={}", browser.profile.path().display()),
                     ]
                 }
@@ -164,7 +168,10 @@ impl Browser {
 }
 
 impl Drop for Browser {
+    /// Ends chromedriver and every browser process it started (its process group).
     fn drop(&mut self) {
+        let group = format!("-{}", self.driver.id());
+        let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
         let _ = self.driver.kill();
         let _ = self.driver.wait();
     }
