@@ -108,22 +108,6 @@ pub async fn insert_many(
     Ok(models)
 }
 
-/// Which of `ids` exist (deleted or not).
-pub async fn existing(db: &impl ConnectionTrait, ids: &[Uuid]) -> Result<HashSet<Uuid>, DbErr> {
-    let mut found = HashSet::new();
-    for chunk in ids.chunks(500) {
-        let rows: Vec<Uuid> = events::Entity::find()
-            .select_only()
-            .column(events::Column::Id)
-            .filter(events::Column::Id.is_in(chunk.iter().copied()))
-            .into_tuple()
-            .all(db)
-            .await?;
-        found.extend(rows);
-    }
-    Ok(found)
-}
-
 /// The event with this id, deleted or not.
 pub async fn find(db: &impl ConnectionTrait, id: Uuid) -> Result<Option<events::Model>, DbErr> {
     events::Entity::find_by_id(id).unique(db).await

@@ -107,6 +107,15 @@ impl Database {
                     .synchronous(SqliteSynchronous::Full)
                     .busy_timeout(Duration::from_secs(10))
                     .foreign_keys(true)
+            })
+            // Write transactions are read committed and read-write whatever the server's
+            // defaults, set once per connection rather than by a `SET TRANSACTION` round
+            // trip per transaction.
+            .map_sqlx_postgres_opts(|opts| {
+                opts.options([
+                    ("default_transaction_isolation", "read committed"),
+                    ("default_transaction_read_only", "off"),
+                ])
             });
         let conn = sea_orm::Database::connect(options).await?;
         Ok(Self { conn, backend })
@@ -127,20 +136,19 @@ impl Database {
         &self.conn
     }
 
-    /// Starts a write transaction (`BEGIN IMMEDIATE` on SQLite, read committed on PostgreSQL).
+    /// Starts a write transaction (`BEGIN IMMEDIATE` on SQLite; on PostgreSQL a plain
+    /// `BEGIN`, read committed and read-write by the connection's defaults).
     pub async fn begin_write(&self) -> Result<DatabaseTransaction, DbErr> {
-        let options = match self.backend {
-            Backend::Sqlite => TransactionOptions {
-                sqlite_transaction_mode: Some(SqliteTransactionMode::Immediate),
-                ..Default::default()
-            },
-            Backend::Postgres => TransactionOptions {
-                isolation_level: Some(IsolationLevel::ReadCommitted),
-                access_mode: Some(AccessMode::ReadWrite),
-                ..Default::default()
-            },
-        };
-        self.conn.begin_with_options(options).await
+        match self.backend {
+            Backend::Sqlite => {
+                let options = TransactionOptions {
+                    sqlite_transaction_mode: Some(SqliteTransactionMode::Immediate),
+                    ..Default::default()
+                };
+                self.conn.begin_with_options(options).await
+            }
+            Backend::Postgres => self.conn.begin().await,
+        }
     }
 
     /// Starts a read-only transaction that sees one consistent snapshot (repeatable read on

@@ -5,6 +5,7 @@ use bowline::actors::{ActorKind, ask_slot};
 use bowline::store::scheduled_tasks::{self, Lease};
 use bowline::store::{Backend, Database};
 use chrono::{Duration, Utc};
+use sea_orm::ConnectionTrait;
 
 use crate::helpers::{TestDb, WAIT, spawn_app, test_settings};
 
@@ -109,4 +110,53 @@ async fn a_cleanup_run_is_recorded() {
     assert_eq!(row.last_outcome.as_deref(), Some("ok"));
     assert!(row.last_finished_at.is_some());
     assert!(row.lease_owner.is_none(), "the lease was released");
+}
+
+#[tokio::test]
+async fn write_transactions_are_read_committed_whatever_the_database_defaults() {
+    crate::helpers::init();
+    let db = TestDb::create().await;
+    let mut settings = test_settings();
+    db.configure(&mut settings);
+    if let Some(url) = db.database_url() {
+        // An operator made every transaction serializable and read-only by default.
+        let admin = sea_orm::Database::connect(url).await.expect("connect");
+        admin
+            .execute_unprepared(
+                "DO $$ BEGIN \
+                   EXECUTE format('ALTER DATABASE %I SET default_transaction_isolation = %L', \
+                     current_database(), 'serializable'); \
+                   EXECUTE format('ALTER DATABASE %I SET default_transaction_read_only = %L', \
+                     current_database(), 'on'); \
+                 END $$",
+            )
+            .await
+            .expect("alter database");
+        admin.close().await.expect("close");
+    }
+    let database = Database::connect(&settings.storage).await.expect("connect");
+    database.migrate().await.expect("migrate");
+    let txn = database.begin_write().await.expect("begin");
+    if database.backend() == Backend::Postgres {
+        let row = txn
+            .query_one_raw(sea_orm::Statement::from_string(
+                sea_orm::DbBackend::Postgres,
+                "SELECT current_setting('transaction_isolation') AS isolation, \
+                 current_setting('transaction_read_only') AS read_only",
+            ))
+            .await
+            .expect("query")
+            .expect("row");
+        let isolation: String = row.try_get("", "isolation").expect("isolation");
+        let read_only: String = row.try_get("", "read_only").expect("read_only");
+        assert_eq!(
+            (isolation.as_str(), read_only.as_str()),
+            ("read committed", "off")
+        );
+    }
+    scheduled_tasks::find(&database, "none")
+        .await
+        .expect("reads in a write transaction's pool");
+    txn.rollback().await.expect("rollback");
+    database.close().await.expect("close");
 }
