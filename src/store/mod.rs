@@ -107,6 +107,10 @@ impl Database {
                     .synchronous(SqliteSynchronous::Full)
                     .busy_timeout(Duration::from_secs(10))
                     .foreign_keys(true)
+                    // 1 MiB of page cache per connection instead of SQLite's 2 MiB: pages
+                    // are a read from the operating system's cache away, and a pool of 8
+                    // connections would otherwise grow the server by 16 MiB.
+                    .pragma("cache_size", "-1024")
             })
             // Write transactions are read committed and read-write whatever the server's
             // defaults, set once per connection rather than by a `SET TRANSACTION` round

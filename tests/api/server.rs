@@ -2,6 +2,7 @@
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::helpers::{spawn_app, spawn_app_with};
 
@@ -48,4 +49,42 @@ async fn socials_are_advertised_only_when_configured() {
         .await
         .expect("JSON");
     assert_eq!(body["socials"], json!(["apple"]));
+}
+
+#[tokio::test]
+async fn http1_and_prior_knowledge_http2_are_both_served() {
+    let app = spawn_app().await;
+    let h2 = reqwest::Client::builder()
+        .http2_prior_knowledge()
+        .build()
+        .expect("client");
+    let response = h2
+        .get(app.url("/api/v1/server/ok"))
+        .send()
+        .await
+        .expect("h2c request");
+    assert_eq!(response.version(), reqwest::Version::HTTP_2);
+    assert_eq!(response.status(), StatusCode::OK);
+    let response = app.get("/api/v1/server/ok").await;
+    assert_eq!(response.version(), reqwest::Version::HTTP_11);
+    assert_eq!(response.status(), StatusCode::OK);
+
+    // A request line that arrives in pieces is still HTTP/1.
+    let address = app.url("").replace("http://", "");
+    let mut socket = tokio::net::TcpStream::connect(address.trim_end_matches('/'))
+        .await
+        .expect("connect");
+    socket.write_all(b"GE").await.expect("write");
+    socket.flush().await.expect("flush");
+    tokio::task::yield_now().await;
+    socket
+        .write_all(b"T /api/v1/server/ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .expect("write");
+    let mut answer = String::new();
+    tokio::time::timeout(crate::helpers::WAIT, socket.read_to_string(&mut answer))
+        .await
+        .expect("answered in time")
+        .expect("read");
+    assert!(answer.starts_with("HTTP/1.1 200 OK"), "{answer}");
 }
