@@ -3,10 +3,11 @@
 //! Every struct denies unknown fields and no field has a serde default, so the compiled-in
 //! `default.toml` is the single place defaults live, and a key that drifts between the file
 //! and the structs fails the `default_toml_is_complete` test. Loading and layering are in
-//! [`load`]; [`Settings::validate`] adds the rules serde cannot express. Nothing here is
+//! [`load`]; [`Settings::validate`] (in [`validate`]) adds the rules serde cannot express. Nothing here is
 //! global: a server is built from a `Settings` value, so several can run in one process.
 
 mod load;
+mod validate;
 
 use std::fmt;
 use std::net::IpAddr;
@@ -281,122 +282,6 @@ impl fmt::Debug for Secret {
 }
 
 impl Settings {
-    /// Rules beyond types: each failure names its key.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        let invalid = |key: &str, reason: String| Err(ConfigError::invalid(key, reason));
-        if let Some(url) = &self.server.base_url
-            && let Err(reason) = parse_origin(url)
-        {
-            return invalid("server.base_url", reason);
-        }
-        for origin in &self.server.cors_origins {
-            if let Err(reason) = parse_origin(origin) {
-                return invalid("server.cors_origins", reason);
-            }
-        }
-        let scheme = &self.server.app_scheme;
-        if scheme.is_empty()
-            || !scheme.starts_with(|c: char| c.is_ascii_alphabetic())
-            || !scheme
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
-        {
-            return invalid(
-                "server.app_scheme",
-                format!("{scheme:?} is not a URL scheme"),
-            );
-        }
-        if let Some(url) = &self.storage.database_url {
-            let url = url.expose();
-            if !["sqlite:", "postgres://", "postgresql://"]
-                .iter()
-                .any(|p| url.starts_with(p))
-            {
-                return invalid(
-                    "storage.database_url",
-                    "must start with postgres://, postgresql:// or sqlite:".into(),
-                );
-            }
-        }
-        for origin in &self.auth.trusted_origins {
-            if !origin.contains("://") {
-                return invalid(
-                    "auth.trusted_origins",
-                    format!("{origin:?} must be an origin such as https://app.example or myapp://"),
-                );
-            }
-        }
-        if let Some(secret) = &self.auth.secret
-            && secret.expose().len() < 32
-        {
-            return invalid("auth.secret", "must be at least 32 characters".into());
-        }
-        if let Some(url) = &self.mail.smtp_url {
-            let url = url.expose();
-            if !(url.starts_with("smtp://") || url.starts_with("smtps://")) {
-                return invalid(
-                    "mail.smtp_url",
-                    "must start with smtp:// or smtps://".into(),
-                );
-            }
-        }
-        if self.mail.from.parse::<lettre::message::Mailbox>().is_err() {
-            return invalid(
-                "mail.from",
-                format!("{:?} is not a mail address", self.mail.from),
-            );
-        }
-        for (key, url) in [
-            ("google.jwks_url", &self.google.jwks_url),
-            ("apple.jwks_url", &self.apple.jwks_url),
-        ] {
-            if !(url.starts_with("https://") || url.starts_with("http://")) {
-                return invalid(key, "must be an http(s) URL".into());
-            }
-        }
-        if self.storage.max_connections == 0 {
-            return invalid("storage.max_connections", "must be at least 1".into());
-        }
-        for (key, value) in [
-            ("actors.call_timeout_ms", self.actors.call_timeout_ms),
-            ("actors.restart_window_ms", self.actors.restart_window_ms),
-            ("actors.calendar_idle_ms", self.actors.calendar_idle_ms),
-            (
-                "scheduler.cleanup_interval_ms",
-                self.scheduler.cleanup_interval_ms,
-            ),
-            ("scheduler.lease_ms", self.scheduler.lease_ms),
-            ("mail.batch_delay_ms", self.mail.batch_delay_ms),
-            ("mail.retry_ms", self.mail.retry_ms),
-            ("stream.keepalive_ms", self.stream.keepalive_ms),
-            ("stream.buffer", u64::from(self.stream.buffer)),
-            (
-                "auth.password_hash_concurrency",
-                u64::from(self.auth.password_hash_concurrency),
-            ),
-        ] {
-            if value == 0 {
-                return invalid(key, "must be greater than 0".into());
-            }
-        }
-        if self.actors.restart_backoff_max_ms < self.actors.restart_backoff_ms {
-            return invalid(
-                "actors.restart_backoff_max_ms",
-                "must not be below actors.restart_backoff_ms".into(),
-            );
-        }
-        if let Some(key) = &self.caldav.enc_key {
-            let key = key.expose();
-            if key.len() != 64 || !key.chars().all(|c| c.is_ascii_hexdigit()) {
-                return invalid(
-                    "caldav.enc_key",
-                    "must be 64 hexadecimal characters (a 32-byte key)".into(),
-                );
-            }
-        }
-        Ok(())
-    }
-
     /// Origins trusted for cookie-carrying requests and callback URLs: the base URL, the CORS
     /// origins, the configured extras and the app scheme.
     pub fn trusted_origins(&self, base_url: &str) -> Vec<String> {
@@ -411,21 +296,6 @@ impl Settings {
     pub fn call_timeout(&self) -> Duration {
         Duration::from_millis(self.actors.call_timeout_ms)
     }
-}
-
-/// Checks that `url` is a bare http(s) origin (`https://host[:port]`, no path or query).
-fn parse_origin(url: &str) -> Result<(), String> {
-    let rest = url
-        .strip_prefix("https://")
-        .or_else(|| url.strip_prefix("http://"))
-        .ok_or_else(|| format!("{url:?} must start with http:// or https://"))?;
-    let rest = rest.strip_suffix('/').unwrap_or(rest);
-    if rest.is_empty() || rest.contains(['/', '?', '#', '@', ' ']) {
-        return Err(format!(
-            "{url:?} must be an origin such as https://cal.example.com"
-        ));
-    }
-    Ok(())
 }
 
 /// `""` is "not set".

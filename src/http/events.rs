@@ -1,15 +1,11 @@
-//! Events: `GET /api/v1/events` (full, delta since a time, or a range), `POST`, `PUT`,
-//! `DELETE /api/v1/events`, `POST /api/v1/events/:eventId/link` and `/fork`,
-//! `GET /api/v1/events/:eventId/attendees`, `PUT /api/v1/events/:eventId/attendance`.
+//! Events: `POST`, `PUT`, `DELETE /api/v1/events`, `POST /api/v1/events/:eventId/link` and
+//! `/fork`, `GET /api/v1/events/:eventId/attendees`, `PUT /api/v1/events/:eventId/attendance`,
+//! and the reads of [`super::event_reads`].
 //!
 //! Input is validated here, before any authorization or database access; every change is
 //! a command to the event's home calendar actor (a fork, to the target's).
 
-use std::sync::Arc;
-
-use chrono::{DateTime, Duration, Utc};
 use http::StatusCode;
-use http::header::CONTENT_TYPE;
 use serde_json::Value;
 use uuid::Uuid;
 use warp::filters::BoxedFilter;
@@ -20,17 +16,14 @@ use super::extract::{AuthUser, authenticated, json_body, respond, route, with_ct
 use crate::actors::calendar::CalendarMsg;
 use crate::commands::event_links;
 use crate::context::Ctx;
-use crate::domain::events::{Attendance, DELTA_OVERLAP, EventInput, MAX_RANGE_DAYS};
+use crate::domain::events::{Attendance, EventInput};
 use crate::domain::ids::{canonical_uuid, require_uuid};
-use crate::domain::time::parse_timestamp;
 use crate::error::AppError;
-use crate::store::event_reads::{self, Window};
-use crate::store::{event_history, events as event_store};
-use crate::views::event_list;
+use crate::store::events as event_store;
 
 /// The event routes.
 pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
-    list_events(ctx.clone())
+    super::event_reads::list_events(ctx.clone())
         .or(create_event(ctx.clone()))
         .unify()
         .or(update_event(ctx.clone()))
@@ -83,146 +76,6 @@ async fn ask<T: Send + 'static>(
         .calendars
         .ask(ctx.settings.call_timeout(), calendar, build)
         .await
-}
-
-/// What a read asked for.
-enum ReadQuery {
-    All,
-    Since(DateTime<Utc>),
-    Range(DateTime<Utc>, DateTime<Utc>),
-}
-
-fn parse_read_query(raw: &str) -> Result<ReadQuery, AppError> {
-    let mut since = Vec::new();
-    let mut start = Vec::new();
-    let mut end = Vec::new();
-    for (key, value) in url::form_urlencoded::parse(raw.as_bytes()) {
-        match key.as_ref() {
-            "since" => since.push(value.into_owned()),
-            "start" => start.push(value.into_owned()),
-            "end" => end.push(value.into_owned()),
-            _ => {}
-        }
-    }
-    let one = |values: Vec<String>, name: &str| -> Result<Option<DateTime<Utc>>, AppError> {
-        match values.as_slice() {
-            [] => Ok(None),
-            [value] => parse_timestamp(value)
-                .map(Some)
-                .ok_or_else(|| AppError::bad_request(format!("{name} must be a valid timestamp."))),
-            _ => Err(AppError::bad_request(format!(
-                "{name} must be a valid timestamp."
-            ))),
-        }
-    };
-    let since = one(since, "since")?;
-    let start = one(start, "start")?;
-    let end = one(end, "end")?;
-    match (since, start, end) {
-        (None, None, None) => Ok(ReadQuery::All),
-        (Some(since), None, None) => Ok(ReadQuery::Since(since)),
-        (Some(_), _, _) => Err(AppError::bad_request(
-            "since cannot be combined with start and end.",
-        )),
-        (None, Some(start), Some(end)) => {
-            if start >= end {
-                return Err(AppError::bad_request("start must be before end."));
-            }
-            if end - start > Duration::days(MAX_RANGE_DAYS) {
-                return Err(AppError::bad_request("Requested event range is too large."));
-            }
-            Ok(ReadQuery::Range(start, end))
-        }
-        (None, _, _) => Err(AppError::bad_request(
-            "start and end must be provided together.",
-        )),
-    }
-}
-
-/// GET /api/v1/events — everything visible, a delta since `since`, or a `start`–`end` range.
-fn list_events(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    let query = warp::query::raw().or(warp::any().map(String::new)).unify();
-    warp::path!("api" / "v1" / "events")
-        .and(route("/api/v1/events"))
-        .and(warp::get())
-        .and(query)
-        .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
-        .and_then(|query: String, ctx: Ctx, user: AuthUser| async move {
-            respond(list_events_handler(&ctx, &user, &query).await)
-        })
-}
-
-async fn list_events_handler(
-    ctx: &Ctx,
-    user: &AuthUser,
-    query: &str,
-) -> Result<Response, AppError> {
-    let query = parse_read_query(query)?;
-    let server_time = Utc::now();
-    let overlap = Duration::from_std(DELTA_OVERLAP).unwrap_or(Duration::seconds(10));
-    let (packed, deleted_ids) = match query {
-        ReadQuery::All => return full_read(ctx, user, server_time).await,
-        // One statement: its own consistent snapshot.
-        ReadQuery::Range(start, end) => (
-            event_reads::visible(ctx.db.conn(), user.id(), Window::Range(start, end)).await?,
-            Vec::new(),
-        ),
-        // Changes and deletions from one snapshot, so none falls between the two reads.
-        ReadQuery::Since(since) => {
-            let since = since - overlap;
-            let txn = ctx.db.begin_read().await?;
-            let deleted = event_history::deleted_since(&txn, user.id(), since).await?;
-            let changed = event_reads::visible(&txn, user.id(), Window::Since(since)).await?;
-            txn.commit().await?;
-            (changed, deleted)
-        }
-    };
-    let events = event_list::events_array(&packed.rows()?)?;
-    Ok(json_text(event_list::events_response(
-        &events,
-        &deleted_ids,
-        server_time,
-    )))
-}
-
-/// Everything the reader can see, from the cache while the reader's calendar versions are
-/// those it was read at ([`crate::http::event_read_cache`]).
-async fn full_read(
-    ctx: &Ctx,
-    user: &AuthUser,
-    server_time: DateTime<Utc>,
-) -> Result<Response, AppError> {
-    let cache = &ctx.event_reads;
-    if cache.holds(user.id()) {
-        let versions = event_reads::versions(ctx.db.conn(), user.id()).await?;
-        if let Some(events) = cache.get(user.id(), &versions) {
-            ctx.metrics.event_read(true);
-            return Ok(json_text(event_list::events_response(
-                &events,
-                &[],
-                server_time,
-            )));
-        }
-    }
-    // The versions and the events from one snapshot.
-    let txn = ctx.db.begin_read().await?;
-    let versions = event_reads::versions(&txn, user.id()).await?;
-    let packed = event_reads::visible(&txn, user.id(), Window::All).await?;
-    txn.commit().await?;
-    let events: Arc<str> = event_list::events_array(&packed.rows()?)?.into();
-    cache.put(user.id(), versions, events.clone());
-    ctx.metrics.event_read(false);
-    Ok(json_text(event_list::events_response(
-        &events,
-        &[],
-        server_time,
-    )))
-}
-
-/// A 200 with a JSON body already rendered.
-fn json_text(body: String) -> Response {
-    warp::reply::with_header(body, CONTENT_TYPE, "application/json").into_response()
 }
 
 /// POST /api/v1/events — creates the event (client-chosen id), 201.

@@ -10,6 +10,7 @@ pub mod avatars;
 pub mod calendars;
 pub mod cors;
 pub mod event_read_cache;
+pub mod event_reads;
 pub mod events;
 pub mod extract;
 pub mod html;

@@ -1,0 +1,163 @@
+//! `GET /api/v1/events`: everything the caller can see (served from the
+//! [`super::event_read_cache`] while the caller's calendars are unchanged), a delta since a
+//! time (`since`, with deletions and view changes), or a `start`–`end` range. The query is
+//! validated before any database access; the answer is rendered by
+//! [`crate::views::event_list`].
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Duration, Utc};
+use http::header::CONTENT_TYPE;
+use warp::reply::Response;
+use warp::{Filter, Rejection, Reply};
+
+use super::extract::{AuthUser, authenticated, respond, route, with_ctx};
+use crate::context::Ctx;
+use crate::domain::events::{DELTA_OVERLAP, MAX_RANGE_DAYS};
+use crate::domain::time::parse_timestamp;
+use crate::error::AppError;
+use crate::store::event_history;
+use crate::store::event_reads::{self, Window};
+use crate::views::event_list;
+
+/// What a read asked for.
+enum ReadQuery {
+    All,
+    Since(DateTime<Utc>),
+    Range(DateTime<Utc>, DateTime<Utc>),
+}
+
+fn parse_read_query(raw: &str) -> Result<ReadQuery, AppError> {
+    let mut since = Vec::new();
+    let mut start = Vec::new();
+    let mut end = Vec::new();
+    for (key, value) in url::form_urlencoded::parse(raw.as_bytes()) {
+        match key.as_ref() {
+            "since" => since.push(value.into_owned()),
+            "start" => start.push(value.into_owned()),
+            "end" => end.push(value.into_owned()),
+            _ => {}
+        }
+    }
+    let one = |values: Vec<String>, name: &str| -> Result<Option<DateTime<Utc>>, AppError> {
+        match values.as_slice() {
+            [] => Ok(None),
+            [value] => parse_timestamp(value)
+                .map(Some)
+                .ok_or_else(|| AppError::bad_request(format!("{name} must be a valid timestamp."))),
+            _ => Err(AppError::bad_request(format!(
+                "{name} must be a valid timestamp."
+            ))),
+        }
+    };
+    let since = one(since, "since")?;
+    let start = one(start, "start")?;
+    let end = one(end, "end")?;
+    match (since, start, end) {
+        (None, None, None) => Ok(ReadQuery::All),
+        (Some(since), None, None) => Ok(ReadQuery::Since(since)),
+        (Some(_), _, _) => Err(AppError::bad_request(
+            "since cannot be combined with start and end.",
+        )),
+        (None, Some(start), Some(end)) => {
+            if start >= end {
+                return Err(AppError::bad_request("start must be before end."));
+            }
+            if end - start > Duration::days(MAX_RANGE_DAYS) {
+                return Err(AppError::bad_request("Requested event range is too large."));
+            }
+            Ok(ReadQuery::Range(start, end))
+        }
+        (None, _, _) => Err(AppError::bad_request(
+            "start and end must be provided together.",
+        )),
+    }
+}
+
+/// GET /api/v1/events — everything visible, a delta since `since`, or a `start`–`end` range.
+pub(super) fn list_events(
+    ctx: Ctx,
+) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
+    let query = warp::query::raw().or(warp::any().map(String::new)).unify();
+    warp::path!("api" / "v1" / "events")
+        .and(route("/api/v1/events"))
+        .and(warp::get())
+        .and(query)
+        .and(with_ctx(ctx.clone()))
+        .and(authenticated(ctx))
+        .and_then(|query: String, ctx: Ctx, user: AuthUser| async move {
+            respond(list_events_handler(&ctx, &user, &query).await)
+        })
+}
+
+async fn list_events_handler(
+    ctx: &Ctx,
+    user: &AuthUser,
+    query: &str,
+) -> Result<Response, AppError> {
+    let query = parse_read_query(query)?;
+    let server_time = Utc::now();
+    let overlap = Duration::from_std(DELTA_OVERLAP).unwrap_or(Duration::seconds(10));
+    let (packed, deleted_ids) = match query {
+        ReadQuery::All => return full_read(ctx, user, server_time).await,
+        // One statement: its own consistent snapshot.
+        ReadQuery::Range(start, end) => (
+            event_reads::visible(ctx.db.conn(), user.id(), Window::Range(start, end)).await?,
+            Vec::new(),
+        ),
+        // Changes and deletions from one snapshot, so none falls between the two reads.
+        ReadQuery::Since(since) => {
+            let since = since - overlap;
+            let txn = ctx.db.begin_read().await?;
+            let deleted = event_history::deleted_since(&txn, user.id(), since).await?;
+            let changed = event_reads::visible(&txn, user.id(), Window::Since(since)).await?;
+            txn.commit().await?;
+            (changed, deleted)
+        }
+    };
+    let events = event_list::events_array(&packed.rows()?)?;
+    Ok(json_text(event_list::events_response(
+        &events,
+        &deleted_ids,
+        server_time,
+    )))
+}
+
+/// Everything the reader can see, from the cache while the reader's calendar versions are
+/// those it was read at ([`crate::http::event_read_cache`]).
+async fn full_read(
+    ctx: &Ctx,
+    user: &AuthUser,
+    server_time: DateTime<Utc>,
+) -> Result<Response, AppError> {
+    let cache = &ctx.event_reads;
+    if cache.holds(user.id()) {
+        let versions = event_reads::versions(ctx.db.conn(), user.id()).await?;
+        if let Some(events) = cache.get(user.id(), &versions) {
+            ctx.metrics.event_read(true);
+            return Ok(json_text(event_list::events_response(
+                &events,
+                &[],
+                server_time,
+            )));
+        }
+    }
+    // The versions and the events from one snapshot.
+    let txn = ctx.db.begin_read().await?;
+    let versions = event_reads::versions(&txn, user.id()).await?;
+    let packed = event_reads::visible(&txn, user.id(), Window::All).await?;
+    txn.commit().await?;
+    let events: Arc<str> = event_list::events_array(&packed.rows()?)?.into();
+    cache.put(user.id(), versions, events.clone());
+    ctx.metrics.event_read(false);
+    Ok(json_text(event_list::events_response(
+        &events,
+        &[],
+        server_time,
+    )))
+}
+
+/// A 200 with a JSON body already rendered.
+fn json_text(body: String) -> Response {
+    warp::reply::with_header(body, CONTENT_TYPE, "application/json").into_response()
+}
