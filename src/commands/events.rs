@@ -40,14 +40,19 @@ pub async fn readers(db: &impl ConnectionTrait, links: &[Uuid]) -> Result<Reader
     Ok(readers)
 }
 
-/// Sends `kind` (`event_created` / `event_updated`) to every reader with their calendars.
+/// Sends `kind` (`event_created` / `event_updated`) to every reader with their calendars:
+/// encoded once per distinct list of calendars, for the readers with an open stream only.
 pub fn send_event(ctx: &Ctx, kind: &'static str, event: &events::Model, readers: &Readers) {
+    let sessions = &ctx.actors.sessions;
+    let mut by_view: BTreeMap<&Vec<Uuid>, Vec<&str>> = BTreeMap::new();
     for (user, calendars) in readers {
+        if sessions.is_connected(user) {
+            by_view.entry(calendars).or_default().push(user);
+        }
+    }
+    for (calendars, users) in by_view {
         match serde_json::to_value(EventView::new(event, calendars.clone())) {
-            Ok(payload) => ctx
-                .actors
-                .sessions
-                .broadcast([user.as_str()], &Frame::new(kind, payload)),
+            Ok(payload) => sessions.broadcast(users, &Frame::new(kind, payload)),
             Err(err) => tracing::error!(error = %err, "frame.encode_failed"),
         }
     }
