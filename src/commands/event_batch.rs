@@ -1,8 +1,8 @@
 //! Group commit of event creation. A calendar actor collects the `CreateEvent` commands
-//! queued in its mailbox and runs them here as one batch: one transaction, one lock of the
-//! home calendar, one membership query for authorization and readers, multi-row inserts of
-//! events, links and attendance, one commit (one fsync on SQLite), then each command's
-//! frames and reply. A command refused on its own (no right, an id twice in the batch) is
+//! queued in its mailbox and runs them here as one batch: one transaction, one statement
+//! that locks the home calendar and reads the roles for authorization and readers,
+//! multi-row inserts of events, links and attendance, one commit (one fsync on SQLite),
+//! then each command's frames and reply. A command refused on its own (no right, an id twice in the batch) is
 //! answered without affecting the others; if the batch fails as a whole (an id that exists
 //! already — ids are client-chosen, so that is a retried create — or a linked calendar
 //! deleted concurrently), every command is retried on its own and the one concerned is
@@ -22,7 +22,7 @@ use crate::domain::events::EventInput;
 use crate::domain::roles::{Action, Role};
 use crate::error::AppError;
 use crate::store::events::{self as event_store, InsertEventError, NewEvent};
-use crate::store::{attendance, calendars as calendar_store, members};
+use crate::store::{attendance, members};
 use crate::views::events::EventView;
 
 /// One queued `CreateEvent`.
@@ -98,20 +98,19 @@ impl From<AppError> for BatchError {
 
 /// Runs the batch in one transaction; per-command refusals are in the result.
 async fn commit(ctx: &Ctx, home: Uuid, batch: &[PendingCreate]) -> Result<Committed, BatchError> {
-    let txn = ctx.db.begin_write().await?;
-    if calendar_store::lock(&txn, home).await?.is_none() {
-        return Ok(batch
-            .iter()
-            .map(|_| Err(not_allowed(Action::EditEvents)))
-            .collect());
-    }
     let calendars: Vec<Uuid> = batch
         .iter()
         .flat_map(|p| p.input.calendars.iter().copied())
         .collect::<HashSet<_>>()
         .into_iter()
         .collect();
-    let members = members::roles_by_calendar(&txn, &calendars).await?;
+    let txn = ctx.db.begin_write().await?;
+    let Some(members) = members::lock_with_roles(&txn, home, &calendars).await? else {
+        return Ok(batch
+            .iter()
+            .map(|_| Err(not_allowed(Action::EditEvents)))
+            .collect());
+    };
     let mut taken = HashSet::new();
     let mut outcomes: Vec<Result<(), AppError>> = Vec::with_capacity(batch.len());
     let mut accepted = Vec::new();

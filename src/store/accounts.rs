@@ -1,6 +1,5 @@
 //! Sign-in accounts: the password (`credential`) and provider identities.
 
-use super::Unique;
 use chrono::{DateTime, Utc};
 use entities::{accounts, users};
 use sea_orm::{
@@ -9,6 +8,7 @@ use sea_orm::{
 };
 
 use super::Database;
+use super::Unique;
 
 /// Provider id of the password account.
 pub const CREDENTIAL: &str = "credential";

@@ -1,7 +1,6 @@
 //! Avatar images, stored in the database next to the user, and the user's `image` URL that
 //! points at the current version.
 
-use super::Unique;
 use chrono::{DateTime, Utc};
 use entities::{avatars, users};
 use sea_orm::sea_query::OnConflict;
@@ -10,6 +9,7 @@ use sea_orm::{
 };
 
 use super::Database;
+use super::Unique;
 use crate::domain::avatars::AvatarImage;
 
 /// Stores the user's avatar (replacing any earlier one) under a new version (the upload

@@ -4,7 +4,6 @@
 //! serializes writers), so checks and writes see one consistent state even with several
 //! server processes.
 
-use super::Unique;
 use chrono::{DateTime, Utc};
 use entities::{calendar_members, calendars};
 use sea_orm::{
@@ -14,6 +13,7 @@ use sea_orm::{
 use uuid::Uuid;
 
 use super::Database;
+use super::Unique;
 use crate::domain::roles::Role;
 
 /// A calendar to create.

@@ -5,7 +5,6 @@
 //! visibility loss for them (see [`super::event_history`]), which delta reads report as
 //! `deletedIds`.
 
-use super::Unique;
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
@@ -16,6 +15,7 @@ use sea_orm::{
 };
 use uuid::Uuid;
 
+use super::Unique;
 use crate::domain::events::EventInput;
 
 /// Why an event could not be inserted.

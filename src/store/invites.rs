@@ -1,6 +1,5 @@
 //! Calendar invites (the invite id is the token).
 
-use super::Unique;
 use chrono::{DateTime, Utc};
 use entities::invites;
 use sea_orm::sea_query::{Expr, ExprTrait};
@@ -10,6 +9,7 @@ use sea_orm::{
 };
 use uuid::Uuid;
 
+use super::Unique;
 use crate::domain::invites::is_usable;
 
 /// An invite to create.

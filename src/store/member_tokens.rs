@@ -1,11 +1,11 @@
 //! Federation member tokens (looked up by hash; issued once federation lands).
 
-use super::Unique;
 use chrono::{DateTime, Duration, Utc};
 use entities::{member_tokens, users};
 use sea_orm::{ColumnTrait, DbErr, EntityTrait, QueryFilter};
 
 use super::Database;
+use super::Unique;
 
 /// How long a member token authenticates.
 pub const LIFETIME_DAYS: i64 = 90;

@@ -2,7 +2,6 @@
 //! user's Page changes are serialized across processes (SQLite write transactions are
 //! serialized anyway); the partial unique index keeps at most one active default.
 
-use super::Unique;
 use chrono::{DateTime, Utc};
 use entities::{pages, users};
 use sea_orm::{
@@ -11,6 +10,8 @@ use sea_orm::{
 };
 use serde_json::Value;
 use uuid::Uuid;
+
+use super::Unique;
 
 /// Locks the owner's user row for the rest of the transaction; `false` when the user is gone.
 pub async fn lock_owner(txn: &impl ConnectionTrait, user_id: &str) -> Result<bool, DbErr> {

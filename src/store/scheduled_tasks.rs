@@ -4,13 +4,13 @@
 //! A lease is taken with one conditional `UPDATE` (free, expired, or already ours), which is
 //! atomic on both backends; the row is created on first use.
 
-use super::Unique;
 use chrono::{DateTime, Utc};
 use entities::scheduled_tasks::{self, Column, Entity};
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ActiveValue::Set, ColumnTrait, DbErr, EntityTrait, QueryFilter};
 
 use super::Database;
+use super::Unique;
 
 /// Result of asking for a task's lease.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,11 +1,11 @@
 //! Server-wide secrets generated once: the first instance to start writes the secret, every
 //! later one (and every restart) reads the same value.
 
-use super::Unique;
 use entities::server_secrets;
 use sea_orm::{ActiveValue::Set, DbErr, EntityTrait};
 
 use super::Database;
+use super::Unique;
 
 /// The secret `name`, created from `generate` if it does not exist yet.
 pub async fn get_or_create(

@@ -1,6 +1,5 @@
 //! Sessions: created at sign-in, found by the hash of their token, extended, revoked.
 
-use super::Unique;
 use chrono::{DateTime, Utc};
 use entities::{sessions, users};
 use sea_orm::{
@@ -9,6 +8,7 @@ use sea_orm::{
 };
 
 use super::Database;
+use super::Unique;
 
 /// A session to create.
 #[derive(Debug, Clone)]

@@ -2,7 +2,6 @@
 //! Writers lock the row (`FOR UPDATE` on PostgreSQL; SQLite write transactions are
 //! serialized) so read-modify-write and compare-and-swap hold across processes.
 
-use super::Unique;
 use chrono::{DateTime, Utc};
 use entities::user_settings;
 use sea_orm::{
@@ -10,6 +9,7 @@ use sea_orm::{
 };
 use serde_json::Value;
 
+use super::Unique;
 use crate::domain::settings;
 
 /// The stored settings value of a user, if any.

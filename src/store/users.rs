@@ -1,6 +1,5 @@
 //! Users, and creating one together with everything a new user starts with.
 
-use super::Unique;
 use chrono::{DateTime, Utc};
 use entities::{accounts, calendar_members, calendars, user_settings, users};
 use sea_orm::{
@@ -9,6 +8,7 @@ use sea_orm::{
 };
 
 use super::Database;
+use super::Unique;
 use crate::domain::settings;
 
 /// Colour of a new personal calendar.

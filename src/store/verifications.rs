@@ -3,7 +3,6 @@
 //! [`consume`] deletes the row and returns its value in one statement pair inside a
 //! transaction, so a token works exactly once even when two requests race.
 
-use super::Unique;
 use chrono::{DateTime, Utc};
 use entities::verifications;
 use sea_orm::{
@@ -12,6 +11,7 @@ use sea_orm::{
 };
 
 use super::Database;
+use super::Unique;
 
 /// Stores a token for `value` until `expires_at`.
 pub async fn create(
