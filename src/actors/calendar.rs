@@ -16,7 +16,7 @@ use uuid::Uuid;
 use super::calendars::CalendarsMsg;
 use super::{ActorKind, MessageTimer, reply};
 use crate::commands::event_batch::PendingCreate;
-use crate::commands::{self, refuse_constraint};
+use crate::commands::{self, refuse_constraint, retry_transient};
 use crate::context::Ctx;
 
 pub use super::calendar_msg::{CalendarMsg, Reply};
@@ -176,7 +176,8 @@ impl Actor for CalendarActor {
                 commands::calendar::update(&ctx, id, &actor, change).await,
             ),
             CalendarMsg::Delete { actor, reply: port } => {
-                let deleted = commands::calendar::delete(&ctx, id, &actor).await;
+                let deleted =
+                    retry_transient(|| commands::calendar::delete(&ctx, id, &actor)).await;
                 state.missing |= deleted.is_ok();
                 reply(port, deleted);
             }
@@ -232,9 +233,11 @@ impl Actor for CalendarActor {
                 reply: port,
             } => reply(
                 port,
-                commands::events::update(&ctx, &actor, input, base_revision)
-                    .await
-                    .map_err(refuse_constraint),
+                retry_transient(|| {
+                    commands::events::update(&ctx, &actor, input.clone(), base_revision)
+                })
+                .await
+                .map_err(refuse_constraint),
             ),
             CalendarMsg::DeleteEvent {
                 actor,
@@ -243,7 +246,7 @@ impl Actor for CalendarActor {
                 reply: port,
             } => reply(
                 port,
-                commands::events::delete(&ctx, &actor, event, unlink)
+                retry_transient(|| commands::events::delete(&ctx, &actor, event, unlink))
                     .await
                     .map_err(refuse_constraint),
             ),
@@ -254,7 +257,7 @@ impl Actor for CalendarActor {
                 reply: port,
             } => reply(
                 port,
-                commands::event_links::link(&ctx, &actor, event, target)
+                retry_transient(|| commands::event_links::link(&ctx, &actor, event, target))
                     .await
                     .map_err(refuse_constraint),
             ),
@@ -264,7 +267,7 @@ impl Actor for CalendarActor {
                 reply: port,
             } => reply(
                 port,
-                commands::event_links::fork(&ctx, &actor, event, id)
+                retry_transient(|| commands::event_links::fork(&ctx, &actor, event, id))
                     .await
                     .map_err(refuse_constraint),
             ),
@@ -275,9 +278,11 @@ impl Actor for CalendarActor {
                 reply: port,
             } => reply(
                 port,
-                commands::event_links::set_attendance(&ctx, &actor, event, answer)
-                    .await
-                    .map_err(refuse_constraint),
+                retry_transient(|| {
+                    commands::event_links::set_attendance(&ctx, &actor, event, answer)
+                })
+                .await
+                .map_err(refuse_constraint),
             ),
             CalendarMsg::IdleCheck { .. }
             | CalendarMsg::FlushCreates

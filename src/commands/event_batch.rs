@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use uuid::Uuid;
 
 use super::events::{Readers, WriteClock, send_event};
-use super::{not_allowed, refuse_constraint};
+use super::{MaybeTransient, not_allowed, refuse_constraint, retry_transient};
 use crate::actors::calendar::Reply;
 use crate::actors::reply;
 use crate::context::Ctx;
@@ -49,17 +49,18 @@ pub async fn create_all(ctx: &Ctx, home: Uuid, batch: Vec<PendingCreate>) {
     ctx.metrics.event_batch(batch.len());
     if batch.len() == 1 {
         for one in batch {
-            let outcome = commit(ctx, home, std::slice::from_ref(&one)).await;
+            let outcome = retry_transient(|| commit(ctx, home, std::slice::from_ref(&one))).await;
             answer(ctx, vec![one], outcome);
         }
         return;
     }
-    match commit(ctx, home, &batch).await {
+    match retry_transient(|| commit(ctx, home, &batch)).await {
         Err(BatchError::Collision | BatchError::Refused(_)) => {
             // One of the ids exists, or one of the calendars was deleted meanwhile: each
             // command alone finds out whether it was concerned.
             for one in batch {
-                let outcome = commit(ctx, home, std::slice::from_ref(&one)).await;
+                let outcome =
+                    retry_transient(|| commit(ctx, home, std::slice::from_ref(&one))).await;
                 answer(ctx, vec![one], outcome);
             }
         }
@@ -87,6 +88,12 @@ impl From<sea_orm::DbErr> for BatchError {
             err @ AppError::Internal(_) => Self::Failed(err),
             refused => Self::Refused(refused),
         }
+    }
+}
+
+impl MaybeTransient for BatchError {
+    fn is_transient(&self) -> bool {
+        matches!(self, Self::Failed(err) if err.is_transient())
     }
 }
 

@@ -71,6 +71,48 @@ pub fn refuse_constraint(err: AppError) -> AppError {
     }
 }
 
+/// How many times a command runs when the database keeps aborting it to break a deadlock.
+const TRANSIENT_ATTEMPTS: u32 = 4;
+
+/// Runs `command` (which opens, commits and then announces its own transaction) again when
+/// the database aborted its transaction to break a deadlock or a serialization conflict
+/// ([`crate::store::is_transient`]): nothing was committed or sent, so the caller gets the
+/// outcome of a clean second run instead of a 500. Other outcomes are returned as they are.
+pub async fn retry_transient<T, E, F, Fut>(mut command: F) -> Result<T, E>
+where
+    E: MaybeTransient,
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+{
+    let mut attempt = 1;
+    loop {
+        match command().await {
+            Err(err) if attempt < TRANSIENT_ATTEMPTS && err.is_transient() => {
+                tracing::warn!(attempt, "db.transaction.retry");
+                attempt += 1;
+            }
+            outcome => return outcome,
+        }
+    }
+}
+
+/// An error that may be a transaction the database aborted to let another go on.
+pub trait MaybeTransient {
+    /// Whether running the command again could succeed.
+    fn is_transient(&self) -> bool;
+}
+
+impl MaybeTransient for AppError {
+    fn is_transient(&self) -> bool {
+        let AppError::Internal(cause) = self else {
+            return false;
+        };
+        cause
+            .downcast_ref::<sea_orm::DbErr>()
+            .is_some_and(crate::store::is_transient)
+    }
+}
+
 /// Locks the calendar and returns it with `user`'s role, which must allow `action`.
 pub async fn authorize(
     txn: &impl ConnectionTrait,

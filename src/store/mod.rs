@@ -185,6 +185,26 @@ pub(crate) async fn execute_raw(db: &impl ConnectionTrait, sql: &str) -> Result<
     db.execute_unprepared(sql).await.map(|_| ())
 }
 
+/// Whether the database aborted a transaction only to let a concurrent one go on: a
+/// deadlock it broke (PostgreSQL `40P01`) or a serialization failure (`40001`). The whole
+/// transaction rolled back, so running it again from the start is safe and usually succeeds.
+/// Event writes lock their home calendar and then touch the rows of the other calendars they
+/// link into (foreign keys, the calendars' events versions); two calendars' writers linking
+/// into each other can therefore wait on each other, which PostgreSQL resolves this way.
+pub fn is_transient(err: &DbErr) -> bool {
+    use sea_orm::RuntimeErr;
+    let (DbErr::Query(RuntimeErr::SqlxError(err))
+    | DbErr::Exec(RuntimeErr::SqlxError(err))
+    | DbErr::Conn(RuntimeErr::SqlxError(err))) = err
+    else {
+        return false;
+    };
+    let sea_orm::sqlx::Error::Database(db_err) = err.as_ref() else {
+        return false;
+    };
+    matches!(db_err.code().as_deref(), Some("40P01" | "40001"))
+}
+
 /// A lookup of the one row a unique key (primary key or unique index) names.
 ///
 /// Use it instead of sea-orm's `one()`, which appends `LIMIT ?` with the limit as a bound

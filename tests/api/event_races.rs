@@ -1,6 +1,6 @@
 //! Races and unknown ids that must not end in a 500 or linger: an event write racing the
 //! deletion of another calendar it links into (a foreign-key failure) is a 403 with nothing
-//! written; commands naming a calendar that does not exist are refused without leaving its
+//! written; one the database aborts to break a deadlock runs again; commands naming a calendar that does not exist are refused without leaving its
 //! actor alive.
 
 use std::time::Duration;
@@ -35,6 +35,13 @@ async fn racing_deletion(
         .await
         .expect("delete");
     let pending = tokio::spawn(async move { request.send().await.expect("request") });
+    wait_for_a_lock_waiter(&conn, "the request waits for the deleted calendar's row").await;
+    deletion.commit().await.expect("commit");
+    pending.await.expect("request task")
+}
+
+/// Waits until a session of this test's PostgreSQL database waits for a row lock.
+async fn wait_for_a_lock_waiter(conn: &sea_orm::DatabaseConnection, what: &str) {
     let waiting = "SELECT count(*) AS n FROM pg_stat_activity \
                    WHERE datname = current_database() AND wait_event_type = 'Lock'";
     let mut tick = tokio::time::interval(Duration::from_millis(5));
@@ -55,9 +62,7 @@ async fn racing_deletion(
         }
     })
     .await
-    .expect("the request waits for the deleted calendar's row");
-    deletion.commit().await.expect("commit");
-    pending.await.expect("request task")
+    .unwrap_or_else(|_| panic!("{what}"));
 }
 
 async fn calendar(app: &TestApp, owner: &TestUser, name: &str) -> String {
@@ -166,4 +171,54 @@ async fn commands_for_unknown_calendars_leave_no_actor_behind() {
         .await
         .expect("the unknown calendars' actors stop at once")
         .expect("supervisor running");
+}
+
+#[tokio::test]
+async fn a_link_the_database_aborts_to_break_a_deadlock_runs_again() {
+    let app = spawn_app().await;
+    let owner = app.sign_up("deadlock-owner@example.com").await;
+    let home = calendar(&app, &owner, "Home").await;
+    let target = calendar(&app, &owner, "Target").await;
+    let body = event_body(&[&home], "Contended", 9);
+    let id = body["id"].as_str().expect("id").to_owned();
+    app.create_event(&owner, &body).await;
+    let request = app
+        .as_user(Method::POST, &format!("/api/v1/events/{id}/link"), &owner)
+        .json(&json!({ "calendarID": target }));
+    let conn = app.db_connection().await;
+    let response = if conn.get_database_backend() == sea_orm::DbBackend::Postgres {
+        // Another writer holds the target calendar's row; the link locks its event and then
+        // waits for that row (its foreign key). The other writer then asks for the event:
+        // a cycle, which PostgreSQL breaks by aborting the link's transaction, the first
+        // to wait.
+        let other = conn.begin().await.expect("begin");
+        other
+            .execute_unprepared(&format!(
+                "SELECT id FROM calendars WHERE id = '{target}' FOR UPDATE"
+            ))
+            .await
+            .expect("lock the target calendar");
+        let pending = tokio::spawn(async move { request.send().await.expect("request") });
+        wait_for_a_lock_waiter(&conn, "the link waits for the target calendar's row").await;
+        other
+            .execute_unprepared(&format!(
+                "SELECT id FROM events WHERE id = '{id}' FOR UPDATE"
+            ))
+            .await
+            .expect("the link's transaction, not this one, is the deadlock's victim");
+        other.rollback().await.expect("rollback");
+        pending.await.expect("request task")
+    } else {
+        // SQLite's writers queue for the whole database: no deadlock to break.
+        request.send().await.expect("request")
+    };
+    assert_eq!(response.status(), StatusCode::OK);
+    let linked: Value = response.json().await.expect("JSON");
+    assert_eq!(linked["calendars"], json!([home, target]));
+    assert_eq!(linked["revision"], 2, "linked once");
+    let read = app.read_events(&owner, "").await;
+    let events = read["events"].as_array().expect("events");
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0]["calendars"], json!([home, target]));
+    assert_eq!(events[0]["revision"], 2);
 }

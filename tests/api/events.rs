@@ -1,17 +1,11 @@
-//! Events: create, update, delete and unlink, link, fork, attendance; their rules, status
-//! codes and frames.
+//! Events: create, update, delete and unlink, and reads; their rules, status codes and
+//! frames. Link and fork are in `event_links`, attendance in `attendance`.
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use crate::calendars::{Shared, shared};
-use crate::helpers::{TestApp, TestUser, event_body, spawn_app};
-
-async fn create(app: &TestApp, user: &TestUser, body: &Value) -> Value {
-    let response = app.event_request(Method::POST, user, body).await;
-    assert_eq!(response.status(), StatusCode::CREATED, "create");
-    response.json().await.expect("JSON")
-}
+use crate::calendars::shared;
+use crate::helpers::{TestUser, event_body, spawn_app};
 
 #[tokio::test]
 async fn an_editor_creates_an_event_that_members_see_with_their_calendars() {
@@ -20,7 +14,7 @@ async fn an_editor_creates_an_event_that_members_see_with_their_calendars() {
     let mut viewer_stream = app.stream(&s.viewer).await;
     let mut outsider_stream = app.stream(&s.outsider).await;
     let body = event_body(&[&s.calendar], "Planning", 9);
-    let created = create(&app, &s.editor, &body).await;
+    let created = app.create_event(&s.editor, &body).await;
     assert_eq!(created["id"], body["id"], "client-chosen id kept");
     assert_eq!(
         created["creatorID"],
@@ -109,7 +103,7 @@ async fn create_rules_and_their_statuses() {
     assert_eq!(listed["events"], json!([]), "nothing was written");
 
     let body = event_body(&[&s.calendar], "Once", 9);
-    create(&app, &s.owner, &body).await;
+    app.create_event(&s.owner, &body).await;
     let again = app.event_request(Method::POST, &s.owner, &body).await;
     assert_eq!(
         again.status(),
@@ -127,7 +121,7 @@ async fn updates_keep_identity_fields_and_reach_old_and_new_calendars() {
         .expect("id")
         .to_owned();
     let body = event_body(&[&s.calendar], "Original", 9);
-    create(&app, &s.editor, &body).await;
+    app.create_event(&s.editor, &body).await;
     let mut owner_stream = app.stream(&s.owner).await;
 
     let mut update = body.clone();
@@ -193,7 +187,7 @@ async fn delete_unlinks_or_removes_and_tells_the_right_people() {
         .expect("id")
         .to_owned();
     let body = event_body(&[&s.calendar, &editors_own], "Twice", 9);
-    create(&app, &s.editor, &body).await;
+    app.create_event(&s.editor, &body).await;
     let id = body["id"].as_str().expect("id");
     let mut viewer_stream = app.stream(&s.viewer).await;
     let mut editor_stream = app.stream(&s.editor).await;
@@ -256,214 +250,12 @@ async fn delete_unlinks_or_removes_and_tells_the_right_people() {
 }
 
 #[tokio::test]
-async fn link_keeps_the_home_and_fork_makes_an_independent_copy() {
-    let app = spawn_app().await;
-    let Shared {
-        owner,
-        editor,
-        viewer,
-        calendar,
-        ..
-    } = shared(&app, "link").await;
-    let personal: Value = app
-        .as_user(Method::GET, "/api/v1/calendars", &editor)
-        .send()
-        .await
-        .expect("request")
-        .json()
-        .await
-        .expect("JSON");
-    let editors_personal = personal
-        .as_array()
-        .expect("array")
-        .iter()
-        .find(|c| c["isDefault"] == true)
-        .expect("personal")["id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
-    let body = event_body(&[&calendar], "Shared thing", 9);
-    create(&app, &owner, &body).await;
-    let id = body["id"].as_str().expect("id");
-    let link = |user: &TestUser, target: &str| {
-        app.as_user(Method::POST, &format!("/api/v1/events/{id}/link"), user)
-            .json(&json!({ "calendarID": target }))
-            .send()
-    };
-    let mut viewer_stream = app.stream(&viewer).await;
-    let linked = link(&editor, &editors_personal).await.expect("request");
-    assert_eq!(linked.status(), StatusCode::OK);
-    let linked: Value = linked.json().await.expect("JSON");
-    assert_eq!(linked["originCalendarID"], calendar.as_str());
-    assert_eq!(linked["calendars"], json!([calendar, editors_personal]));
-    assert_eq!(viewer_stream.next_frame().await["type"], "event_updated");
-    // Idempotent.
-    assert_eq!(
-        link(&editor, &editors_personal)
-            .await
-            .expect("request")
-            .status(),
-        StatusCode::OK
-    );
-    // A viewer cannot link into a calendar they cannot edit; nobody can into a foreign one.
-    assert_eq!(
-        link(&viewer, &calendar).await.expect("request").status(),
-        StatusCode::FORBIDDEN
-    );
-    let bad = app
-        .as_user(
-            Method::POST,
-            "/api/v1/events/not-an-id_1700000000000/link",
-            &editor,
-        )
-        .json(&json!({ "calendarID": calendar }))
-        .send()
-        .await
-        .expect("request");
-    assert_eq!(bad.status(), StatusCode::BAD_REQUEST);
-    assert_eq!(
-        bad.json::<Value>().await.expect("JSON")["error"],
-        "eventId must be an event id, not an occurrence."
-    );
-
-    let viewers_personal = {
-        let listed: Value = app
-            .as_user(Method::GET, "/api/v1/calendars", &viewer)
-            .send()
-            .await
-            .expect("request")
-            .json()
-            .await
-            .expect("JSON");
-        listed
-            .as_array()
-            .expect("array")
-            .iter()
-            .find(|c| c["isDefault"] == true)
-            .expect("personal")["id"]
-            .as_str()
-            .expect("id")
-            .to_owned()
-    };
-    let fork = app
-        .as_user(Method::POST, &format!("/api/v1/events/{id}/fork"), &viewer)
-        .json(&json!({ "calendarID": viewers_personal }))
-        .send()
-        .await
-        .expect("request");
-    assert_eq!(fork.status(), StatusCode::CREATED);
-    let copy: Value = fork.json().await.expect("JSON");
-    assert_ne!(copy["id"], body["id"]);
-    assert_eq!(copy["creatorID"], viewer.id.as_str());
-    assert_eq!(copy["organizer"], viewer.id.as_str());
-    assert_eq!(copy["originCalendarID"], viewers_personal.as_str());
-    assert_eq!(copy["title"], "Shared thing");
-    assert_eq!(copy["calendars"], json!([viewers_personal]));
-    let again = app
-        .as_user(Method::POST, &format!("/api/v1/events/{id}/fork"), &owner)
-        .json(&json!({ "calendarID": calendar }))
-        .send()
-        .await
-        .expect("request");
-    assert_eq!(
-        again.status(),
-        StatusCode::BAD_REQUEST,
-        "already in that calendar"
-    );
-}
-
-#[tokio::test]
-async fn attendance_is_idempotent_and_reaches_every_reader() {
-    let app = spawn_app().await;
-    let s = shared(&app, "attend").await;
-    let body = event_body(&[&s.calendar], "Party", 20);
-    create(&app, &s.owner, &body).await;
-    let id = body["id"].as_str().expect("id");
-    let mut editor_stream = app.stream(&s.editor).await;
-    let answer = |user: &TestUser, body: Value| {
-        app.as_user(
-            Method::PUT,
-            &format!("/api/v1/events/{id}/attendance"),
-            user,
-        )
-        .json(&body)
-        .send()
-    };
-    for _ in 0..2 {
-        let response = answer(&s.viewer, json!({ "status": "maybe" }))
-            .await
-            .expect("request");
-        assert_eq!(response.status(), StatusCode::OK);
-    }
-    let frame = editor_stream.next_frame().await;
-    assert_eq!(frame["type"], "attendance_changed");
-    assert_eq!(frame["payload"]["eventID"], id);
-    assert_eq!(
-        frame["payload"]["attendees"],
-        json!([
-            { "id": s.owner.id, "name": "Test User", "image": null, "status": "going" },
-            { "id": s.viewer.id, "name": "Test User", "image": null, "status": "maybe" }
-        ])
-    );
-    let declined: Value = answer(&s.editor, json!({ "attending": false }))
-        .await
-        .expect("request")
-        .json()
-        .await
-        .expect("JSON");
-    assert_eq!(
-        declined.as_array().expect("array").len(),
-        2,
-        "none removes (there was no answer)"
-    );
-    let declined: Value = answer(&s.editor, json!({ "status": "declined" }))
-        .await
-        .expect("request")
-        .json()
-        .await
-        .expect("JSON");
-    assert_eq!(declined[2]["status"], "declined", "declined comes last");
-    let none: Value = answer(&s.viewer, json!({ "status": "none" }))
-        .await
-        .expect("request")
-        .json()
-        .await
-        .expect("JSON");
-    assert!(
-        none.as_array()
-            .expect("array")
-            .iter()
-            .all(|a| a["id"] != s.viewer.id.as_str())
-    );
-    assert_eq!(
-        answer(&s.viewer, json!({ "status": "perhaps" }))
-            .await
-            .expect("request")
-            .status(),
-        StatusCode::BAD_REQUEST
-    );
-    assert_eq!(
-        answer(&s.outsider, json!({ "status": "going" }))
-            .await
-            .expect("request")
-            .status(),
-        StatusCode::FORBIDDEN
-    );
-    let anonymous = app
-        .client
-        .get(app.url(&format!("/api/v1/events/{id}/attendees")))
-        .send()
-        .await
-        .expect("request");
-    assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
-}
-
-#[tokio::test]
 async fn reads_validate_their_query_and_range_reads_overlap() {
     let app = spawn_app().await;
     let s = shared(&app, "reads").await;
     for (hour, title) in [(8, "Early"), (12, "Noon"), (18, "Evening")] {
-        create(&app, &s.owner, &event_body(&[&s.calendar], title, hour)).await;
+        app.create_event(&s.owner, &event_body(&[&s.calendar], title, hour))
+            .await;
     }
     for query in [
         "?since=not-a-date",
@@ -522,7 +314,7 @@ async fn reads_are_the_documents_writes_return() {
     all_day["isAllDay"] = json!(true);
     let mut written = Vec::new();
     for body in [&tricky, &all_day] {
-        written.push(create(&app, &s.owner, body).await);
+        written.push(app.create_event(&s.owner, body).await);
     }
     // A link changes `calendars`; an update changes the revision and `updatedAt`.
     let other = app.create_calendar(&s.owner, "Other").await["id"].clone();

@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod actors;
+mod attendance;
 mod auth_email;
 mod auth_id_tokens;
 mod auth_mail;
@@ -21,6 +22,7 @@ mod change_mails;
 mod concurrency;
 mod delta;
 mod event_frames;
+mod event_links;
 mod event_permissions;
 mod event_races;
 mod event_read_cache;
@@ -34,6 +36,7 @@ mod ics_corpus_details;
 mod ics_export;
 mod ics_hostile;
 mod invite_links;
+mod invite_rules;
 mod invite_send;
 mod matrix;
 mod metrics;

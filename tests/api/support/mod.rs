@@ -1,6 +1,7 @@
 //! Real peers the tests talk to (an SMTP sink, an identity provider serving JWKS and signing
 //! id tokens, an SSE reader, a headless Chromium driven over WebDriver, and the Node
-//! better-auth client), and the iCalendar helpers the import and export tests share.
+//! better-auth client), each test's own database, and the iCalendar helpers the import and
+//! export tests share.
 
 pub mod browser;
 pub mod ics;
@@ -8,3 +9,4 @@ pub mod idp;
 pub mod node;
 pub mod smtp;
 pub mod sse;
+pub mod test_db;

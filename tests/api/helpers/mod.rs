@@ -1,7 +1,10 @@
 //! The test harness: [`spawn_app`] starts a real Bowline server in-process on port 0 with a
 //! fresh database (a SQLite file in a temporary directory, or, when `TEST_DATABASE_URL` is
 //! set, a PostgreSQL database created for this test and dropped after it), and [`TestApp`]
-//! talks to it over HTTP. Nothing is shared between tests.
+//! talks to it over HTTP (the calls most tests share, on calendars, invites and events, are in
+//! `resources`). Nothing is shared between tests.
+
+mod resources;
 
 use std::net::SocketAddr;
 use std::sync::Once;
@@ -11,8 +14,12 @@ use bowline::config::{Secret, Settings, TEST_TOML};
 use bowline::context::Ctx;
 use bowline::startup::ApplicationBuilder;
 use bowline::{Application, StartupError};
-use sea_orm::{ConnectionTrait, Database};
+use sea_orm::Database;
 use tokio::task::JoinHandle;
+
+pub use resources::event_body;
+
+pub use crate::support::test_db::TestDb;
 
 /// How long tests wait for anything asynchronous before failing.
 pub const WAIT: Duration = Duration::from_secs(10);
@@ -194,96 +201,6 @@ impl TestApp {
             .expect("second connection")
     }
 
-    /// Creates a calendar owned by `owner`; returns its document.
-    pub async fn create_calendar(&self, owner: &TestUser, name: &str) -> serde_json::Value {
-        let response = self
-            .as_user(reqwest::Method::POST, "/api/v1/calendars", owner)
-            .json(&serde_json::json!({ "id": "new", "creatorID": "", "name": name, "color": "#7A8BA3", "members": [] }))
-            .send()
-            .await
-            .expect("request");
-        assert_eq!(response.status(), 201, "calendar created");
-        response.json().await.expect("JSON")
-    }
-
-    /// Creates an invite to `calendar_id` as `user`; returns the invite document.
-    pub async fn create_invite(
-        &self,
-        user: &TestUser,
-        calendar_id: &str,
-        max_uses: Option<i32>,
-    ) -> serde_json::Value {
-        let response = self
-            .as_user(reqwest::Method::POST, "/api/v1/calendars/invites", user)
-            .json(&serde_json::json!({ "id": "new", "calendarID": calendar_id, "expiresAt": null, "maxUses": max_uses }))
-            .send()
-            .await
-            .expect("request");
-        assert_eq!(response.status(), 201, "invite created");
-        response.json().await.expect("JSON")
-    }
-
-    /// `user` joins `calendar_id` with `token`.
-    pub async fn join(&self, user: &TestUser, calendar_id: &str, token: &str) -> reqwest::Response {
-        self.as_user(
-            reqwest::Method::POST,
-            &format!("/api/v1/calendars/members/{calendar_id}"),
-            user,
-        )
-        .json(&serde_json::json!({ "token": token }))
-        .send()
-        .await
-        .expect("request")
-    }
-
-    /// `actor` sets `target`'s role.
-    pub async fn set_role(
-        &self,
-        actor: &TestUser,
-        calendar_id: &str,
-        target: &str,
-        role: &str,
-    ) -> reqwest::Response {
-        self.as_user(
-            reqwest::Method::PUT,
-            &format!("/api/v1/calendars/{calendar_id}/members/{target}"),
-            actor,
-        )
-        .json(&serde_json::json!({ "role": role }))
-        .send()
-        .await
-        .expect("request")
-    }
-
-    /// Sends an event request (`POST`, `PUT` or `DELETE /api/v1/events`) as `user`.
-    pub async fn event_request(
-        &self,
-        method: reqwest::Method,
-        user: &TestUser,
-        body: &serde_json::Value,
-    ) -> reqwest::Response {
-        self.as_user(method, "/api/v1/events", user)
-            .json(body)
-            .send()
-            .await
-            .expect("request")
-    }
-
-    /// `GET /api/v1/events` with `query` as `user`: the JSON answer.
-    pub async fn read_events(&self, user: &TestUser, query: &str) -> serde_json::Value {
-        let response = self
-            .as_user(
-                reqwest::Method::GET,
-                &format!("/api/v1/events{query}"),
-                user,
-            )
-            .send()
-            .await
-            .expect("request");
-        assert_eq!(response.status(), 200, "events read {query}");
-        response.json().await.expect("JSON")
-    }
-
     /// Stops the server gracefully and returns how it ended.
     pub async fn stop(mut self) -> Result<(), StartupError> {
         self.stop_in_place().await
@@ -320,28 +237,6 @@ pub struct TestUser {
     pub token: String,
     /// The signed token (`set-auth-token`, the session cookie's value).
     pub signed: String,
-}
-
-/// An Event body for `calendars` (the first is home), starting at `hour` UTC on 23 July
-/// 2026, one hour long.
-pub fn event_body(calendars: &[&str], title: &str, hour: u32) -> serde_json::Value {
-    serde_json::json!({
-        "id": uuid::Uuid::new_v4().to_string(),
-        "creatorID": "ignored",
-        "organizer": "someone",
-        "title": title,
-        "color": "#C8553D",
-        "start": format!("2026-07-23T{hour:02}:00:00.000Z"),
-        "end": format!("2026-07-23T{:02}:00:00.000Z", hour + 1),
-        "calendars": calendars,
-        "isCanceled": false,
-        "isAllDay": false,
-        "hasAttendees": true,
-        "description": null,
-        "location": "Room 1",
-        "recurrence": null,
-        "url": null
-    })
 }
 
 /// The value of the metrics sample line starting with `series` (name and labels).
@@ -422,118 +317,5 @@ async fn start(
         ctx,
         run: Some(run),
         _db: db,
-    }
-}
-
-/// This test's database: a temporary SQLite directory, or a PostgreSQL database of its own.
-pub enum TestDb {
-    /// Embedded SQLite under a temporary data directory.
-    Sqlite(tempfile::TempDir),
-    /// A database created on the server `TEST_DATABASE_URL` points at.
-    Postgres {
-        /// Connection URL of the maintenance database.
-        admin_url: String,
-        /// Connection URL of this test's database.
-        url: String,
-        /// Its name.
-        name: String,
-        /// Still used as the data directory.
-        dir: tempfile::TempDir,
-    },
-}
-
-impl TestDb {
-    /// Creates the database for one test.
-    pub async fn create() -> Self {
-        let dir = tempfile::tempdir().expect("temporary directory");
-        let Some(admin_url) = std::env::var("TEST_DATABASE_URL")
-            .ok()
-            .filter(|url| !url.is_empty())
-        else {
-            return Self::Sqlite(dir);
-        };
-        let name = format!("bowline_test_{}", uuid::Uuid::new_v4().simple());
-        let admin = Database::connect(admin_url.as_str())
-            .await
-            .expect("connect to TEST_DATABASE_URL");
-        admin
-            .execute_unprepared(&format!("CREATE DATABASE \"{name}\""))
-            .await
-            .expect("create test database");
-        let _ = admin.close().await;
-        let mut url = reqwest::Url::parse(&admin_url).expect("TEST_DATABASE_URL is a URL");
-        url.set_path(&name);
-        Self::Postgres {
-            admin_url,
-            url: url.to_string(),
-            name,
-            dir,
-        }
-    }
-
-    /// Points `settings` at this database.
-    pub fn configure(&self, settings: &mut Settings) {
-        match self {
-            Self::Sqlite(dir) => {
-                settings.storage.data_dir = dir.path().to_path_buf();
-                settings.storage.database_url = None;
-            }
-            Self::Postgres { url, dir, .. } => {
-                settings.storage.data_dir = dir.path().to_path_buf();
-                settings.storage.database_url = Some(Secret::new(url.clone()));
-            }
-        }
-    }
-
-    /// The `DATABASE_URL` a separately started binary should use (`None`: SQLite).
-    pub fn database_url(&self) -> Option<&str> {
-        match self {
-            Self::Sqlite(_) => None,
-            Self::Postgres { url, .. } => Some(url),
-        }
-    }
-
-    /// The data directory.
-    pub fn data_dir(&self) -> &std::path::Path {
-        match self {
-            Self::Sqlite(dir) | Self::Postgres { dir, .. } => dir.path(),
-        }
-    }
-
-    /// Whether this test runs on PostgreSQL.
-    pub fn is_postgres(&self) -> bool {
-        matches!(self, Self::Postgres { .. })
-    }
-}
-
-impl Drop for TestDb {
-    fn drop(&mut self) {
-        let Self::Postgres {
-            admin_url, name, ..
-        } = self
-        else {
-            return;
-        };
-        let (admin_url, name) = (admin_url.clone(), name.clone());
-        // Drop runs inside the test's runtime; do the async clean-up on a thread of its own.
-        let cleanup = std::thread::spawn(move || {
-            let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            else {
-                return;
-            };
-            runtime.block_on(async move {
-                if let Ok(admin) = Database::connect(admin_url.as_str()).await {
-                    let _ = admin
-                        .execute_unprepared(&format!(
-                            "DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"
-                        ))
-                        .await;
-                    let _ = admin.close().await;
-                }
-            });
-        });
-        let _ = cleanup.join();
     }
 }
