@@ -63,6 +63,12 @@ impl Backend {
 #[derive(Debug, Clone)]
 pub struct Database {
     conn: DatabaseConnection,
+    /// SQLite: the one connection write transactions use. SQLite has a single writer; with
+    /// every write transaction on one pooled connection, writers wait their turn in the
+    /// pool's queue, first come first served, instead of in SQLite's busy handler, which
+    /// sleeps in growing steps (up to 100 ms) while another connection holds the lock.
+    /// PostgreSQL writes use the pool.
+    writer: Option<DatabaseConnection>,
     backend: Backend,
 }
 
@@ -121,8 +127,20 @@ impl Database {
                     ("default_transaction_read_only", "off"),
                 ])
             });
+        let writer = match backend {
+            Backend::Sqlite => {
+                let mut options = options.clone();
+                options.max_connections(1).min_connections(1);
+                Some(sea_orm::Database::connect(options).await?)
+            }
+            Backend::Postgres => None,
+        };
         let conn = sea_orm::Database::connect(options).await?;
-        Ok(Self { conn, backend })
+        Ok(Self {
+            conn,
+            writer,
+            backend,
+        })
     }
 
     /// Applies every pending migration.
@@ -140,18 +158,19 @@ impl Database {
         &self.conn
     }
 
-    /// Starts a write transaction (`BEGIN IMMEDIATE` on SQLite; on PostgreSQL a plain
-    /// `BEGIN`, read committed and read-write by the connection's defaults).
+    /// Starts a write transaction (`BEGIN IMMEDIATE` on SQLite's writer connection; on
+    /// PostgreSQL a plain `BEGIN`, read committed and read-write by the connection's
+    /// defaults).
     pub async fn begin_write(&self) -> Result<DatabaseTransaction, DbErr> {
-        match self.backend {
-            Backend::Sqlite => {
+        match &self.writer {
+            Some(writer) => {
                 let options = TransactionOptions {
                     sqlite_transaction_mode: Some(SqliteTransactionMode::Immediate),
                     ..Default::default()
                 };
-                self.conn.begin_with_options(options).await
+                writer.begin_with_options(options).await
             }
-            Backend::Postgres => self.conn.begin().await,
+            None => self.conn.begin().await,
         }
     }
 
@@ -174,8 +193,11 @@ impl Database {
         self.conn.ping().await
     }
 
-    /// Closes the pool, waiting for connections to be returned.
+    /// Closes the pools, waiting for connections to be returned.
     pub async fn close(self) -> Result<(), DbErr> {
+        if let Some(writer) = self.writer {
+            writer.close().await?;
+        }
         self.conn.close().await
     }
 }
