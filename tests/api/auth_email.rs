@@ -301,14 +301,7 @@ async fn update_user_refuses_email_and_empty_updates() {
 async fn accounts_are_listed_without_secrets_and_the_last_cannot_be_unlinked() {
     let app = spawn_app().await;
     let user = app.sign_up("acc@example.com").await;
-    let listed: Value = app
-        .as_user(Method::GET, "/api/auth/list-accounts", &user)
-        .send()
-        .await
-        .expect("request")
-        .json()
-        .await
-        .expect("JSON");
+    let listed: Value = app.get_json_as(&user, "/api/auth/list-accounts").await;
     let accounts = listed.as_array().expect("array");
     assert_eq!(accounts.len(), 1);
     assert_eq!(accounts[0]["providerId"], "credential");

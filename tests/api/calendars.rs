@@ -78,14 +78,7 @@ async fn a_created_calendar_is_listed_with_role_and_read_with_members() {
         json!([{ "id": owner.id, "name": "Test User", "email": owner.email }])
     );
 
-    let listed: Value = app
-        .as_user(Method::GET, "/api/v1/calendars", &owner)
-        .send()
-        .await
-        .expect("request")
-        .json()
-        .await
-        .expect("JSON");
+    let listed: Value = app.get_json_as(&owner, "/api/v1/calendars").await;
     let listed = listed.as_array().expect("array");
     assert_eq!(listed.len(), 2, "the personal calendar and the new one");
     let personal = listed
@@ -106,13 +99,8 @@ async fn a_created_calendar_is_listed_with_role_and_read_with_members() {
 
     let id = created["id"].as_str().expect("id");
     let read: Value = app
-        .as_user(Method::GET, &format!("/api/v1/calendars/{id}"), &owner)
-        .send()
-        .await
-        .expect("request")
-        .json()
-        .await
-        .expect("JSON");
+        .get_json_as(&owner, &format!("/api/v1/calendars/{id}"))
+        .await;
     assert_eq!(read["id"], id);
     assert_eq!(read["members"][0]["email"], owner.email.as_str());
 }

@@ -73,14 +73,7 @@ impl Client {
 }
 
 async fn calendar_ids_of(app: &TestApp, user: &TestUser) -> Vec<String> {
-    let listed: Value = app
-        .as_user(Method::GET, "/api/v1/calendars", user)
-        .send()
-        .await
-        .expect("request")
-        .json()
-        .await
-        .expect("JSON");
+    let listed: Value = app.get_json_as(user, "/api/v1/calendars").await;
     listed
         .as_array()
         .expect("array")

@@ -17,14 +17,7 @@ async fn link_keeps_the_home_and_fork_makes_an_independent_copy() {
         calendar,
         ..
     } = shared(&app, "link").await;
-    let personal: Value = app
-        .as_user(Method::GET, "/api/v1/calendars", &editor)
-        .send()
-        .await
-        .expect("request")
-        .json()
-        .await
-        .expect("JSON");
+    let personal: Value = app.get_json_as(&editor, "/api/v1/calendars").await;
     let editors_personal = personal
         .as_array()
         .expect("array")
@@ -79,14 +72,7 @@ async fn link_keeps_the_home_and_fork_makes_an_independent_copy() {
     );
 
     let viewers_personal = {
-        let listed: Value = app
-            .as_user(Method::GET, "/api/v1/calendars", &viewer)
-            .send()
-            .await
-            .expect("request")
-            .json()
-            .await
-            .expect("JSON");
+        let listed: Value = app.get_json_as(&viewer, "/api/v1/calendars").await;
         listed
             .as_array()
             .expect("array")

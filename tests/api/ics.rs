@@ -2,7 +2,7 @@
 //! and errors (and that a failed import leaves nothing behind), and the export's access
 //! rules, headers and form. Round trips and the second parser: `ics_export`.
 
-use reqwest::{Method, StatusCode};
+use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::helpers::spawn_app;
@@ -238,14 +238,7 @@ async fn unreadable_files_are_400s_naming_the_line_and_leave_nothing_behind() {
         .expect("request");
     assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
 
-    let calendars: Value = app
-        .as_user(Method::GET, "/api/v1/calendars", &user)
-        .send()
-        .await
-        .expect("request")
-        .json()
-        .await
-        .expect("JSON");
+    let calendars: Value = app.get_json_as(&user, "/api/v1/calendars").await;
     assert_eq!(
         calendars.as_array().expect("list").len(),
         1,

@@ -120,13 +120,8 @@ async fn two_people_share_a_calendar_through_an_invite_link() {
         ]
     );
     let read: Value = app
-        .as_user(Method::GET, &format!("/api/v1/calendars/{calendar}"), &ada)
-        .send()
-        .await
-        .expect("request")
-        .json()
-        .await
-        .expect("JSON");
+        .get_json_as(&ada, &format!("/api/v1/calendars/{calendar}"))
+        .await;
     assert_eq!(read["creatorID"], bob.id.as_str());
 
     // The new owner cannot leave; the old one can, and is told.
@@ -266,14 +261,7 @@ async fn role_changes_are_validated_and_ownership_of_a_personal_calendar_stays()
     assert_eq!(not_member.status(), StatusCode::NOT_FOUND);
 
     // A personal calendar cannot change hands.
-    let personal: Value = app
-        .as_user(Method::GET, "/api/v1/calendars", &s.owner)
-        .send()
-        .await
-        .expect("request")
-        .json()
-        .await
-        .expect("JSON");
+    let personal: Value = app.get_json_as(&s.owner, "/api/v1/calendars").await;
     let personal = personal
         .as_array()
         .expect("array")

@@ -3,6 +3,17 @@
 use super::{TestApp, TestUser};
 
 impl TestApp {
+    /// `GET path` as `user`: the JSON answer, whatever the status.
+    pub async fn get_json_as(&self, user: &TestUser, path: &str) -> serde_json::Value {
+        self.as_user(reqwest::Method::GET, path, user)
+            .send()
+            .await
+            .expect("request")
+            .json()
+            .await
+            .expect("JSON")
+    }
+
     /// Creates a calendar owned by `owner`; returns its document.
     pub async fn create_calendar(&self, owner: &TestUser, name: &str) -> serde_json::Value {
         let response = self
