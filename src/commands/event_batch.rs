@@ -22,7 +22,7 @@ use crate::domain::events::EventInput;
 use crate::domain::roles::{Action, Role};
 use crate::error::AppError;
 use crate::store::events::{self as event_store, InsertEventError, NewEvent};
-use crate::store::{attendance, members};
+use crate::store::members;
 use crate::views::events::EventView;
 
 /// One queued `CreateEvent`.
@@ -138,7 +138,6 @@ async fn commit(ctx: &Ctx, home: Uuid, batch: &[PendingCreate]) -> Result<Commit
         Err(InsertEventError::Duplicate) => return Err(BatchError::Collision),
         Err(InsertEventError::Database(err)) => return Err(err.into()),
     };
-    attendance::add_creators_going(&txn, &inserted, clock.now).await?;
     clock.check()?;
     txn.commit().await?;
     let mut inserted = inserted.into_iter();

@@ -134,7 +134,6 @@ pub async fn fork(
             InsertEventError::Duplicate => AppError::internal("fork id collision"),
             InsertEventError::Database(err) => err.into(),
         })?;
-    attendance::add_creators_going(&txn, &inserted, clock.now).await?;
     let event = inserted
         .into_iter()
         .next()

@@ -2,8 +2,10 @@
 
 use chrono::{DateTime, Utc};
 use entities::{event_attendees, users};
-use sea_orm::sea_query::OnConflict;
-use sea_orm::{ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
+use sea_orm::sea_query::{InsertStatement, OnConflict};
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryTrait,
+};
 use uuid::Uuid;
 
 use crate::domain::events::Attendance;
@@ -83,25 +85,20 @@ pub async fn set(
     Ok(())
 }
 
-/// Records each new event's creator as going (the events were just inserted).
-pub async fn add_creators_going(
-    txn: &impl ConnectionTrait,
+/// The insert recording each new event's creator as going (run with the events' own inserts,
+/// see [`super::events::insert_many`]).
+pub(super) fn creators_going(
     events: &[entities::events::Model],
     now: DateTime<Utc>,
-) -> Result<(), DbErr> {
-    for chunk in events.chunks(500) {
-        let rows = chunk.iter().map(|event| event_attendees::ActiveModel {
-            event_id: Set(event.id),
-            user_id: Set(event.creator_id.clone()),
-            status: Set(Attendance::Going.as_str().to_owned()),
-            created_at: Set(now),
-            updated_at: Set(now),
-        });
-        event_attendees::Entity::insert_many(rows)
-            .exec_without_returning(txn)
-            .await?;
-    }
-    Ok(())
+) -> InsertStatement {
+    let rows = events.iter().map(|event| event_attendees::ActiveModel {
+        event_id: Set(event.id),
+        user_id: Set(event.creator_id.clone()),
+        status: Set(Attendance::Going.as_str().to_owned()),
+        created_at: Set(now),
+        updated_at: Set(now),
+    });
+    event_attendees::Entity::insert_many(rows).into_query()
 }
 
 /// Attendees who have not declined, except `actor`: who hears about a move or cancellation.

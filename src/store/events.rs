@@ -11,11 +11,11 @@ use chrono::{DateTime, Utc};
 use entities::{calendar_events, calendar_members, events};
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait,
-    QueryFilter, QueryOrder, QuerySelect, SqlErr,
+    QueryFilter, QueryOrder, QuerySelect, QueryTrait, SqlErr,
 };
 use uuid::Uuid;
 
-use super::Unique;
+use super::{Unique, attendance, insert_together};
 use crate::domain::events::EventInput;
 
 /// Why an event could not be inserted.
@@ -41,11 +41,13 @@ pub struct NewEvent<'a> {
     pub home: Uuid,
 }
 
-/// Most events per multi-row insert (well under SQLite's and PostgreSQL's parameter limits).
+/// Most events per round trip (their inserts stay well under SQLite's and PostgreSQL's
+/// parameter limits).
 const INSERT_CHUNK: usize = 200;
 
-/// Inserts new events at revision 1 with their links, in a few multi-row statements.
-/// Fails whole with [`InsertEventError::Duplicate`] if any id exists.
+/// Inserts new events at revision 1 with their links and their creators' attendance (going),
+/// one round trip per [`INSERT_CHUNK`] events ([`super::insert_together`]). Fails whole with
+/// [`InsertEventError::Duplicate`] if any id exists. Run it in a transaction.
 pub async fn insert_many(
     txn: &impl ConnectionTrait,
     new: &[NewEvent<'_>],
@@ -75,35 +77,38 @@ pub async fn insert_many(
             deleted_at: None,
         })
         .collect();
-    for chunk in models.chunks(INSERT_CHUNK) {
+    for (chunk, new) in models.chunks(INSERT_CHUNK).zip(new.chunks(INSERT_CHUNK)) {
         let rows = chunk
             .iter()
             .map(|m| events::ActiveModel::from(m.clone()).reset_all());
-        events::Entity::insert_many(rows)
-            .exec_without_returning(txn)
+        let links: Vec<calendar_events::ActiveModel> = new
+            .iter()
+            .flat_map(|n| {
+                n.input
+                    .calendars
+                    .iter()
+                    .map(|calendar| calendar_events::ActiveModel {
+                        event_id: Set(n.input.id),
+                        calendar_id: Set(*calendar),
+                        created_at: Set(now),
+                    })
+            })
+            .collect();
+        let mut inserts = vec![
+            events::Entity::insert_many(rows).into_query(),
+            attendance::creators_going(chunk, now),
+        ];
+        // Events are always linked somewhere, but an insert of no rows is not valid SQL.
+        if !links.is_empty() {
+            inserts.insert(1, calendar_events::Entity::insert_many(links).into_query());
+        }
+        insert_together(txn, inserts)
             .await
             .map_err(|err| match err.sql_err() {
+                // Links and attendance are unique per event: an existing event id.
                 Some(SqlErr::UniqueConstraintViolation(_)) => InsertEventError::Duplicate,
                 _ => InsertEventError::Database(err),
             })?;
-    }
-    let links: Vec<calendar_events::ActiveModel> = new
-        .iter()
-        .flat_map(|n| {
-            n.input
-                .calendars
-                .iter()
-                .map(|calendar| calendar_events::ActiveModel {
-                    event_id: Set(n.input.id),
-                    calendar_id: Set(*calendar),
-                    created_at: Set(now),
-                })
-        })
-        .collect();
-    for chunk in links.chunks(INSERT_CHUNK * 2) {
-        calendar_events::Entity::insert_many(chunk.iter().cloned())
-            .exec_without_returning(txn)
-            .await?;
     }
     Ok(models)
 }

@@ -31,11 +31,15 @@ pub mod verifications;
 use std::time::Duration;
 
 use migration::{Migrator, MigratorTrait};
+use sea_orm::sea_query::{
+    Alias, CommonTableExpression, InsertStatement, PostgresQueryBuilder, SqliteQueryBuilder,
+    Values, WithClause,
+};
 use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
 use sea_orm::{
-    AccessMode, ConnectOptions, ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbErr,
-    EntityTrait, IsolationLevel, Select, SelectTwo, SqliteTransactionMode, TransactionOptions,
-    TransactionTrait,
+    AccessMode, ConnectOptions, ConnectionTrait, DatabaseConnection, DatabaseTransaction,
+    DbBackend, DbErr, EntityTrait, IsolationLevel, Select, SelectTwo, SqliteTransactionMode,
+    Statement, TransactionOptions, TransactionTrait,
 };
 
 use crate::config::StorageSettings;
@@ -71,6 +75,10 @@ pub struct Database {
     writer: Option<DatabaseConnection>,
     backend: Backend,
 }
+
+/// How long a PostgreSQL connection may sit idle in the pool before it is pinged on its
+/// next use.
+const PING_AFTER_IDLE: Duration = Duration::from_secs(30);
 
 /// File name of the embedded database inside `DATA_DIR`.
 pub const SQLITE_FILE: &str = "bowline.db";
@@ -127,6 +135,14 @@ impl Database {
                     ("default_transaction_read_only", "off"),
                 ])
             });
+        // A pooled connection is pinged before use only after it has been idle a while (a
+        // server, proxy or firewall may have dropped it); pinging on every acquire, sqlx's
+        // default, cost every query a second round trip. SQLite connections live in this
+        // process and are never pinged.
+        match backend {
+            Backend::Sqlite => options.test_before_acquire(false),
+            Backend::Postgres => options.test_before_acquire_if_idle_for(PING_AFTER_IDLE),
+        };
         let writer = match backend {
             Backend::Sqlite => {
                 let mut options = options.clone();
@@ -205,6 +221,55 @@ impl Database {
 /// Runs a statement that returns nothing.
 pub(crate) async fn execute_raw(db: &impl ConnectionTrait, sql: &str) -> Result<(), DbErr> {
     db.execute_unprepared(sql).await.map(|_| ())
+}
+
+/// Runs several inserts in one round trip: on SQLite as one text of several statements, on
+/// PostgreSQL as one statement whose first inserts are data-modifying `WITH` clauses (their
+/// foreign keys are checked at the end of the statement, so a later insert may refer to the
+/// rows of an earlier one). Either way, run it in a transaction: on SQLite the statements
+/// are atomic only together with the transaction, and an error stops the ones after it.
+pub(crate) async fn insert_together(
+    db: &impl ConnectionTrait,
+    mut inserts: Vec<InsertStatement>,
+) -> Result<(), DbErr> {
+    let backend = db.get_database_backend();
+    let (sql, values) = if backend == DbBackend::Postgres {
+        let Some(last) = inserts.pop() else {
+            return Ok(());
+        };
+        if inserts.is_empty() {
+            last.build(PostgresQueryBuilder)
+        } else {
+            let mut with = WithClause::new();
+            for (n, insert) in inserts.into_iter().enumerate() {
+                with.cte(
+                    CommonTableExpression::new()
+                        .query(insert)
+                        .table_name(Alias::new(format!("insert_{n}")))
+                        .to_owned(),
+                );
+            }
+            last.with(with).build(PostgresQueryBuilder)
+        }
+    } else {
+        let mut sql = String::new();
+        let mut values = Vec::new();
+        for insert in inserts {
+            let (text, bound) = insert.build(SqliteQueryBuilder);
+            if !sql.is_empty() {
+                sql.push_str(";\n");
+            }
+            sql.push_str(&text);
+            values.extend(bound.0);
+        }
+        (sql, Values(values))
+    };
+    if sql.is_empty() {
+        return Ok(());
+    }
+    db.execute_raw(Statement::from_sql_and_values(backend, sql, values.0))
+        .await
+        .map(|_| ())
 }
 
 /// Whether the database aborted a transaction only to let a concurrent one go on: a
