@@ -23,6 +23,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use uuid::Uuid;
 
+use super::placeholder;
+
 /// What a read asks for.
 #[derive(Debug, Clone, Copy)]
 pub enum Window {
@@ -79,13 +81,7 @@ pub async fn visible(
 ) -> Result<PackedEvents, DbErr> {
     let backend = db.get_database_backend();
     let postgres = backend == DbBackend::Postgres;
-    let param = |n: usize| {
-        if postgres {
-            format!("${n}")
-        } else {
-            format!("?{n}")
-        }
-    };
+    let param = |n: usize| placeholder(backend, n);
     let mut values: Vec<Value> = vec![user_id.into()];
     let mut bind = |at: DateTime<Utc>| {
         values.push(Value::from(at));

@@ -10,7 +10,7 @@ use sea_orm::{
 };
 use uuid::Uuid;
 
-use super::Unique;
+use super::{Unique, placeholder};
 use crate::domain::roles::Role;
 
 /// A member with their user record.
@@ -93,13 +93,7 @@ pub async fn lock_with_roles(
 ) -> Result<Option<HashMap<Uuid, Vec<(String, Role)>>>, DbErr> {
     let backend = txn.get_database_backend();
     let postgres = backend == DbBackend::Postgres;
-    let param = |n: usize| {
-        if postgres {
-            format!("${n}")
-        } else {
-            format!("?{n}")
-        }
-    };
+    let param = |n: usize| placeholder(backend, n);
     let mut values: Vec<Value> = vec![home.into()];
     let mut listed = Vec::with_capacity(calendar_ids.len());
     for id in calendar_ids {

@@ -223,6 +223,15 @@ pub(crate) async fn execute_raw(db: &impl ConnectionTrait, sql: &str) -> Result<
     db.execute_unprepared(sql).await.map(|_| ())
 }
 
+/// The `n`th (1-based) bind parameter of hand-written SQL: `$n` on PostgreSQL, `?n` on SQLite.
+pub(crate) fn placeholder(backend: DbBackend, n: usize) -> String {
+    if backend == DbBackend::Postgres {
+        format!("${n}")
+    } else {
+        format!("?{n}")
+    }
+}
+
 /// Runs several inserts in one round trip: on SQLite as one text of several statements, on
 /// PostgreSQL as one statement whose first inserts are data-modifying `WITH` clauses (their
 /// foreign keys are checked at the end of the statement, so a later insert may refer to the
