@@ -142,7 +142,7 @@ pub async fn resolve(
                 ))));
             }
             Some((session, _)) => {
-                session_store::delete(db, &session.id).await?;
+                session_store::delete(db, &session.user_id, &session.id).await?;
                 stale = true;
             }
             None => stale = true,

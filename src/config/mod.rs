@@ -3,20 +3,28 @@
 //! Every struct denies unknown fields and no field has a serde default, so the compiled-in
 //! `default.toml` is the single place defaults live, and a key that drifts between the file
 //! and the structs fails the `default_toml_is_complete` test. Loading and layering are in
-//! [`load`]; [`Settings::validate`] (in [`validate`]) adds the rules serde cannot express. Nothing here is
-//! global: a server is built from a `Settings` value, so several can run in one process.
+//! [`load`]; [`Settings::validate`] (in [`validate`]) adds the rules serde cannot express;
+//! the outside services' sections are in [`providers`], and how values are read (secrets,
+//! "not set", lists) in [`values`]. Nothing here is global: a server is built from a
+//! `Settings` value, so several can run in one process.
 
 mod load;
+mod providers;
 mod validate;
+mod values;
 
-use std::fmt;
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 
 pub use load::{ConfigError, DEFAULT_TOML, TEST_TOML};
+pub use providers::{
+    AppleSettings, CaldavSettings, FederationSettings, GoogleSettings, MicrosoftSettings,
+};
+pub use values::Secret;
+use values::{optional_secret, optional_string, string_list};
 
 /// All of Bowline's configuration.
 #[derive(Debug, Clone, Deserialize)]
@@ -95,6 +103,9 @@ pub struct StorageSettings {
     pub max_connections: u32,
     /// `READ_CACHE_BYTES`: memory for cached full events reads; `0` turns the cache off.
     pub read_cache_bytes: usize,
+    /// `SESSION_CACHE_MS`: how long a session found by its token is reused; `0` asks the
+    /// database on every request.
+    pub session_cache_ms: u64,
 }
 
 /// `[log]`
@@ -192,95 +203,6 @@ pub struct StreamSettings {
     pub buffer: u32,
 }
 
-/// `[google]`
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GoogleSettings {
-    /// `GOOGLE_CLIENT_ID`
-    #[serde(deserialize_with = "optional_string")]
-    pub client_id: Option<String>,
-    /// `GOOGLE_CLIENT_SECRET`
-    #[serde(deserialize_with = "optional_secret")]
-    pub client_secret: Option<Secret>,
-    /// `GOOGLE_IOS_CLIENT_ID`
-    #[serde(deserialize_with = "optional_string")]
-    pub ios_client_id: Option<String>,
-    /// `GOOGLE_JWKS_URL`
-    pub jwks_url: String,
-    /// `GOOGLE_ISSUERS`
-    #[serde(deserialize_with = "string_list")]
-    pub issuers: Vec<String>,
-}
-
-/// `[apple]`
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AppleSettings {
-    /// `APPLE_CLIENT_ID`
-    #[serde(deserialize_with = "optional_string")]
-    pub client_id: Option<String>,
-    /// `APPLE_BUNDLE_ID`
-    pub bundle_id: String,
-    /// `APPLE_TEAM_ID`
-    #[serde(deserialize_with = "optional_string")]
-    pub team_id: Option<String>,
-    /// `APPLE_JWKS_URL`
-    pub jwks_url: String,
-    /// `APPLE_ISSUER`
-    pub issuer: String,
-}
-
-/// `[microsoft]`
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MicrosoftSettings {
-    /// `MICROSOFT_CLIENT_ID`
-    #[serde(deserialize_with = "optional_string")]
-    pub client_id: Option<String>,
-    /// `MICROSOFT_CLIENT_SECRET`
-    #[serde(deserialize_with = "optional_secret")]
-    pub client_secret: Option<Secret>,
-}
-
-/// `[caldav]`
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CaldavSettings {
-    /// `CALDAV_ENC_KEY`
-    #[serde(deserialize_with = "optional_secret")]
-    pub enc_key: Option<Secret>,
-}
-
-/// `[federation]`
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FederationSettings {
-    /// `FEDERATION_ALLOW_PRIVATE_HOSTS`
-    pub allow_private_hosts: bool,
-}
-
-/// A configuration value that must never reach a log: `Debug` prints `[REDACTED]`.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    /// Wraps a secret value.
-    pub fn new(value: impl Into<String>) -> Self {
-        Self(value.into())
-    }
-
-    /// The secret itself, for the one place that needs it.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("[REDACTED]")
-    }
-}
-
 impl Settings {
     /// Origins trusted for cookie-carrying requests and callback URLs: the base URL, the CORS
     /// origins, the configured extras and the app scheme.
@@ -296,36 +218,6 @@ impl Settings {
     pub fn call_timeout(&self) -> Duration {
         Duration::from_millis(self.actors.call_timeout_ms)
     }
-}
-
-/// `""` is "not set".
-fn optional_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    let value = String::deserialize(d)?;
-    let value = value.trim();
-    Ok((!value.is_empty()).then(|| value.to_owned()))
-}
-
-fn optional_secret<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Secret>, D::Error> {
-    Ok(optional_string(d)?.map(Secret))
-}
-
-/// A list, written as a TOML array or (from the environment) a comma-separated string.
-fn string_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum ListOrString {
-        List(Vec<String>),
-        String(String),
-    }
-    let items = match ListOrString::deserialize(d)? {
-        ListOrString::List(items) => items,
-        ListOrString::String(joined) => joined.split(',').map(str::to_owned).collect(),
-    };
-    Ok(items
-        .into_iter()
-        .map(|s| s.trim().trim_end_matches('/').to_owned())
-        .filter(|s| !s.is_empty())
-        .collect())
 }
 
 #[cfg(test)]

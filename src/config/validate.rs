@@ -3,6 +3,10 @@
 
 use super::{ConfigError, Settings};
 
+/// The longest a session may be reused from the cache: better-auth's session cookie cache
+/// default (five minutes).
+const MAX_SESSION_CACHE_MS: u64 = 300_000;
+
 impl Settings {
     /// Rules beyond types: each failure names its key.
     pub fn validate(&self) -> Result<(), ConfigError> {
@@ -79,6 +83,14 @@ impl Settings {
         }
         if self.storage.max_connections == 0 {
             return invalid("storage.max_connections", "must be at least 1".into());
+        }
+        if self.storage.session_cache_ms > MAX_SESSION_CACHE_MS {
+            return invalid(
+                "storage.session_cache_ms",
+                format!(
+                    "must be at most {MAX_SESSION_CACHE_MS} (a revocation must not wait longer)"
+                ),
+            );
         }
         for (key, value) in [
             ("actors.call_timeout_ms", self.actors.call_timeout_ms),

@@ -1,7 +1,7 @@
 //! Housekeeping the cleanup task runs: expired sessions, one-time tokens and member tokens,
 //! event tombstones, visibility losses and view changes older than 30 days, and, on the
-//! embedded SQLite file, `PRAGMA optimize` and a WAL checkpoint, as SQLite recommends for
-//! long-lived connections.
+//! embedded SQLite file, `PRAGMA optimize`, as SQLite recommends for long-lived connections
+//! (its write-ahead log is checkpointed by [`super::wal`]).
 
 use sea_orm::DbErr;
 
@@ -32,7 +32,6 @@ pub async fn cleanup(db: &Database) -> Result<CleanupReport, DbErr> {
         .await?;
     if db.backend() == Backend::Sqlite {
         execute_raw(db.conn(), "PRAGMA optimize").await?;
-        execute_raw(db.conn(), "PRAGMA wal_checkpoint(PASSIVE)").await?;
     }
     Ok(CleanupReport { expired_rows })
 }

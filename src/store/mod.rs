@@ -23,11 +23,15 @@ pub mod pages;
 pub mod reminders;
 pub mod scheduled_tasks;
 pub mod secrets;
+pub mod session_cache;
 pub mod sessions;
 pub mod settings;
 pub mod users;
 pub mod verifications;
+pub mod wal;
 
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use migration::{Migrator, MigratorTrait};
@@ -43,6 +47,7 @@ use sea_orm::{
 };
 
 use crate::config::StorageSettings;
+use session_cache::SessionCache;
 
 /// Which database Bowline is running on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,6 +78,11 @@ pub struct Database {
     /// sleeps in growing steps (up to 100 ms) while another connection holds the lock.
     /// PostgreSQL writes use the pool.
     writer: Option<DatabaseConnection>,
+    /// SQLite: the database file, which [`wal::checkpoint`] syncs; `None` on PostgreSQL and
+    /// for an in-memory database.
+    file: Option<PathBuf>,
+    /// Sessions recently found by their token ([`session_cache`]).
+    sessions: Arc<SessionCache>,
     backend: Backend,
 }
 
@@ -125,6 +135,9 @@ impl Database {
                     // are a read from the operating system's cache away, and a pool of 8
                     // connections would otherwise grow the server by 16 MiB.
                     .pragma("cache_size", "-1024")
+                    // The log is checkpointed in the background (`wal`); SQLite's own
+                    // checkpoint inside a commit is only the backstop.
+                    .pragma("wal_autocheckpoint", wal::BACKSTOP_PAGES.to_string())
             })
             // Write transactions are read committed and read-write whatever the server's
             // defaults, set once per connection rather than by a `SET TRANSACTION` round
@@ -151,10 +164,18 @@ impl Database {
             }
             Backend::Postgres => None,
         };
+        let file = match &writer {
+            Some(writer) => wal::database_file(writer).await?,
+            None => None,
+        };
         let conn = sea_orm::Database::connect(options).await?;
         Ok(Self {
             conn,
             writer,
+            file,
+            sessions: Arc::new(SessionCache::new(Duration::from_millis(
+                settings.session_cache_ms,
+            ))),
             backend,
         })
     }
@@ -202,6 +223,12 @@ impl Database {
             },
         };
         self.conn.begin_with_options(options).await
+    }
+
+    /// Forgets the cached sessions of `user_id`: call it once a change to the user or their
+    /// sessions is committed (the store functions given a [`Database`] do it themselves).
+    pub fn forget_sessions_of(&self, user_id: &str) {
+        self.sessions.forget_user(user_id);
     }
 
     /// Checks that the database answers.

@@ -1,5 +1,7 @@
 //! Sessions: created at sign-in, found by the hash of their token, extended, revoked.
 
+use std::time::Instant;
+
 use chrono::{DateTime, Utc};
 use entities::{sessions, users};
 use sea_orm::{
@@ -48,22 +50,32 @@ pub async fn create(
     .await
 }
 
-/// The session with this token hash and its user, expired or not.
+/// The session with this token hash and its user, expired or not; from the
+/// [`super::session_cache`] when it was found there lately.
 pub async fn find_by_token_hash(
     db: &Database,
     token_hash: &str,
 ) -> Result<Option<(sessions::Model, users::Model)>, DbErr> {
+    let lookup = match db.sessions.get(token_hash, Instant::now()) {
+        Ok(found) => return Ok(Some(found)),
+        Err(lookup) => lookup,
+    };
     let found = sessions::Entity::find()
         .filter(sessions::Column::TokenHash.eq(token_hash))
         .find_also_related(users::Entity)
         .unique(db.conn())
-        .await?;
-    Ok(found.and_then(|(session, user)| user.map(|user| (session, user))))
+        .await?
+        .and_then(|(session, user)| user.map(|user| (session, user)));
+    if let Some(found) = &found {
+        db.sessions.put(lookup, token_hash, found, Instant::now());
+    }
+    Ok(found)
 }
 
-/// Moves a session's expiry.
+/// Moves the expiry of `user_id`'s session `id`.
 pub async fn extend(
     db: &Database,
+    user_id: &str,
     id: &str,
     expires_at: DateTime<Utc>,
     now: DateTime<Utc>,
@@ -74,6 +86,7 @@ pub async fn extend(
         .filter(sessions::Column::Id.eq(id))
         .exec(db.conn())
         .await?;
+    db.forget_sessions_of(user_id);
     Ok(())
 }
 
@@ -98,6 +111,7 @@ pub async fn delete_for_user(db: &Database, user_id: &str, id: &str) -> Result<b
         .filter(sessions::Column::Id.eq(id))
         .exec(db.conn())
         .await?;
+    db.forget_sessions_of(user_id);
     Ok(result.rows_affected > 0)
 }
 
@@ -112,18 +126,22 @@ pub async fn delete_by_token_hash_for_user(
         .filter(sessions::Column::TokenHash.eq(token_hash))
         .exec(db.conn())
         .await?;
+    db.forget_sessions_of(user_id);
     Ok(result.rows_affected > 0)
 }
 
-/// Deletes a session by id.
-pub async fn delete(db: &Database, id: &str) -> Result<(), DbErr> {
+/// Deletes `user_id`'s session `id`.
+pub async fn delete(db: &Database, user_id: &str, id: &str) -> Result<(), DbErr> {
     sessions::Entity::delete_by_id(id.to_owned())
         .exec(db.conn())
         .await?;
+    db.forget_sessions_of(user_id);
     Ok(())
 }
 
-/// Deletes every session of `user_id`, except `keep` when given.
+/// Deletes every session of `user_id`, except `keep` when given. Runs in the caller's
+/// transaction, so the caller forgets the cached sessions once it commits
+/// ([`Database::forget_sessions_of`]).
 pub async fn delete_all_for_user(
     db: &impl ConnectionTrait,
     user_id: &str,

@@ -161,7 +161,9 @@ pub async fn update_profile(
         active.image = Set(image);
     }
     active.updated_at = Set(now);
-    active.update(db.conn()).await.map(Some)
+    let user = active.update(db.conn()).await?;
+    db.forget_sessions_of(id);
+    Ok(Some(user))
 }
 
 /// Marks the user's email verified.
@@ -172,6 +174,7 @@ pub async fn set_email_verified(db: &Database, id: &str, now: DateTime<Utc>) -> 
         .filter(users::Column::Id.eq(id))
         .exec(db.conn())
         .await?;
+    db.forget_sessions_of(id);
     Ok(())
 }
 
@@ -188,6 +191,7 @@ pub async fn set_email(
         .filter(users::Column::Id.eq(id))
         .exec(db.conn())
         .await;
+    db.forget_sessions_of(id);
     match result {
         Ok(result) => Ok(result.rows_affected == 1),
         Err(err) if matches!(err.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => {
@@ -198,7 +202,8 @@ pub async fn set_email(
 }
 
 /// Deletes the user; sessions, accounts, memberships, owned calendars and settings go with
-/// it (foreign keys cascade). Runs in `txn` when the caller consumes a token in the same one.
+/// it (foreign keys cascade). Runs in `txn` when the caller consumes a token in the same one;
+/// the caller forgets the cached sessions once it commits ([`Database::forget_sessions_of`]).
 pub async fn delete(db: &impl ConnectionTrait, id: &str) -> Result<bool, DbErr> {
     let result = users::Entity::delete_by_id(id.to_owned()).exec(db).await?;
     Ok(result.rows_affected == 1)

@@ -220,11 +220,13 @@ async fn get_session_slides_a_day_old_session_and_hands_out_the_cookie_again() {
     );
     let body: Value = fresh.json().await.expect("JSON");
     let session_id = body["session"]["id"].as_str().expect("id").to_owned();
+    let user_id = body["user"]["id"].as_str().expect("user id").to_owned();
 
     // Pretend the session was last extended two days ago.
     let now = chrono::Utc::now();
     bowline::store::sessions::extend(
         &app.ctx().db,
+        &user_id,
         &session_id,
         now + chrono::Duration::days(5),
         now,

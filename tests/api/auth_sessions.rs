@@ -1,7 +1,7 @@
 //! Sessions and accounts beyond the basics in `auth_email`: better-auth's rate limits keyed
 //! by address and path (sign-up and sign-in are separate budgets), `revoke-other-sessions`,
 //! the fresh-session rule of `list-sessions` and `unlink-account` (`403 SESSION_NOT_FRESH`),
-//! and a successful unlink.
+//! a successful unlink, and the session cache following this server's changes at once.
 
 use bowline::actors::scheduler::{RunOutcome, SchedulerMsg};
 use bowline::actors::{ActorKind, ask_slot};
@@ -128,7 +128,8 @@ async fn revoke_other_sessions_keeps_only_the_callers() {
     assert_eq!(unauthenticated.status(), StatusCode::UNAUTHORIZED);
 }
 
-/// Makes `user`'s current session look `days` old.
+/// Makes `user`'s current session look `days` old, as if this server had changed it (a
+/// change behind its back shows once its session cache lets go).
 async fn age_session(app: &TestApp, user: &TestUser, days: i64) {
     let session = app.session(&user.token).await;
     let id = session["session"]["id"]
@@ -144,6 +145,8 @@ async fn age_session(app: &TestApp, user: &TestUser, days: i64) {
     let mut active: entities::sessions::ActiveModel = row.into();
     active.created_at = Set(chrono::Utc::now() - chrono::Duration::days(days));
     active.update(&db).await.expect("age the session");
+    let user_id = session["user"]["id"].as_str().expect("user id");
+    app.ctx().db.forget_sessions_of(user_id);
 }
 
 #[tokio::test]
@@ -240,4 +243,40 @@ async fn a_linked_account_is_unlinked_by_its_row_id() {
     assert_eq!(response.status(), StatusCode::OK);
     let body: Value = response.json().await.expect("JSON");
     assert_ne!(body["user"]["id"], user.id.as_str());
+}
+
+#[tokio::test]
+async fn a_cached_session_follows_this_servers_changes_at_once() {
+    let app = spawn_app().await;
+    let user = app.sign_up("cached@example.com").await;
+    let other = app.sign_up("other-cached@example.com").await;
+    // Used once, each session is now in the server's session cache.
+    for someone in [&user, &other] {
+        let (status, _) = app
+            .call(Method::GET, "/api/auth/get-session", someone, None)
+            .await;
+        assert_eq!(status, StatusCode::OK);
+    }
+    let rename = json!({ "name": "Renamed" });
+    let (status, _) = app
+        .call(Method::POST, "/api/auth/update-user", &user, Some(&rename))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, session) = app
+        .call(Method::GET, "/api/auth/get-session", &user, None)
+        .await;
+    assert_eq!(session["user"]["name"], "Renamed", "{session}");
+
+    let (status, _) = app
+        .call(Method::POST, "/api/auth/sign-out", &user, None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = app.call(Method::GET, "/api/v1/events", &user, None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "signed out at once");
+    let (status, _) = app.call(Method::GET, "/api/v1/events", &other, None).await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "another user's session is untouched"
+    );
 }

@@ -123,9 +123,8 @@ async fn the_metrics_listener_serves_only_get_metrics() {
 async fn metrics_port_zero_disables_the_listener() {
     // The harness hands a pre-bound metrics listener to its servers; build one without it.
     crate::helpers::init();
-    let mut settings = crate::helpers::test_settings();
     let db = crate::helpers::TestDb::create().await;
-    db.configure(&mut settings);
+    let mut settings = crate::helpers::test_settings_on(&db);
     settings.metrics.port = 0;
     let server = bowline::Application::build(settings)
         .await

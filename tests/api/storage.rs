@@ -3,11 +3,12 @@
 use bowline::actors::scheduler::{RunOutcome, SchedulerMsg};
 use bowline::actors::{ActorKind, ask_slot};
 use bowline::store::scheduled_tasks::{self, Lease};
+use bowline::store::wal::{self, CheckpointReport};
 use bowline::store::{Backend, Database};
 use chrono::{Duration, Utc};
 use sea_orm::ConnectionTrait;
 
-use crate::helpers::{TestDb, WAIT, spawn_app, test_settings};
+use crate::helpers::{TestDb, WAIT, spawn_app, test_settings_on};
 
 #[tokio::test]
 async fn the_configured_backend_is_migrated_at_start() {
@@ -32,12 +33,47 @@ async fn migrations_are_idempotent_across_restarts() {
     crate::helpers::init();
     let db = TestDb::create().await;
     for _ in 0..2 {
-        let mut settings = test_settings();
-        db.configure(&mut settings);
+        let settings = test_settings_on(&db);
         let database = Database::connect(&settings.storage).await.expect("connect");
         database.migrate().await.expect("migrate");
         database.close().await.expect("close");
     }
+}
+
+#[tokio::test]
+async fn the_write_ahead_log_starts_over_after_a_background_checkpoint() {
+    crate::helpers::init();
+    let test_db = TestDb::create().await;
+    let settings = test_settings_on(&test_db);
+    let db = Database::connect(&settings.storage).await.expect("connect");
+    db.migrate().await.expect("migrate");
+    if db.backend() == Backend::Postgres {
+        let report = wal::checkpoint(&db).await.expect("checkpoint");
+        assert_eq!(report, CheckpointReport::default(), "nothing to do");
+        return;
+    }
+    // Each write commits at least one page to the log.
+    let now = Utc::now();
+    let until = now + Duration::minutes(5);
+    let writes = usize::try_from(wal::RESTART_AFTER_FRAMES).expect("frames");
+    for n in 0..writes {
+        scheduled_tasks::acquire(&db, &format!("task-{n}"), "a", now, until)
+            .await
+            .expect("write");
+    }
+    let full = wal::checkpoint(&db).await.expect("checkpoint");
+    assert!(full.log_frames >= wal::RESTART_AFTER_FRAMES, "{full:?}");
+    assert!(full.restarted, "{full:?}");
+    scheduled_tasks::acquire(&db, "after", "a", now, until)
+        .await
+        .expect("write");
+    let after = wal::checkpoint(&db).await.expect("checkpoint");
+    assert!(
+        after.log_frames < 20,
+        "the write after the checkpoint starts the log over: {after:?}"
+    );
+    assert!(!after.restarted);
+    db.close().await.expect("close");
 }
 
 #[tokio::test]
@@ -116,8 +152,7 @@ async fn a_cleanup_run_is_recorded() {
 async fn write_transactions_are_read_committed_whatever_the_database_defaults() {
     crate::helpers::init();
     let db = TestDb::create().await;
-    let mut settings = test_settings();
-    db.configure(&mut settings);
+    let settings = test_settings_on(&db);
     if let Some(url) = db.database_url() {
         // An operator made every transaction serializable and read-only by default.
         let admin = sea_orm::Database::connect(url).await.expect("connect");

@@ -57,6 +57,7 @@ pub async fn change_password(req: &AuthRequest) -> Result<AuthReply, AppError> {
         ));
     }
     session_store::delete_all_for_user(ctx.db.conn(), &current.user.id, None).await?;
+    ctx.db.forget_sessions_of(&current.user.id);
     let remember = current.session.remember;
     let issued = issue(
         ctx.db.conn(),
@@ -156,6 +157,7 @@ pub async fn reset_password(req: &AuthRequest) -> Result<AuthReply, AppError> {
     accounts::set_password(&txn, &user_id, &hash, req.now).await?;
     session_store::delete_all_for_user(&txn, &user_id, None).await?;
     txn.commit().await?;
+    ctx.db.forget_sessions_of(&user_id);
     tracing::info!("auth.password_reset");
     Ok(AuthReply::json(json!({ "status": true })))
 }

@@ -26,7 +26,14 @@ pub async fn get_session(req: &AuthRequest) -> Result<AuthReply, AppError> {
             if refresh {
                 session.expires_at = req.now + SESSION_TTL;
                 session.updated_at = req.now;
-                session_store::extend(&ctx.db, &session.id, session.expires_at, req.now).await?;
+                session_store::extend(
+                    &ctx.db,
+                    &current.user.id,
+                    &session.id,
+                    session.expires_at,
+                    req.now,
+                )
+                .await?;
             }
             let body = json!({
                 "session": wire::session(&session, &current.token),
@@ -56,7 +63,7 @@ pub async fn get_session(req: &AuthRequest) -> Result<AuthReply, AppError> {
 pub async fn sign_out(req: &AuthRequest) -> Result<AuthReply, AppError> {
     if let Resolution::Authenticated(Identity::Session(current)) = req.resolve().await? {
         req.rctx.set_user(&current.user.id);
-        session_store::delete(&req.ctx.db, &current.session.id).await?;
+        session_store::delete(&req.ctx.db, &current.user.id, &current.session.id).await?;
     }
     Ok(AuthReply::json(json!({ "success": true })).clearing_cookies(&req.ctx.auth))
 }
@@ -108,6 +115,7 @@ pub async fn revoke_sessions(req: &AuthRequest, keep_current: bool) -> Result<Au
     let current = req.session().await?;
     let keep = keep_current.then_some(current.session.id.as_str());
     session_store::delete_all_for_user(req.ctx.db.conn(), &current.user.id, keep).await?;
+    req.ctx.db.forget_sessions_of(&current.user.id);
     let reply = AuthReply::json(json!({ "status": true }));
     Ok(if keep_current {
         reply

@@ -100,6 +100,7 @@ pub async fn delete_user(req: &AuthRequest) -> Result<AuthReply, AppError> {
             return Err(AuthError::invalid_password().into());
         }
         users::delete(ctx.db.conn(), &current.user.id).await?;
+        ctx.db.forget_sessions_of(&current.user.id);
         tracing::info!("account.deleted");
         return Ok(deleted.clearing_cookies(&ctx.auth));
     }

@@ -41,6 +41,13 @@ pub fn test_settings() -> Settings {
     Settings::load_with(&[("test.toml", TEST_TOML)], &|_| None).expect("test settings load")
 }
 
+/// The test settings on `db`, a test's own database.
+pub fn test_settings_on(db: &TestDb) -> Settings {
+    let mut settings = test_settings();
+    db.configure(&mut settings);
+    settings
+}
+
 /// A running server and a client for it.
 pub struct TestApp {
     /// `http://<bound address>`.
@@ -275,9 +282,8 @@ pub async fn spawn_app_built(
     build: impl FnOnce(ApplicationBuilder) -> ApplicationBuilder,
 ) -> TestApp {
     init();
-    let mut settings = test_settings();
     let db = TestDb::create().await;
-    db.configure(&mut settings);
+    let mut settings = test_settings_on(&db);
     configure(&mut settings);
     start(settings, build, Some(db)).await
 }

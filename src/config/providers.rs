@@ -1,0 +1,73 @@
+//! The sections of the outside services Bowline talks to: identity providers (Google,
+//! Apple, Microsoft), CalDAV credentials and federation.
+
+use serde::Deserialize;
+
+use super::values::{Secret, optional_secret, optional_string, string_list};
+
+/// `[google]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GoogleSettings {
+    /// `GOOGLE_CLIENT_ID`
+    #[serde(deserialize_with = "optional_string")]
+    pub client_id: Option<String>,
+    /// `GOOGLE_CLIENT_SECRET`
+    #[serde(deserialize_with = "optional_secret")]
+    pub client_secret: Option<Secret>,
+    /// `GOOGLE_IOS_CLIENT_ID`
+    #[serde(deserialize_with = "optional_string")]
+    pub ios_client_id: Option<String>,
+    /// `GOOGLE_JWKS_URL`
+    pub jwks_url: String,
+    /// `GOOGLE_ISSUERS`
+    #[serde(deserialize_with = "string_list")]
+    pub issuers: Vec<String>,
+}
+
+/// `[apple]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AppleSettings {
+    /// `APPLE_CLIENT_ID`
+    #[serde(deserialize_with = "optional_string")]
+    pub client_id: Option<String>,
+    /// `APPLE_BUNDLE_ID`
+    pub bundle_id: String,
+    /// `APPLE_TEAM_ID`
+    #[serde(deserialize_with = "optional_string")]
+    pub team_id: Option<String>,
+    /// `APPLE_JWKS_URL`
+    pub jwks_url: String,
+    /// `APPLE_ISSUER`
+    pub issuer: String,
+}
+
+/// `[microsoft]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MicrosoftSettings {
+    /// `MICROSOFT_CLIENT_ID`
+    #[serde(deserialize_with = "optional_string")]
+    pub client_id: Option<String>,
+    /// `MICROSOFT_CLIENT_SECRET`
+    #[serde(deserialize_with = "optional_secret")]
+    pub client_secret: Option<Secret>,
+}
+
+/// `[caldav]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaldavSettings {
+    /// `CALDAV_ENC_KEY`
+    #[serde(deserialize_with = "optional_secret")]
+    pub enc_key: Option<Secret>,
+}
+
+/// `[federation]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FederationSettings {
+    /// `FEDERATION_ALLOW_PRIVATE_HOSTS`
+    pub allow_private_hosts: bool,
+}
