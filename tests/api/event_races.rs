@@ -9,7 +9,14 @@ use reqwest::{Method, StatusCode};
 use sea_orm::{ConnectionTrait, EntityTrait, TransactionTrait};
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, TestUser, WAIT, event_body, spawn_app};
+use bowline::config::Secret;
+
+use crate::helpers::{TestApp, TestUser, WAIT, event_body, spawn_app, spawn_app_with};
+
+/// When the server's PostgreSQL sessions look for a deadlock after starting to wait.
+const LINK_DEADLOCK_CHECK: &str = "3s";
+/// When the test's own transaction does: well after the server's.
+const TEST_DEADLOCK_CHECK: &str = "60s";
 
 /// Runs `request` while another transaction deletes `calendar` and still holds its row:
 /// the request gets past its checks (the membership is still committed), blocks on the
@@ -175,7 +182,20 @@ async fn commands_for_unknown_calendars_leave_no_actor_behind() {
 
 #[tokio::test]
 async fn a_link_the_database_aborts_to_break_a_deadlock_runs_again() {
-    let app = spawn_app().await;
+    // PostgreSQL aborts the transaction whose deadlock check, run once `deadlock_timeout`
+    // after it starts to wait, finds the cycle. The server's sessions check after
+    // LINK_DEADLOCK_CHECK, time enough for this test to close the cycle even on a loaded
+    // machine; the test's own transaction checks much later, so the link is the victim.
+    let app = spawn_app_with(|settings| {
+        if let Some(url) = settings.storage.database_url.as_mut() {
+            let separator = if url.expose().contains('?') { '&' } else { '?' };
+            *url = Secret::new(format!(
+                "{}{separator}options[deadlock_timeout]={LINK_DEADLOCK_CHECK}",
+                url.expose()
+            ));
+        }
+    })
+    .await;
     let owner = app.sign_up("deadlock-owner@example.com").await;
     let home = calendar(&app, &owner, "Home").await;
     let target = calendar(&app, &owner, "Target").await;
@@ -190,8 +210,29 @@ async fn a_link_the_database_aborts_to_break_a_deadlock_runs_again() {
         // Another writer holds the target calendar's row; the link locks its event and then
         // waits for that row (its foreign key). The other writer then asks for the event:
         // a cycle, which PostgreSQL breaks by aborting the link's transaction, the first
-        // to wait.
+        // to check.
+        let shown = conn
+            .query_one_raw(sea_orm::Statement::from_string(
+                sea_orm::DbBackend::Postgres,
+                "SHOW deadlock_timeout",
+            ))
+            .await
+            .expect("query")
+            .expect("row");
+        assert_eq!(
+            shown
+                .try_get::<String>("", "deadlock_timeout")
+                .expect("setting"),
+            LINK_DEADLOCK_CHECK,
+            "sessions on the server's URL check late enough"
+        );
         let other = conn.begin().await.expect("begin");
+        other
+            .execute_unprepared(&format!(
+                "SET LOCAL deadlock_timeout = '{TEST_DEADLOCK_CHECK}'"
+            ))
+            .await
+            .expect("the test's transaction checks for deadlocks late");
         other
             .execute_unprepared(&format!(
                 "SELECT id FROM calendars WHERE id = '{target}' FOR UPDATE"
