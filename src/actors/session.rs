@@ -3,8 +3,7 @@
 //! queue is full (a slow client) or closed is dropped at once, never awaited, and reported
 //! to the registry, which stops the actor when its last connection is gone.
 
-use std::sync::Arc;
-
+use bytes::Bytes;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::sync::mpsc;
 
@@ -31,7 +30,7 @@ pub struct SessionState {
     ctx: Ctx,
     user_id: String,
     registry: ActorRef<RegistryMsg>,
-    connections: Vec<(u64, mpsc::Sender<Arc<str>>)>,
+    connections: Vec<(u64, mpsc::Sender<Bytes>)>,
 }
 
 /// Messages to a session actor.
@@ -42,17 +41,17 @@ pub enum SessionMsg {
         /// Connection id.
         connection: u64,
         /// Its queue.
-        frames: mpsc::Sender<Arc<str>>,
+        frames: mpsc::Sender<Bytes>,
     },
     /// A connection closed.
     Detach {
         /// Connection id.
         connection: u64,
     },
-    /// A frame for every connection.
+    /// Frames for every connection.
     Deliver {
-        /// The encoded frame.
-        frame: Arc<str>,
+        /// One frame, or one change's frames, as the stream writes them.
+        frames: Bytes,
     },
 }
 
@@ -89,10 +88,10 @@ impl Actor for SessionActor {
             SessionMsg::Detach { connection } => {
                 state.connections.retain(|(id, _)| *id != connection);
             }
-            SessionMsg::Deliver { frame } => {
+            SessionMsg::Deliver { frames } => {
                 let mut dropped = Vec::new();
                 state.connections.retain(|(id, queue)| {
-                    let kept = queue.try_send(frame.clone()).is_ok();
+                    let kept = queue.try_send(frames.clone()).is_ok();
                     if !kept {
                         dropped.push(*id);
                     }

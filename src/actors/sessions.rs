@@ -7,13 +7,15 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, RwLock};
 
+use bytes::Bytes;
+
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use tokio::sync::{mpsc, watch};
 
 use super::session::{SessionActor, SessionArgs, SessionMsg};
 use super::{ActorKind, ChildSlot, MessageTimer, reply};
 use crate::context::Ctx;
-use crate::domain::frames::Frame;
+use crate::domain::frames::{Frame, FrameBatch};
 use crate::error::AppError;
 
 /// Handle for broadcasting and attaching, shared by the HTTP edge and the actors.
@@ -38,21 +40,38 @@ impl Sessions {
     /// Sends `frame` to every connection of each user in `users`, once per user. Users
     /// without an open stream are skipped (no replay; clients recover with the delta read).
     pub fn broadcast<'a>(&self, users: impl IntoIterator<Item = &'a str>, frame: &Frame) {
-        let encoded = frame.encode();
-        let live = self
-            .live
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let block = frame.block();
+        let live = self.live_actors();
         let mut seen = HashSet::new();
         for user in users {
             if seen.insert(user)
                 && let Some(actor) = live.get(user)
             {
                 let _ = actor.send_message(SessionMsg::Deliver {
-                    frame: encoded.clone(),
+                    frames: block.clone(),
                 });
             }
         }
+    }
+
+    /// Sends each user with an open stream their frames of `batch`, together: one entry in
+    /// each of their connections' queues, however many frames the change owes them.
+    pub fn deliver(&self, batch: FrameBatch) {
+        if batch.is_empty() {
+            return;
+        }
+        let live = self.live_actors();
+        for (user, frames) in batch.into_blocks() {
+            if let Some(actor) = live.get(&user) {
+                let _ = actor.send_message(SessionMsg::Deliver { frames });
+            }
+        }
+    }
+
+    fn live_actors(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, ActorRef<SessionMsg>>> {
+        self.live
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The counts, to wait on (`wait_for`) without polling.
@@ -62,10 +81,7 @@ impl Sessions {
 
     /// Whether `user` has an open stream.
     pub fn is_connected(&self, user: &str) -> bool {
-        self.live
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .contains_key(user)
+        self.live_actors().contains_key(user)
     }
 
     fn set(&self, user: &str, actor: Option<ActorRef<SessionMsg>>) {
@@ -80,13 +96,13 @@ impl Sessions {
     }
 }
 
-/// A new stream connection: its id and its queue of encoded frames.
+/// A new stream connection: its id and its queue of frames, as the stream writes them.
 #[derive(Debug)]
 pub struct Attached {
     /// Connection id (for `Detach`).
     pub connection: u64,
-    /// Frames for this connection.
-    pub frames: mpsc::Receiver<Arc<str>>,
+    /// Frames for this connection: each entry one frame's or one change's blocks.
+    pub frames: mpsc::Receiver<Bytes>,
 }
 
 /// Messages to the registry.

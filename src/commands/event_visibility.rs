@@ -15,6 +15,7 @@ use uuid::Uuid;
 
 use super::events::Readers;
 use crate::context::Ctx;
+use crate::domain::frames::FrameBatch;
 use crate::error::AppError;
 use crate::store::events as event_store;
 use crate::store::{event_history, members, notifications};
@@ -30,14 +31,17 @@ pub struct CalendarDeletion {
 }
 
 impl CalendarDeletion {
-    /// Sends the frames (after commit).
+    /// Sends the frames (after commit), each user's together, however many events the
+    /// calendar held.
     pub fn announce(&self, ctx: &Ctx) {
+        let mut batch = FrameBatch::default();
         for (event, readers) in &self.unlinked {
-            super::events::send_event(ctx, "event_updated", event, readers);
+            super::events::add_event(ctx, &mut batch, "event_updated", event, readers);
         }
         for (event, users) in &self.removed {
-            super::events::send_removed(ctx, *event, users.iter().map(String::as_str));
+            super::events::add_removed(ctx, &mut batch, *event, users.iter().map(String::as_str));
         }
+        ctx.actors.sessions.deliver(batch);
     }
 }
 

@@ -11,6 +11,7 @@ use super::{
     announce_calendar, announce_removed, authorize, event_visibility, events, not_a_member,
 };
 use crate::context::Ctx;
+use crate::domain::frames::FrameBatch;
 use crate::domain::invites::is_usable;
 use crate::domain::roles::{Action, Role};
 use crate::error::AppError;
@@ -83,9 +84,11 @@ pub async fn leave(ctx: &Ctx, calendar_id: Uuid, user: &str) -> Result<(), AppEr
     let remaining = members::list(&txn, calendar_id).await?;
     txn.commit().await?;
     announce_removed(ctx, user, calendar_id);
+    let mut frames = FrameBatch::default();
     for event in lost {
-        events::send_removed(ctx, event, [user]);
+        events::add_removed(ctx, &mut frames, event, [user]);
     }
+    ctx.actors.sessions.deliver(frames);
     announce_calendar(ctx, &calendar, &remaining);
     Ok(())
 }
@@ -174,9 +177,11 @@ pub async fn remove(
     let remaining = members::list(&txn, calendar_id).await?;
     txn.commit().await?;
     announce_removed(ctx, target, calendar_id);
+    let mut frames = FrameBatch::default();
     for event in lost {
-        events::send_removed(ctx, event, [target]);
+        events::add_removed(ctx, &mut frames, event, [target]);
     }
+    ctx.actors.sessions.deliver(frames);
     announce_calendar(ctx, &calendar, &remaining);
     Ok(())
 }

@@ -1,8 +1,15 @@
-//! Realtime frames: `{"type": "...", "payload": {...}}`, encoded once per broadcast and
-//! shared by every connection that receives it.
+//! Realtime frames: `{"type": "...", "payload": {...}}`, written on `/api/stream` as one
+//! `data: <json>` line and a blank line. A frame is encoded once per broadcast and the
+//! bytes are shared by every connection that receives it.
+//!
+//! A change that owes many frames (deleting a calendar tells its members about every event
+//! in it) gathers them in a [`FrameBatch`], which hands each user their frames as one
+//! block: one entry in each of their connections' bounded queues, so a large change never
+//! overflows a queue on its own.
 
-use std::sync::Arc;
+use std::collections::HashMap;
 
+use bytes::{Bytes, BytesMut};
 use serde_json::{Value, json};
 
 /// One frame of the `/api/stream` protocol.
@@ -20,11 +27,60 @@ impl Frame {
         Self { kind, payload }
     }
 
-    /// The JSON text of the frame (one line).
-    pub fn encode(&self) -> Arc<str> {
-        json!({ "type": self.kind, "payload": self.payload })
-            .to_string()
-            .into()
+    /// The frame as the stream writes it: `data: <json>` and a blank line. The JSON is
+    /// compact (no line breaks), so one `data:` line carries the whole frame.
+    pub fn block(&self) -> Bytes {
+        let json = json!({ "type": self.kind, "payload": self.payload }).to_string();
+        let mut block = Vec::with_capacity(json.len() + 8);
+        block.extend_from_slice(b"data: ");
+        block.extend_from_slice(json.as_bytes());
+        block.extend_from_slice(b"\n\n");
+        Bytes::from(block)
+    }
+}
+
+/// The frames one change owes, gathered per user in the order they were added.
+#[derive(Debug, Default)]
+pub struct FrameBatch {
+    by_user: HashMap<String, Vec<Bytes>>,
+}
+
+impl FrameBatch {
+    /// Adds `frame` for each user in `users`, once per user.
+    pub fn add<'a>(&mut self, users: impl IntoIterator<Item = &'a str>, frame: &Frame) {
+        let block = frame.block();
+        for user in users {
+            let blocks = self.by_user.entry(user.to_owned()).or_default();
+            // Users come once per frame, so a repeat is always the block just added.
+            if blocks
+                .last()
+                .is_none_or(|last| last.as_ptr() != block.as_ptr())
+            {
+                blocks.push(block.clone());
+            }
+        }
+    }
+
+    /// Whether nothing was added.
+    pub fn is_empty(&self) -> bool {
+        self.by_user.is_empty()
+    }
+
+    /// Each user with their frames as one block (a single frame's bytes stay shared).
+    pub fn into_blocks(self) -> impl Iterator<Item = (String, Bytes)> {
+        self.by_user.into_iter().map(|(user, blocks)| {
+            let joined = match <[Bytes; 1]>::try_from(blocks) {
+                Ok([single]) => single,
+                Err(blocks) => {
+                    let mut joined = BytesMut::with_capacity(blocks.iter().map(Bytes::len).sum());
+                    for block in &blocks {
+                        joined.extend_from_slice(block);
+                    }
+                    joined.freeze()
+                }
+            };
+            (user, joined)
+        })
     }
 }
 
@@ -34,11 +90,37 @@ mod tests {
     use super::*;
 
     #[test]
-    fn encodes_type_then_payload_on_one_line() {
+    fn a_frame_is_one_spaced_data_line_with_type_then_payload() {
         let frame = Frame::new("event_updated", json!({"id": "event-1"}));
         assert_eq!(
-            &*frame.encode(),
-            r#"{"type":"event_updated","payload":{"id":"event-1"}}"#
+            &frame.block()[..],
+            b"data: {\"type\":\"event_updated\",\"payload\":{\"id\":\"event-1\"}}\n\n"
         );
+    }
+
+    #[test]
+    fn a_batch_gives_each_user_their_frames_in_order_and_once() {
+        let mut batch = FrameBatch::default();
+        batch.add(["ann", "bob", "ann"], &Frame::new("a", json!({})));
+        batch.add(["ann"], &Frame::new("b", json!({})));
+        assert!(!batch.is_empty());
+        let mut blocks: Vec<(String, Bytes)> = batch.into_blocks().collect();
+        blocks.sort();
+        assert_eq!(
+            blocks,
+            vec![
+                (
+                    "ann".to_owned(),
+                    Bytes::from_static(
+                        b"data: {\"type\":\"a\",\"payload\":{}}\n\ndata: {\"type\":\"b\",\"payload\":{}}\n\n"
+                    )
+                ),
+                (
+                    "bob".to_owned(),
+                    Bytes::from_static(b"data: {\"type\":\"a\",\"payload\":{}}\n\n")
+                ),
+            ]
+        );
+        assert!(FrameBatch::default().is_empty());
     }
 }

@@ -1,16 +1,16 @@
 //! `GET /api/stream`: the authenticated Server-Sent-Events stream.
 //!
 //! The user's session actor (through the registry) hands each connection a bounded queue of
-//! encoded frames. The body is written here byte for byte: it opens with `retry: 3000`,
-//! sends a `: ping` comment when idle (every `STREAM_KEEPALIVE_MS`), writes each frame as
-//! one `data: <json>` line, each block ending in a blank line, and ends when the client
+//! frames, already written as `data: <json>` lines ([`crate::domain::frames`]), each block
+//! ending in a blank line. The body is written here byte for byte: it opens with
+//! `retry: 3000`, sends a `: ping` comment when idle (every `STREAM_KEEPALIVE_MS`), writes
+//! the queued frames, and ends when the client
 //! goes away (the connection is detached), when the session actor dropped the connection
 //! for falling behind, or when the server shuts down.
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -105,16 +105,6 @@ const RETRY_LINE: &[u8] = b"retry: 3000\n\n";
 /// The keep-alive comment.
 const PING: &[u8] = b": ping\n\n";
 
-/// One frame as the stream writes it: `data: <json>` and a blank line. Frames are compact
-/// JSON (no line breaks), so one `data:` line carries the whole frame.
-fn data_block(frame: &str) -> Bytes {
-    let mut block = Vec::with_capacity(frame.len() + 8);
-    block.extend_from_slice(b"data: ");
-    block.extend_from_slice(frame.as_bytes());
-    block.extend_from_slice(b"\n\n");
-    Bytes::from(block)
-}
-
 /// The `text/event-stream` body of one connection, written byte for byte (warp's formatter
 /// writes `retry:3000` and `data:{…}` without the space the wire format promises): the
 /// opening `retry: 3000`, then each queued frame, or `: ping` after `keep_alive` without
@@ -122,7 +112,7 @@ fn data_block(frame: &str) -> Bytes {
 /// dropping it (the client went away) detaches the connection.
 struct EventStream {
     opening: Option<Bytes>,
-    frames: mpsc::Receiver<Arc<str>>,
+    frames: mpsc::Receiver<Bytes>,
     keep_alive: Duration,
     idle: Pin<Box<Sleep>>,
     shutdown: Pin<Box<WaitForCancellationFutureOwned>>,
@@ -141,7 +131,7 @@ impl Stream for EventStream {
             opening
         } else {
             match this.frames.poll_recv(cx) {
-                Poll::Ready(Some(frame)) => data_block(&frame),
+                Poll::Ready(Some(frames)) => frames,
                 Poll::Ready(None) => return Poll::Ready(None),
                 Poll::Pending => match this.idle.as_mut().poll(cx) {
                     Poll::Ready(()) => Bytes::from_static(PING),
@@ -152,19 +142,5 @@ impl Stream for EventStream {
         let deadline = tokio::time::Instant::now() + this.keep_alive;
         this.idle.as_mut().reset(deadline);
         Poll::Ready(Some(Ok(next)))
-    }
-}
-
-#[cfg(test)]
-#[allow(clippy::expect_used, clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn frames_are_written_as_one_spaced_data_line() {
-        let block = data_block(r#"{"type":"x","payload":{}}"#);
-        assert_eq!(&block[..], b"data: {\"type\":\"x\",\"payload\":{}}\n\n");
-        assert_eq!(RETRY_LINE, b"retry: 3000\n\n");
-        assert_eq!(PING, b": ping\n\n");
     }
 }

@@ -6,7 +6,7 @@ use bowline::domain::frames::Frame;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, WAIT, sample, spawn_app, spawn_app_with};
+use crate::helpers::{TestApp, WAIT, event_body, sample, spawn_app, spawn_app_with};
 use crate::support::sse::{SseClient, SseEvent};
 
 async fn open(app: &TestApp, token: &str) -> SseClient {
@@ -211,4 +211,85 @@ async fn a_slow_connection_is_dropped_when_its_queue_fills_and_the_others_go_on(
     assert_eq!(fast.next_frame().await["type"], "reminders_updated");
     // The dropped stream ends once its client reads what was already written.
     slow.expect_end().await;
+}
+
+#[tokio::test]
+async fn a_change_owing_more_frames_than_a_queue_holds_reaches_a_reading_connection_whole() {
+    // Queues of four frames; a calendar of twelve events, so leaving it and deleting it
+    // each owe a connection more frames than its queue holds.
+    let app = spawn_app_with(|s| s.stream.buffer = 4).await;
+    let owner = app.sign_up("big-owner@example.com").await;
+    let member = app.sign_up("big-member@example.com").await;
+    let calendar = app.create_calendar(&owner, "Big").await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let invite = app.create_invite(&owner, &calendar, None).await;
+    let token = invite["id"].as_str().expect("token");
+    assert_eq!(
+        app.join(&member, &calendar, token).await.status(),
+        StatusCode::OK
+    );
+    let mut events = Vec::new();
+    for hour in 0..12 {
+        let body = event_body(&[&calendar], &format!("Event {hour}"), hour);
+        events.push(body["id"].as_str().expect("id").to_owned());
+        app.create_event(&owner, &body).await;
+    }
+    events.sort();
+    let mut owners = open(&app, &owner.token).await;
+    let mut members = open(&app, &member.token).await;
+    wait_for_connections(&app, 2).await;
+
+    // The member leaves: told the calendar went, then every event they lost.
+    let left = app
+        .as_user(
+            reqwest::Method::DELETE,
+            &format!("/api/v1/calendars/members/{calendar}"),
+            &member,
+        )
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(left.status(), StatusCode::OK);
+    assert_eq!(members.next_frame().await["type"], "calendar_removed");
+    assert_eq!(removed_ids(&mut members, events.len()).await, events);
+
+    // The owner deletes it: told the calendar went, then every event in it.
+    let deleted = app
+        .as_user(reqwest::Method::DELETE, "/api/v1/calendars", &owner)
+        .json(&json!({ "id": calendar, "name": "Big", "color": "#000000" }))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(deleted.status(), StatusCode::OK);
+    loop {
+        // The member's departure came first (`calendar_updated`).
+        if owners.next_frame().await["type"] == "calendar_removed" {
+            break;
+        }
+    }
+    assert_eq!(removed_ids(&mut owners, events.len()).await, events);
+
+    // Both connections are still open, and still get what comes next.
+    assert_eq!(app.ctx().actors.sessions.counts().borrow().connections, 2);
+    for (user, stream) in [(&owner, &mut owners), (&member, &mut members)] {
+        app.ctx().actors.sessions.broadcast(
+            [user.id.as_str()],
+            &Frame::new("reminders_updated", json!({})),
+        );
+        assert_eq!(stream.next_frame().await["type"], "reminders_updated");
+    }
+}
+
+/// The ids of the next `count` frames, which must all be `event_removed`, sorted.
+async fn removed_ids(stream: &mut SseClient, count: usize) -> Vec<String> {
+    let mut ids = Vec::new();
+    for _ in 0..count {
+        let frame = stream.next_frame().await;
+        assert_eq!(frame["type"], "event_removed", "{frame}");
+        ids.push(frame["payload"]["id"].as_str().expect("id").to_owned());
+    }
+    ids.sort();
+    ids
 }
