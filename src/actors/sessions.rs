@@ -1,14 +1,13 @@
 //! [`SessionRegistryActor`]: spawns a [`SessionActor`](super::session::SessionActor) per user
 //! on their first stream connection, counts connections, and stops the user's actor when the
 //! last one closes. Attach and detach both pass through here, so a stop and a new attach can
-//! never race. Broadcasts do not: [`Sessions::broadcast`] reads the shared user → actor map
-//! and sends straight to the session actors, once per user.
+//! never race. Broadcasts do not: [`Sessions::broadcast`] and [`Sessions::deliver`] read the
+//! shared user → actor map and send straight to the session actors, once per user.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, RwLock};
 
 use bytes::Bytes;
-
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use tokio::sync::{mpsc, watch};
 
