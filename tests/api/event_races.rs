@@ -14,7 +14,7 @@ use bowline::config::Secret;
 use crate::helpers::{TestApp, TestUser, WAIT, event_body, spawn_app, spawn_app_with};
 
 /// When the server's PostgreSQL sessions look for a deadlock after starting to wait.
-const LINK_DEADLOCK_CHECK: &str = "3s";
+const LINK_DEADLOCK_CHECK: &str = "5s";
 /// When the test's own transaction does: well after the server's.
 const TEST_DEADLOCK_CHECK: &str = "60s";
 
@@ -187,6 +187,9 @@ async fn a_link_the_database_aborts_to_break_a_deadlock_runs_again() {
     // LINK_DEADLOCK_CHECK, time enough for this test to close the cycle even on a loaded
     // machine; the test's own transaction checks much later, so the link is the victim.
     let app = spawn_app_with(|settings| {
+        // The link waits out the deadlock check, then runs again: more than the test
+        // settings' 5 s for an actor's answer on a loaded machine.
+        settings.actors.call_timeout_ms = 60_000;
         if let Some(url) = settings.storage.database_url.as_mut() {
             let separator = if url.expose().contains('?') { '&' } else { '?' };
             *url = Secret::new(format!(
