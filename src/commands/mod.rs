@@ -8,6 +8,7 @@
 
 pub mod calendar;
 pub mod event_batch;
+pub mod event_frames;
 pub mod event_links;
 pub mod event_visibility;
 pub mod events;

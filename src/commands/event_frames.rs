@@ -1,0 +1,97 @@
+//! The frames an event change sends after commit: `event_created` / `event_updated` to its
+//! readers (one encoding per distinct list of calendars they see it through) and
+//! `event_removed` to those who lost it, broadcast at once or gathered in a
+//! [`FrameBatch`] by a change that owes many.
+
+use std::collections::BTreeMap;
+
+use entities::events;
+use serde_json::json;
+use uuid::Uuid;
+
+use super::events::Readers;
+use crate::context::Ctx;
+use crate::domain::frames::{Frame, FrameBatch};
+use crate::views::events::EventView;
+
+/// Sends `kind` (`event_created` / `event_updated`) to every reader with their calendars:
+/// encoded once per distinct list of calendars, for the readers with an open stream only.
+pub fn send_event(ctx: &Ctx, kind: &'static str, event: &events::Model, readers: &Readers) {
+    for (users, frame) in event_frames(ctx, kind, event, readers) {
+        ctx.actors.sessions.broadcast(users, &frame);
+    }
+}
+
+/// Adds what [`send_event`] sends to `batch`, for a change that owes many frames.
+pub fn add_event(
+    ctx: &Ctx,
+    batch: &mut FrameBatch,
+    kind: &'static str,
+    event: &events::Model,
+    readers: &Readers,
+) {
+    for (users, frame) in event_frames(ctx, kind, event, readers) {
+        batch.add(users, &frame);
+    }
+}
+
+/// The frames of `kind` for `event`, one per distinct list of calendars, with the readers
+/// (those with an open stream) who get each.
+fn event_frames<'r>(
+    ctx: &Ctx,
+    kind: &'static str,
+    event: &events::Model,
+    readers: &'r Readers,
+) -> Vec<(Vec<&'r str>, Frame)> {
+    let sessions = &ctx.actors.sessions;
+    let mut by_view: BTreeMap<&Vec<Uuid>, Vec<&str>> = BTreeMap::new();
+    for (user, calendars) in readers {
+        if sessions.is_connected(user) {
+            by_view.entry(calendars).or_default().push(user);
+        }
+    }
+    by_view
+        .into_iter()
+        .filter_map(|(calendars, users)| {
+            match serde_json::to_value(EventView::new(event, calendars.clone())) {
+                Ok(payload) => Some((users, Frame::new(kind, payload))),
+                Err(err) => {
+                    tracing::error!(error = %err, "frame.encode_failed");
+                    None
+                }
+            }
+        })
+        .collect()
+}
+
+/// Sends `event_removed` to users who can no longer see the event.
+pub fn send_removed<'a>(ctx: &Ctx, event_id: Uuid, users: impl IntoIterator<Item = &'a str>) {
+    ctx.actors
+        .sessions
+        .broadcast(users, &removed_frame(event_id));
+}
+
+/// Adds what [`send_removed`] sends to `batch` (for the users with an open stream).
+pub fn add_removed<'a>(
+    ctx: &Ctx,
+    batch: &mut FrameBatch,
+    event_id: Uuid,
+    users: impl IntoIterator<Item = &'a str>,
+) {
+    let sessions = &ctx.actors.sessions;
+    let connected: Vec<&str> = users
+        .into_iter()
+        .filter(|user| sessions.is_connected(user))
+        .collect();
+    if !connected.is_empty() {
+        batch.add(connected, &removed_frame(event_id));
+    }
+}
+
+/// `event_removed` for `event_id`.
+fn removed_frame(event_id: Uuid) -> Frame {
+    Frame::new(
+        "event_removed",
+        json!({ "id": event_id, "calendars": [], "removed": true }),
+    )
+}
