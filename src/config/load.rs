@@ -38,6 +38,7 @@ const ENV_VARS: &[(&str, &str)] = &[
     ("DATABASE_URL", "storage.database_url"),
     ("DATABASE_MAX_CONNECTIONS", "storage.max_connections"),
     ("READ_CACHE_BYTES", "storage.read_cache_bytes"),
+    ("READ_CACHE_CONNECTIONS", "storage.read_cache_connections"),
     ("SESSION_CACHE_MS", "storage.session_cache_ms"),
     ("LOG_LEVEL", "log.level"),
     ("ACTOR_CALL_TIMEOUT_MS", "actors.call_timeout_ms"),

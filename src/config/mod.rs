@@ -103,6 +103,9 @@ pub struct StorageSettings {
     pub max_connections: u32,
     /// `READ_CACHE_BYTES`: memory for cached full events reads; `0` turns the cache off.
     pub read_cache_bytes: usize,
+    /// `READ_CACHE_CONNECTIONS`: PostgreSQL connections beside the pool that check cached
+    /// reads against the database; `0` checks them on the pool.
+    pub read_cache_connections: u32,
     /// `SESSION_CACHE_MS`: how long a session found by its token is reused; `0` asks the
     /// database on every request.
     pub session_cache_ms: u64,

@@ -132,7 +132,7 @@ async fn full_read(
 ) -> Result<Response, AppError> {
     let cache = &ctx.event_reads;
     if cache.holds(user.id()) {
-        let versions = event_reads::versions(ctx.db.conn(), user.id()).await?;
+        let versions = event_reads::current_versions(&ctx.db, user.id()).await?;
         if let Some(events) = cache.get(user.id(), &versions) {
             ctx.metrics.event_read(true);
             return Ok(json_text(event_list::events_response(

@@ -23,7 +23,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use uuid::Uuid;
 
-use super::placeholder;
+use super::{Database, placeholder};
 
 /// What a read asks for.
 #[derive(Debug, Clone, Copy)]
@@ -143,19 +143,25 @@ pub async fn visible(
     Ok(PackedEvents(text))
 }
 
+/// [`versions`] on PostgreSQL.
+const VERSIONS_POSTGRES: &str = "SELECT coalesce(string_agg(c.id::text || ':' || c.events_version, ',' ORDER BY c.id), '') \
+     AS versions FROM calendar_members m JOIN calendars c ON c.id = m.calendar_id \
+     WHERE m.user_id = $1";
+
+/// [`versions`] on SQLite.
+const VERSIONS_SQLITE: &str = "SELECT coalesce(group_concat(hex(c.id) || ':' || c.events_version, ',' ORDER BY c.id), '') \
+     AS versions FROM calendar_members m JOIN calendars c ON c.id = m.calendar_id \
+     WHERE m.user_id = ?1";
+
 /// What the events `user_id` can see depend on, as one comparable text: each calendar they
 /// are a member of with its `events_version` (raised by triggers whenever a link into it or
 /// a linked event changes). Equal versions, read at two moments, mean the same events.
 pub async fn versions(db: &impl ConnectionTrait, user_id: &str) -> Result<String, DbErr> {
     let backend = db.get_database_backend();
     let sql = if backend == DbBackend::Postgres {
-        "SELECT coalesce(string_agg(c.id::text || ':' || c.events_version, ',' ORDER BY c.id), '') \
-         AS versions FROM calendar_members m JOIN calendars c ON c.id = m.calendar_id \
-         WHERE m.user_id = $1"
+        VERSIONS_POSTGRES
     } else {
-        "SELECT coalesce(group_concat(hex(c.id) || ':' || c.events_version, ',' ORDER BY c.id), '') \
-         AS versions FROM calendar_members m JOIN calendars c ON c.id = m.calendar_id \
-         WHERE m.user_id = ?1"
+        VERSIONS_SQLITE
     };
     let row = db
         .query_one_raw(Statement::from_sql_and_values(
@@ -168,6 +174,17 @@ pub async fn versions(db: &impl ConnectionTrait, user_id: &str) -> Result<String
         Some(row) => row.try_get("", "versions"),
         None => Ok(String::new()),
     }
+}
+
+/// [`versions`] as of now, outside a transaction: on PostgreSQL through the connections
+/// held for it beside the pool ([`super::read_lane`]), which spare the read the pool's ping.
+pub async fn current_versions(db: &Database, user_id: &str) -> Result<String, DbErr> {
+    if let Some(lane) = db.read_lane()
+        && let Some(row) = lane.text(VERSIONS_POSTGRES, user_id).await
+    {
+        return Ok(row.unwrap_or_default());
+    }
+    versions(db.conn(), user_id).await
 }
 
 impl PackedEvents {

@@ -20,6 +20,7 @@ pub mod member_tokens;
 pub mod members;
 pub mod notifications;
 pub mod pages;
+mod read_lane;
 pub mod reminders;
 pub mod scheduled_tasks;
 pub mod secrets;
@@ -47,6 +48,7 @@ use sea_orm::{
 };
 
 use crate::config::StorageSettings;
+use read_lane::ReadLane;
 use session_cache::SessionCache;
 
 /// Which database Bowline is running on.
@@ -83,12 +85,15 @@ pub struct Database {
     file: Option<PathBuf>,
     /// Sessions recently found by their token ([`session_cache`]).
     sessions: Arc<SessionCache>,
+    /// PostgreSQL: connections beside the pool for the cached reads' version checks
+    /// ([`read_lane`]); `None` on SQLite.
+    read_lane: Option<Arc<ReadLane>>,
     backend: Backend,
 }
 
 /// How long a PostgreSQL connection may sit idle in the pool before it is pinged on its
-/// next use.
-const PING_AFTER_IDLE: Duration = Duration::from_secs(30);
+/// next use (and a connection of the [`read_lane`] before its next statement).
+pub(crate) const PING_AFTER_IDLE: Duration = Duration::from_secs(30);
 
 /// File name of the embedded database inside `DATA_DIR`.
 pub const SQLITE_FILE: &str = "bowline.db";
@@ -169,6 +174,14 @@ impl Database {
             None => None,
         };
         let conn = sea_orm::Database::connect(options).await?;
+        // SQLite answers in this process: its checks need no connections of their own.
+        let read_lane =
+            (backend == Backend::Postgres && settings.read_cache_connections > 0).then(|| {
+                Arc::new(ReadLane::new(
+                    &conn.get_postgres_connection_pool().connect_options(),
+                    settings.read_cache_connections as usize,
+                ))
+            });
         Ok(Self {
             conn,
             writer,
@@ -176,6 +189,7 @@ impl Database {
             sessions: Arc::new(SessionCache::new(Duration::from_millis(
                 settings.session_cache_ms,
             ))),
+            read_lane,
             backend,
         })
     }
@@ -193,6 +207,11 @@ impl Database {
     /// The pool, for queries in this module's children.
     pub(crate) fn conn(&self) -> &DatabaseConnection {
         &self.conn
+    }
+
+    /// PostgreSQL: the connections beside the pool for the cached reads' version checks.
+    pub(crate) fn read_lane(&self) -> Option<&ReadLane> {
+        self.read_lane.as_deref()
     }
 
     /// Starts a write transaction (`BEGIN IMMEDIATE` on SQLite's writer connection; on

@@ -1,13 +1,17 @@
 //! Full events reads are cached per user and validated against the calendar versions the
 //! database keeps: after every kind of change, on this server or another one sharing the
 //! database, a full read equals a read the cache never serves (a delta from long ago), and
-//! an unchanged read is served from the cache.
+//! an unchanged read is served from the cache. On PostgreSQL the validation runs on
+//! connections of its own, and losing one costs a read nothing.
+
+use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
+use sea_orm::{ConnectionTrait, DbBackend, Statement};
 use serde_json::{Value, json};
 
 use crate::helpers::{
-    TestApp, TestUser, event_body, sample, spawn_app, spawn_app_sharing_database,
+    TestApp, TestUser, WAIT, event_body, sample, spawn_app, spawn_app_sharing_database,
 };
 
 const HITS: &str = "svc_event_read_cache_total{outcome=\"hit\"}";
@@ -209,4 +213,71 @@ async fn a_change_through_another_server_invalidates_the_cache() {
     assert_eq!(updated.status(), StatusCode::OK);
     let seen = reads_agree(&first, &owner, "updated on the other server").await;
     assert_eq!(seen[0]["title"], "Renamed elsewhere");
+}
+
+/// `application_name` of the PostgreSQL connections that validate cached reads.
+const READ_CACHE_CONNECTION: &str = "bowline read cache";
+
+/// How many of this test database's PostgreSQL sessions validate cached reads.
+async fn read_cache_sessions(conn: &sea_orm::DatabaseConnection) -> i64 {
+    let sql = format!(
+        "SELECT count(*) AS n FROM pg_stat_activity \
+         WHERE datname = current_database() AND application_name = '{READ_CACHE_CONNECTION}'"
+    );
+    conn.query_one_raw(Statement::from_string(DbBackend::Postgres, sql))
+        .await
+        .expect("query")
+        .expect("row")
+        .try_get::<i64>("", "n")
+        .expect("count")
+}
+
+#[tokio::test]
+async fn a_lost_validation_connection_costs_a_read_nothing_and_is_replaced() {
+    let app = spawn_app().await;
+    let owner = app.sign_up("cache-lane@example.com").await;
+    let calendar = app.create_calendar(&owner, "Lane").await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let before = event_body(&[&calendar], "Before", 9);
+    let created = app.event_request(Method::POST, &owner, &before).await;
+    assert_eq!(created.status(), StatusCode::CREATED);
+    assert_eq!(ids(&reads_agree(&app, &owner, "one event").await).len(), 1);
+
+    let conn = app.db_connection().await;
+    let postgres = conn.get_database_backend() == DbBackend::Postgres;
+    if postgres {
+        // The hit was validated on a connection of its own.
+        assert_eq!(read_cache_sessions(&conn).await, 1);
+        let terminate = format!(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE datname = current_database() AND application_name = '{READ_CACHE_CONNECTION}'"
+        );
+        conn.execute_unprepared(&terminate)
+            .await
+            .expect("terminate");
+        let mut tick = tokio::time::interval(Duration::from_millis(5));
+        tokio::time::timeout(WAIT, async {
+            while read_cache_sessions(&conn).await > 0 {
+                tick.tick().await;
+            }
+        })
+        .await
+        .expect("the validating session ends");
+    }
+
+    let after = event_body(&[&calendar], "After", 10);
+    let created = app.event_request(Method::POST, &owner, &after).await;
+    assert_eq!(created.status(), StatusCode::CREATED);
+    // The first read meets the lost connection, validates on the pool, and sees the change.
+    let events = reads_agree(&app, &owner, "after the connection was lost").await;
+    assert_eq!(ids(&events).len(), 2);
+    if postgres {
+        assert_eq!(
+            read_cache_sessions(&conn).await,
+            1,
+            "a new connection took the lost one's place"
+        );
+    }
 }
