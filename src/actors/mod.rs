@@ -27,9 +27,10 @@ pub mod session;
 pub mod sessions;
 pub mod supervision;
 
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use parking_lot::RwLock;
 use ractor::rpc::CallResult;
 use ractor::{ActorRef, Message, RpcReplyPort};
 
@@ -91,17 +92,11 @@ impl<M> Default for ChildSlot<M> {
 impl<M> ChildSlot<M> {
     /// The live actor, if any.
     pub fn get(&self) -> Option<ActorRef<M>> {
-        self.0
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        self.0.read().clone()
     }
 
     pub(crate) fn set(&self, actor: Option<ActorRef<M>>) {
-        *self
-            .0
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = actor;
+        *self.0.write() = actor;
     }
 }
 

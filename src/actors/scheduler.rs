@@ -11,11 +11,12 @@
 //! once.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
+use parking_lot::Mutex;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tracing::Instrument;
 
@@ -58,10 +59,6 @@ struct RunState {
 }
 
 type OutcomePort = RpcReplyPort<Result<RunOutcome, AppError>>;
-
-fn lock(state: &Mutex<RunState>) -> MutexGuard<'_, RunState> {
-    state.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 impl TaskSpec {
     /// A task named `name` running `job` every `every`.
@@ -286,7 +283,7 @@ impl RunFinisher {
 impl Drop for RunFinisher {
     fn drop(&mut self) {
         let waiters = {
-            let mut state = lock(&self.state);
+            let mut state = self.state.lock();
             state.running = false;
             std::mem::take(&mut state.waiters)
         };
@@ -301,7 +298,7 @@ impl Drop for RunFinisher {
 fn start_run(ctx: &Ctx, spec: &TaskSpec, port: Option<OutcomePort>) {
     let name = spec.name;
     {
-        let mut state = lock(&spec.run);
+        let mut state = spec.run.lock();
         if state.running {
             match port {
                 Some(port) => state.waiters.push(port),

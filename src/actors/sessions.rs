@@ -5,9 +5,10 @@
 //! shared user → actor map and send straight to the session actors, once per user.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use bytes::Bytes;
+use parking_lot::RwLock;
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use tokio::sync::{mpsc, watch};
 
@@ -40,7 +41,7 @@ impl Sessions {
     /// without an open stream are skipped (no replay; clients recover with the delta read).
     pub fn broadcast<'a>(&self, users: impl IntoIterator<Item = &'a str>, frame: &Frame) {
         let block = frame.block();
-        let live = self.live_actors();
+        let live = self.live.read();
         let mut seen = HashSet::new();
         for user in users {
             if seen.insert(user)
@@ -59,18 +60,12 @@ impl Sessions {
         if batch.is_empty() {
             return;
         }
-        let live = self.live_actors();
+        let live = self.live.read();
         for (user, frames) in batch.into_blocks() {
             if let Some(actor) = live.get(&user) {
                 let _ = actor.send_message(SessionMsg::Deliver { frames });
             }
         }
-    }
-
-    fn live_actors(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, ActorRef<SessionMsg>>> {
-        self.live
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The counts, to wait on (`wait_for`) without polling.
@@ -80,14 +75,11 @@ impl Sessions {
 
     /// Whether `user` has an open stream.
     pub fn is_connected(&self, user: &str) -> bool {
-        self.live_actors().contains_key(user)
+        self.live.read().contains_key(user)
     }
 
     fn set(&self, user: &str, actor: Option<ActorRef<SessionMsg>>) {
-        let mut live = self
-            .live
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut live = self.live.write();
         match actor {
             Some(actor) => live.insert(user.to_owned(), actor),
             None => live.remove(user),

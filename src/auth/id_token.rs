@@ -9,7 +9,7 @@
 //! JWKS URLs and issuers are configuration, so tests serve keys on 127.0.0.1.
 
 use std::collections::HashMap;
-use std::sync::{Arc, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use jsonwebtoken::jwk::JwkSet;
@@ -101,7 +101,7 @@ struct CachedKeys {
 /// provider's sign-ins, or this provider's sign-ins with a cached key, need.
 #[derive(Default)]
 struct KeySource {
-    cached: std::sync::Mutex<Option<CachedKeys>>,
+    cached: parking_lot::Mutex<Option<CachedKeys>>,
     fetching: tokio::sync::Mutex<()>,
 }
 
@@ -117,7 +117,7 @@ enum Lookup {
 
 impl KeySource {
     fn lookup(&self, kid: &str) -> Result<Lookup, AppError> {
-        let cached = self.cached.lock().unwrap_or_else(PoisonError::into_inner);
+        let cached = self.cached.lock();
         let Some(cached) = cached.as_ref() else {
             return Ok(Lookup::Missing);
         };
@@ -139,16 +139,12 @@ impl KeySource {
     }
 
     fn fetched_at(&self) -> Option<Instant> {
-        self.cached
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_ref()
-            .map(|cached| cached.fetched)
+        self.cached.lock().as_ref().map(|cached| cached.fetched)
     }
 
     fn store(&self, keys: JwkSet, missing_kid: bool) {
         let now = Instant::now();
-        *self.cached.lock().unwrap_or_else(PoisonError::into_inner) = Some(CachedKeys {
+        *self.cached.lock() = Some(CachedKeys {
             keys,
             fetched: now,
             refetch_blocked_until: missing_kid.then(|| now + MIN_REFETCH),
@@ -159,7 +155,7 @@ impl KeySource {
 /// Verifies id tokens, caching each provider's keys.
 pub struct IdTokenVerifier {
     http: reqwest::Client,
-    sources: std::sync::Mutex<HashMap<String, Arc<KeySource>>>,
+    sources: parking_lot::Mutex<HashMap<String, Arc<KeySource>>>,
 }
 
 impl std::fmt::Debug for IdTokenVerifier {
@@ -173,7 +169,7 @@ impl IdTokenVerifier {
     pub fn new(http: reqwest::Client) -> Self {
         Self {
             http,
-            sources: std::sync::Mutex::new(HashMap::new()),
+            sources: parking_lot::Mutex::new(HashMap::new()),
         }
     }
 
@@ -257,7 +253,6 @@ impl IdTokenVerifier {
     fn source(&self, url: &str) -> Arc<KeySource> {
         self.sources
             .lock()
-            .unwrap_or_else(PoisonError::into_inner)
             .entry(url.to_owned())
             .or_default()
             .clone()

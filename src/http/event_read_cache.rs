@@ -10,7 +10,9 @@
 //! the least recently used entries go first.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 /// Cached full events reads of one server.
 #[derive(Debug)]
@@ -48,19 +50,14 @@ impl EventReadCache {
         }
     }
 
-    fn entries(&self) -> MutexGuard<'_, Entries> {
-        // An entry is replaced whole, so a panic elsewhere never leaves one half-written.
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     /// Whether `user` has an entry (otherwise there is nothing to validate).
     pub fn holds(&self, user: &str) -> bool {
-        self.limit > 0 && self.entries().by_user.contains_key(user)
+        self.limit > 0 && self.inner.lock().by_user.contains_key(user)
     }
 
     /// The events cached for `user`, if they were read at `versions`.
     pub fn get(&self, user: &str, versions: &str) -> Option<Arc<str>> {
-        let mut entries = self.entries();
+        let mut entries = self.inner.lock();
         entries.clock += 1;
         let now = entries.clock;
         let entry = entries.by_user.get_mut(user)?;
@@ -74,7 +71,7 @@ impl EventReadCache {
     /// Keeps `events`, read at `versions`, for `user`, evicting the least recently used
     /// entries beyond the limit.
     pub fn put(&self, user: &str, versions: String, events: Arc<str>) {
-        let mut entries = self.entries();
+        let mut entries = self.inner.lock();
         entries.clock += 1;
         let entry = Entry {
             versions,
@@ -136,11 +133,11 @@ mod tests {
         cache.put("c", "x:1".into(), events());
         assert!(cache.holds("a") && cache.holds("c"));
         assert!(!cache.holds("b"), "b was used least recently");
-        assert_eq!(cache.entries().bytes, 40);
+        assert_eq!(cache.inner.lock().bytes, 40);
         // Too big for the cache: not kept, and the old entry of that user is gone.
         cache.put("a", "x:2".into(), "x".repeat(60).into());
         assert!(!cache.holds("a"));
-        assert_eq!(cache.entries().bytes, 20);
+        assert_eq!(cache.inner.lock().bytes, 20);
         let off = EventReadCache::new(0);
         off.put("a", "x:1".into(), events());
         assert!(!off.holds("a"));

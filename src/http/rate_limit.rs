@@ -9,8 +9,9 @@
 //! 100,000 keys).
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
 
 /// One limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,10 +95,7 @@ pub struct RateLimiter {
 impl RateLimiter {
     /// Counts a hit of `key` under `rule`: `Ok` if allowed, else the seconds to wait.
     pub fn check(&self, rule: Rule, key: &str, now: Instant) -> Result<(), u64> {
-        let mut windows = self
-            .windows
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut windows = self.windows.lock();
         if windows.len() > 100_000 {
             windows.retain(|(name, _), w| {
                 now.duration_since(w.start) < rule_window(name).unwrap_or(Duration::ZERO)
@@ -128,20 +126,14 @@ impl RateLimiter {
 
     /// Forgets windows that have ended (the scheduler's `rate_limits` task runs it).
     pub fn prune(&self, now: Instant) {
-        self.windows
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .retain(|(name, _), w| {
-                now.duration_since(w.start) < rule_window(name).unwrap_or(Duration::ZERO)
-            });
+        self.windows.lock().retain(|(name, _), w| {
+            now.duration_since(w.start) < rule_window(name).unwrap_or(Duration::ZERO)
+        });
     }
 
     /// How many keys have an open window (what [`Self::prune`] keeps).
     pub fn tracked(&self) -> usize {
-        self.windows
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .len()
+        self.windows.lock().len()
     }
 }
 

@@ -14,9 +14,9 @@
 //! `WAIT`, or a connection cannot be opened within `CONNECT_WAIT`, or its connection fails,
 //! the statement runs on the pool instead.
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use parking_lot::Mutex;
 use sea_orm::sqlx::postgres::{PgConnectOptions, PgConnection};
 use sea_orm::sqlx::{self, Connection};
 use tokio::sync::Semaphore;
@@ -82,7 +82,7 @@ impl ReadLane {
         match row {
             Ok(row) => {
                 held.used = Instant::now();
-                self.idle_connections().push(held);
+                self.idle.lock().push(held);
                 Some(row)
             }
             Err(err) => {
@@ -92,16 +92,11 @@ impl ReadLane {
         }
     }
 
-    fn idle_connections(&self) -> MutexGuard<'_, Vec<Held>> {
-        // The list is only pushed to and popped from, so a panic never leaves it half-changed.
-        self.idle.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     /// The most recently used idle connection still fit for use, closing the others that
     /// are past their lifetime or no longer answer.
     async fn take_idle(&self) -> Option<Held> {
         loop {
-            let mut held = self.idle_connections().pop()?;
+            let mut held = self.idle.lock().pop()?;
             if held.opened.elapsed() >= LIFETIME {
                 close(held);
                 continue;

@@ -11,10 +11,10 @@
 //! ([`crate::auth::principal::resolve`]).
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use entities::{sessions, users};
+use parking_lot::Mutex;
 
 /// Entries kept at most; past it, stale ones are dropped, and if none is, all.
 const MAX_ENTRIES: usize = 10_000;
@@ -54,14 +54,9 @@ impl SessionCache {
         }
     }
 
-    fn entries(&self) -> MutexGuard<'_, Entries> {
-        // Entries are inserted and removed whole: a panic elsewhere leaves none half-written.
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     /// The session cached for `token_hash` if it is fresh, else where a lookup starts.
     pub fn get(&self, token_hash: &str, now: Instant) -> Result<Found, Lookup> {
-        let entries = self.entries();
+        let entries = self.inner.lock();
         match entries.by_token_hash.get(token_hash) {
             Some(entry) if now.duration_since(entry.at) < self.ttl => Ok(entry.found.clone()),
             _ => Err(Lookup(entries.generation)),
@@ -73,7 +68,7 @@ impl SessionCache {
         if self.ttl.is_zero() {
             return;
         }
-        let mut entries = self.entries();
+        let mut entries = self.inner.lock();
         if entries.generation != lookup.0 {
             return;
         }
@@ -97,7 +92,7 @@ impl SessionCache {
 
     /// Forgets every session of `user_id` (after a committed change to them or the user).
     pub fn forget_user(&self, user_id: &str) {
-        let mut entries = self.entries();
+        let mut entries = self.inner.lock();
         entries.generation += 1;
         entries
             .by_token_hash

@@ -6,10 +6,11 @@
 //! rather than silently absent.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
+use parking_lot::Mutex;
 use reqwest::StatusCode;
 use serde::Deserialize;
 use serde_json::Value;
@@ -246,39 +247,23 @@ impl Connection {
 
     /// The frames received so far.
     pub fn frames(&self) -> Vec<Received> {
-        self.log
-            .frames
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.log.frames.lock().clone()
     }
 
     /// How many frames were received so far.
     pub fn frame_count(&self) -> usize {
-        self.log
-            .frames
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
+        self.log.frames.lock().len()
     }
 
     /// When `key` arrived, if it did.
     pub fn arrival(&self, key: &FrameKey) -> Option<Instant> {
-        let frames = self
-            .log
-            .frames
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let frames = self.log.frames.lock();
         frames.iter().rev().find(|f| f.key == *key).map(|f| f.at)
     }
 
     /// How the stream ended, if it did on its own.
     pub fn ended(&self) -> Option<Ended> {
-        self.log
-            .ended
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.log.ended.lock().clone()
     }
 
     /// Closes the connection.
@@ -307,7 +292,6 @@ async fn read(mut response: reqwest::Response, log: Arc<Log>, hub: Arc<Hub>) {
                 let count = keys.len() as u64;
                 log.frames
                     .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
                     .extend(keys.into_iter().map(|key| Received { at, key }));
                 hub.arrived(count);
             }
@@ -319,7 +303,7 @@ async fn read(mut response: reqwest::Response, log: Arc<Log>, hub: Arc<Hub>) {
             Err(err) => break error_chain(&err),
         }
     };
-    *log.ended.lock().unwrap_or_else(PoisonError::into_inner) = Some(Ended {
+    *log.ended.lock() = Some(Ended {
         at: Instant::now(),
         reason,
     });

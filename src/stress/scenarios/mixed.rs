@@ -4,9 +4,10 @@
 //! receives after every earlier frame, since a user's frames leave in order) and a wait for
 //! every expected frame, bounded by `--frame-wait`; then the exact verification.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Instant;
 
+use parking_lot::Mutex;
 use reqwest::{Method, StatusCode};
 use uuid::Uuid;
 
@@ -85,8 +86,7 @@ pub async fn run(options: &Options) -> Result<Report, StressError> {
     drop(shared);
     let mut model = Arc::try_unwrap(model)
         .map_err(|_| StressError::Invalid("the writers still hold the model".into()))?
-        .into_inner()
-        .unwrap_or_else(PoisonError::into_inner);
+        .into_inner();
 
     let mut after = Recorder::default();
     if options.sse {
