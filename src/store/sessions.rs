@@ -139,9 +139,9 @@ pub async fn delete(db: &Database, user_id: &str, id: &str) -> Result<(), DbErr>
     Ok(())
 }
 
-/// Deletes every session of `user_id`, except `keep` when given. Runs in the caller's
-/// transaction, so the caller forgets the cached sessions once it commits
-/// ([`Database::forget_sessions_of`]).
+/// Deletes every session of `user_id`, except `keep` when given, in the caller's
+/// transaction: the caller forgets the cached sessions once it commits
+/// ([`Database::forget_sessions_of`]). Outside a transaction, [`end_all_for_user`].
 pub async fn delete_all_for_user(
     db: &impl ConnectionTrait,
     user_id: &str,
@@ -152,6 +152,18 @@ pub async fn delete_all_for_user(
         query = query.filter(sessions::Column::Id.ne(keep));
     }
     Ok(query.exec(db).await?.rows_affected)
+}
+
+/// Deletes every session of `user_id`, except `keep` when given, and forgets the cached
+/// ones; outside a transaction.
+pub async fn end_all_for_user(
+    db: &Database,
+    user_id: &str,
+    keep: Option<&str>,
+) -> Result<u64, DbErr> {
+    let ended = delete_all_for_user(db.conn(), user_id, keep).await?;
+    db.forget_sessions_of(user_id);
+    Ok(ended)
 }
 
 /// Deletes expired sessions (cleanup).

@@ -202,9 +202,17 @@ pub async fn set_email(
 }
 
 /// Deletes the user; sessions, accounts, memberships, owned calendars and settings go with
-/// it (foreign keys cascade). Runs in `txn` when the caller consumes a token in the same one;
+/// it (foreign keys cascade). Runs in the caller's transaction (one that consumes a token, say):
 /// the caller forgets the cached sessions once it commits ([`Database::forget_sessions_of`]).
+/// Outside a transaction, [`delete_now`].
 pub async fn delete(db: &impl ConnectionTrait, id: &str) -> Result<bool, DbErr> {
     let result = users::Entity::delete_by_id(id.to_owned()).exec(db).await?;
     Ok(result.rows_affected == 1)
+}
+
+/// [`delete`] outside a transaction, forgetting the user's cached sessions.
+pub async fn delete_now(db: &Database, id: &str) -> Result<bool, DbErr> {
+    let deleted = delete(db.conn(), id).await?;
+    db.forget_sessions_of(id);
+    Ok(deleted)
 }

@@ -56,8 +56,7 @@ pub async fn change_password(req: &AuthRequest) -> Result<AuthReply, AppError> {
             json!({ "token": null, "user": wire::user(&current.user) }),
         ));
     }
-    session_store::delete_all_for_user(ctx.db.conn(), &current.user.id, None).await?;
-    ctx.db.forget_sessions_of(&current.user.id);
+    session_store::end_all_for_user(&ctx.db, &current.user.id, None).await?;
     let remember = current.session.remember;
     let issued = issue(
         ctx.db.conn(),

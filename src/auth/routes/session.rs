@@ -114,8 +114,7 @@ pub async fn revoke_session(req: &AuthRequest) -> Result<AuthReply, AppError> {
 pub async fn revoke_sessions(req: &AuthRequest, keep_current: bool) -> Result<AuthReply, AppError> {
     let current = req.session().await?;
     let keep = keep_current.then_some(current.session.id.as_str());
-    session_store::delete_all_for_user(req.ctx.db.conn(), &current.user.id, keep).await?;
-    req.ctx.db.forget_sessions_of(&current.user.id);
+    session_store::end_all_for_user(&req.ctx.db, &current.user.id, keep).await?;
     let reply = AuthReply::json(json!({ "status": true }));
     Ok(if keep_current {
         reply

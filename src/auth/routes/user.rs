@@ -99,8 +99,7 @@ pub async fn delete_user(req: &AuthRequest) -> Result<AuthReply, AppError> {
         if !ctx.auth.hasher.verify(password.to_owned(), stored).await? {
             return Err(AuthError::invalid_password().into());
         }
-        users::delete(ctx.db.conn(), &current.user.id).await?;
-        ctx.db.forget_sessions_of(&current.user.id);
+        users::delete_now(&ctx.db, &current.user.id).await?;
         tracing::info!("account.deleted");
         return Ok(deleted.clearing_cookies(&ctx.auth));
     }
