@@ -32,13 +32,19 @@ pub async fn queue(
     delay: Duration,
     now: DateTime<Utc>,
 ) -> Result<DateTime<Utc>, DbErr> {
-    let open_batch = Entity::find()
+    // The earliest due time as an aggregate (always one row) rather than `one()`, whose
+    // `LIMIT` parameter makes SQLite prepare the statement again on every execution.
+    let open_batch: Option<DateTime<Utc>> = Entity::find()
+        .select_only()
+        .column_as(Column::DueAt.min(), "due_at")
         .filter(Column::UserId.eq(user_id))
         .filter(Column::ClaimedUntil.is_null())
-        .order_by_asc(Column::DueAt)
-        .one(txn)
+        .into_tuple::<Option<DateTime<Utc>>>()
+        .all(txn)
         .await?
-        .map(|row| row.due_at);
+        .into_iter()
+        .next()
+        .flatten();
     let due_at = open_batch.unwrap_or(now + delay);
     let row = pending_notifications::ActiveModel {
         id: Set(Uuid::new_v4()),
