@@ -31,7 +31,7 @@ const LIFETIME: Duration = Duration::from_secs(30 * 60);
 
 /// The lane's connections' `application_name`, which tells them apart in
 /// `pg_stat_activity`.
-pub const APPLICATION_NAME: &str = "bowline read cache";
+const APPLICATION_NAME: &str = "bowline read cache";
 
 /// How long a statement waits for a lane connection before it runs on the pool instead.
 const WAIT: Duration = Duration::from_millis(50);
