@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use reqwest::{Method, StatusCode};
@@ -95,6 +95,11 @@ pub async fn run(shared: Arc<Writers>, number: usize, seed: u64) -> Recorder {
 }
 
 impl Writer<'_> {
+    /// The run's model, locked.
+    fn model(&self) -> MutexGuard<'_, Model> {
+        self.shared.model.lock()
+    }
+
     fn choose<T: Copy>(&mut self, items: &[T]) -> Option<T> {
         (!items.is_empty()).then(|| items[self.rng.random_range(0..items.len())])
     }
@@ -105,7 +110,7 @@ impl Writer<'_> {
     }
 
     fn calendar_ids(&self, links: &[usize]) -> Vec<Uuid> {
-        let model = self.shared.model.lock();
+        let model = self.model();
         links
             .iter()
             .filter_map(|c| model.layout().calendars.get(*c).copied())
@@ -129,12 +134,12 @@ impl Writer<'_> {
     fn outcome(&mut self, op: Op, reply: &Reply, outcome: Outcome, event: Uuid) {
         self.record.record(&self.shared.live, op, reply, outcome);
         if outcome == Outcome::Failed {
-            self.shared.model.lock().taint(event);
+            self.model().taint(event);
         }
     }
 
     async fn create(&mut self) {
-        let editable = self.shared.model.lock().layout().editable(self.user.index);
+        let editable = self.model().layout().editable(self.user.index);
         let Some(home) = self.choose(&editable) else {
             return;
         };
@@ -152,9 +157,7 @@ impl Writer<'_> {
         let revision = reply.json().and_then(|b| b["revision"].as_i64());
         match revision.filter(|_| reply.is(StatusCode::CREATED)) {
             Some(revision) => {
-                self.shared
-                    .model
-                    .lock()
+                self.model()
                     .created(id, home, title, revision, (&reply).into());
                 self.outcome(Op::Create, &reply, Outcome::Ok, id);
             }
@@ -164,10 +167,10 @@ impl Writer<'_> {
 
     /// A hot event homed in one of the user's editable calendars, with its lock.
     fn pick_editable(&mut self) -> Option<(Uuid, Arc<tokio::sync::RwLock<()>>)> {
-        let editable = self.shared.model.lock().layout().editable(self.user.index);
+        let editable = self.model().layout().editable(self.user.index);
         let calendar = self.choose(&editable)?;
         let roll = self.rng.random();
-        self.shared.model.lock().pick_homed(calendar, roll)
+        self.model().pick_homed(calendar, roll)
     }
 
     async fn update(&mut self) -> bool {
@@ -175,7 +178,7 @@ impl Writer<'_> {
             return false;
         };
         let _shared = lock.read_owned().await;
-        let Some(event) = self.shared.model.lock().snapshot(id) else {
+        let Some(event) = self.model().snapshot(id) else {
             return false;
         };
         let title = self.title();
@@ -195,9 +198,7 @@ impl Writer<'_> {
             if reply.is(StatusCode::OK)
                 && let Some(revision) = answer["revision"].as_i64()
             {
-                self.shared
-                    .model
-                    .lock()
+                self.model()
                     .updated(id, base, revision, title, (&reply).into());
                 self.outcome(Op::Update, &reply, Outcome::Ok, id);
                 return true;
@@ -220,10 +221,10 @@ impl Writer<'_> {
             return false;
         };
         let _exclusive = lock.write_owned().await;
-        let Some(event) = self.shared.model.lock().snapshot(id) else {
+        let Some(event) = self.model().snapshot(id) else {
             return false;
         };
-        let editable = self.shared.model.lock().layout().editable(self.user.index);
+        let editable = self.model().layout().editable(self.user.index);
         let targets: Vec<usize> = editable
             .into_iter()
             .filter(|c| !event.links.contains(c))
@@ -243,10 +244,7 @@ impl Writer<'_> {
         let revision = reply.json().and_then(|b| b["revision"].as_i64());
         match revision.filter(|_| reply.is(StatusCode::OK)) {
             Some(revision) => {
-                self.shared
-                    .model
-                    .lock()
-                    .linked(id, target, revision, (&reply).into());
+                self.model().linked(id, target, revision, (&reply).into());
                 self.outcome(Op::Link, &reply, Outcome::Ok, id);
             }
             None => self.outcome(Op::Link, &reply, Outcome::Failed, id),
@@ -255,16 +253,16 @@ impl Writer<'_> {
     }
 
     async fn attendance(&mut self) -> bool {
-        let visible = self.shared.model.lock().layout().visible(self.user.index);
+        let visible = self.model().layout().visible(self.user.index);
         let Some(calendar) = self.choose(&visible) else {
             return false;
         };
         let roll = self.rng.random();
-        let Some((id, lock)) = self.shared.model.lock().pick_linked(calendar, roll) else {
+        let Some((id, lock)) = self.model().pick_linked(calendar, roll) else {
             return false;
         };
         let _shared = lock.read_owned().await;
-        if self.shared.model.lock().snapshot(id).is_none() {
+        if self.model().snapshot(id).is_none() {
             return false;
         }
         let Some(status) = self.choose(&STATUSES) else {
@@ -281,9 +279,7 @@ impl Writer<'_> {
             .filter(|b| b.is_array() && reply.is(StatusCode::OK))
         {
             Some(attendees) => {
-                self.shared
-                    .model
-                    .lock()
+                self.model()
                     .attendance(id, attendees.to_string(), (&reply).into());
                 self.outcome(Op::Attendance, &reply, Outcome::Ok, id);
             }
@@ -297,7 +293,7 @@ impl Writer<'_> {
             return false;
         };
         let _exclusive = lock.write_owned().await;
-        let Some(event) = self.shared.model.lock().snapshot(id) else {
+        let Some(event) = self.model().snapshot(id) else {
             return false;
         };
         let body = event_body(id, &self.calendar_ids(&event.links), "deleted");
@@ -311,7 +307,7 @@ impl Writer<'_> {
             .await;
         let removed = reply.json().and_then(|b| b["removed"].as_bool());
         if reply.is(StatusCode::OK) && removed == Some(true) {
-            self.shared.model.lock().deleted(id, (&reply).into());
+            self.model().deleted(id, (&reply).into());
             self.outcome(Op::Delete, &reply, Outcome::Ok, id);
         } else {
             self.outcome(Op::Delete, &reply, Outcome::Failed, id);
