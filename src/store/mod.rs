@@ -30,6 +30,7 @@ pub mod settings;
 pub mod users;
 pub mod verifications;
 pub mod wal;
+mod writer;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -43,13 +44,15 @@ use sea_orm::sea_query::{
 use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
 use sea_orm::{
     AccessMode, ConnectOptions, ConnectionTrait, DatabaseConnection, DatabaseTransaction,
-    DbBackend, DbErr, EntityTrait, IsolationLevel, Select, SelectTwo, SqliteTransactionMode,
-    Statement, TransactionOptions, TransactionTrait,
+    DbBackend, DbErr, EntityTrait, IsolationLevel, Select, SelectTwo, Statement,
+    TransactionOptions, TransactionTrait,
 };
 
 use crate::config::StorageSettings;
 use read_lane::ReadLane;
 use session_cache::SessionCache;
+use writer::SqliteWriter;
+pub use writer::WriteTxn;
 
 /// Which database Bowline is running on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,12 +77,9 @@ impl Backend {
 #[derive(Debug, Clone)]
 pub struct Database {
     conn: DatabaseConnection,
-    /// SQLite: the one connection write transactions use. SQLite has a single writer; with
-    /// every write transaction on one pooled connection, writers wait their turn in the
-    /// pool's queue, first come first served, instead of in SQLite's busy handler, which
-    /// sleeps in growing steps (up to 100 ms) while another connection holds the lock.
-    /// PostgreSQL writes use the pool.
-    writer: Option<DatabaseConnection>,
+    /// SQLite: the one connection write transactions use ([`writer`]). PostgreSQL writes
+    /// use the pool.
+    writer: Option<SqliteWriter>,
     /// SQLite: the database file, which [`wal::checkpoint`] syncs; `None` on PostgreSQL and
     /// for an in-memory database.
     file: Option<PathBuf>,
@@ -161,19 +161,15 @@ impl Database {
             Backend::Sqlite => options.test_before_acquire(false),
             Backend::Postgres => options.test_before_acquire_if_idle_for(PING_AFTER_IDLE),
         };
-        let writer = match backend {
-            Backend::Sqlite => {
-                let mut options = options.clone();
-                options.max_connections(1).min_connections(1);
-                Some(sea_orm::Database::connect(options).await?)
-            }
-            Backend::Postgres => None,
-        };
-        let file = match &writer {
-            Some(writer) => wal::database_file(writer).await?,
-            None => None,
-        };
         let conn = sea_orm::Database::connect(options).await?;
+        let (writer, file) = match backend {
+            Backend::Sqlite => {
+                let options = conn.get_sqlite_connection_pool().connect_options();
+                let writer = SqliteWriter::open(&options).await?;
+                (Some(writer), wal::database_file(&conn).await?)
+            }
+            Backend::Postgres => (None, None),
+        };
         // SQLite answers in this process: its checks need no connections of their own.
         let read_lane =
             (backend == Backend::Postgres && settings.read_cache_connections > 0).then(|| {
@@ -217,16 +213,10 @@ impl Database {
     /// Starts a write transaction (`BEGIN IMMEDIATE` on SQLite's writer connection; on
     /// PostgreSQL a plain `BEGIN`, read committed and read-write by the connection's
     /// defaults).
-    pub async fn begin_write(&self) -> Result<DatabaseTransaction, DbErr> {
+    pub async fn begin_write(&self) -> Result<WriteTxn, DbErr> {
         match &self.writer {
-            Some(writer) => {
-                let options = TransactionOptions {
-                    sqlite_transaction_mode: Some(SqliteTransactionMode::Immediate),
-                    ..Default::default()
-                };
-                writer.begin_with_options(options).await
-            }
-            None => self.conn.begin().await,
+            Some(writer) => writer.begin().await,
+            None => Ok(WriteTxn::Pool(self.conn.begin().await?)),
         }
     }
 

@@ -67,7 +67,7 @@ pub async fn checkpoint(db: &Database) -> Result<CheckpointReport, DbErr> {
     if let Some(file) = &db.file {
         sync_file(file.clone()).await?;
     }
-    passive(writer).await?;
+    passive(&writer.lock().await?).await?;
     Ok(CheckpointReport {
         log_frames,
         restarted: true,
@@ -75,7 +75,7 @@ pub async fn checkpoint(db: &Database) -> Result<CheckpointReport, DbErr> {
 }
 
 /// `PRAGMA wal_checkpoint(PASSIVE)` on `conn`: frames in the log and frames copied.
-async fn passive(conn: &DatabaseConnection) -> Result<(i64, i64), DbErr> {
+async fn passive(conn: &impl ConnectionTrait) -> Result<(i64, i64), DbErr> {
     let row = conn
         .query_one_raw(Statement::from_string(
             DbBackend::Sqlite,

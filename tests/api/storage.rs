@@ -195,3 +195,94 @@ async fn write_transactions_are_read_committed_whatever_the_database_defaults() 
     txn.rollback().await.expect("rollback");
     database.close().await.expect("close");
 }
+
+/// Rows of the probe table, read outside any write transaction.
+async fn probe_rows(db: &Database) -> Vec<i64> {
+    let read = db.begin_read().await.expect("read");
+    let rows = read
+        .query_all_raw(sea_orm::Statement::from_string(
+            read.get_database_backend(),
+            "SELECT n FROM write_probe ORDER BY n",
+        ))
+        .await
+        .expect("select");
+    rows.iter()
+        .map(|row| row.try_get_by_index::<i64>(0).expect("n"))
+        .collect()
+}
+
+/// Inserts `n` into the probe table.
+async fn insert_probe(txn: &impl ConnectionTrait, n: i64) -> Result<(), sea_orm::DbErr> {
+    txn.execute_unprepared(&format!("INSERT INTO write_probe (n) VALUES ({n})"))
+        .await
+        .map(|_| ())
+}
+
+#[tokio::test]
+async fn a_write_transaction_dropped_unfinished_is_rolled_back_and_frees_the_database() {
+    crate::helpers::init();
+    let test_db = TestDb::create().await;
+    let settings = test_settings_on(&test_db);
+    let db = Database::connect(&settings.storage).await.expect("connect");
+    db.migrate().await.expect("migrate");
+    let txn = db.begin_write().await.expect("begin");
+    txn.execute_unprepared("CREATE TABLE write_probe (n BIGINT PRIMARY KEY)")
+        .await
+        .expect("create");
+    insert_probe(&txn, 1).await.expect("insert 1");
+    txn.commit().await.expect("commit");
+
+    // Dropped after a write: rolled back, and writers on other connections are not held up
+    // (SQLite would make them wait out its busy timeout, 10 s, then fail).
+    let txn = db.begin_write().await.expect("begin");
+    insert_probe(&txn, 2).await.expect("insert 2");
+    drop(txn);
+    let now = Utc::now();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        scheduled_tasks::acquire(&db, "beside", "a", now, now + Duration::minutes(5)),
+    )
+    .await
+    .expect("a write on another connection does not wait")
+    .expect("write");
+
+    // Its first statement failed: the transaction still ends, and the next one starts.
+    let txn = db.begin_write().await.expect("begin");
+    insert_probe(&txn, 1)
+        .await
+        .expect_err("1 exists: the first statement fails");
+    drop(txn);
+
+    // Cancelled halfway (a request whose client went away): rolled back too.
+    let (written, wait) = tokio::sync::oneshot::channel();
+    let writer = db.clone();
+    let cancelled = tokio::spawn(async move {
+        let txn = writer.begin_write().await.expect("begin");
+        insert_probe(&txn, 3).await.expect("insert 3");
+        written.send(()).expect("test waits");
+        std::future::pending::<()>().await;
+        txn.commit().await
+    });
+    tokio::time::timeout(WAIT, wait)
+        .await
+        .expect("the cancelled write started")
+        .expect("written");
+    cancelled.abort();
+    assert!(cancelled.await.expect_err("aborted").is_cancelled());
+
+    // An empty transaction commits, and a later one commits what it wrote.
+    db.begin_write()
+        .await
+        .expect("begin")
+        .commit()
+        .await
+        .expect("commit nothing");
+    let txn = tokio::time::timeout(WAIT, db.begin_write())
+        .await
+        .expect("the writer is free again")
+        .expect("begin");
+    insert_probe(&txn, 4).await.expect("insert 4");
+    txn.commit().await.expect("commit");
+    assert_eq!(probe_rows(&db).await, vec![1, 4]);
+    db.close().await.expect("close");
+}

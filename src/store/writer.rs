@@ -1,0 +1,348 @@
+//! SQLite's writer: the one connection every write transaction runs on, held by the server
+//! rather than by a pool, and [`WriteTxn`], the write transaction of either backend.
+//!
+//! SQLite has a single writer. With every write transaction on one connection, writers wait
+//! their turn on its lock, first come first served, instead of in SQLite's busy handler,
+//! which sleeps in growing steps (up to 100 ms) while another connection holds the lock.
+//!
+//! Every statement is a hand-off to the connection's thread and back, which on two busy
+//! cores costs a few hundred microseconds however small the statement, so the writer saves
+//! the ones that carry nothing:
+//! - A pool of one connection would ping it on a task of its own each time it is given
+//!   back, before the next transaction may have it (sqlx does that to every connection it
+//!   takes back). The held connection goes from one transaction to the next directly.
+//! - `BEGIN IMMEDIATE` is not sent alone: it goes in front of the transaction's first
+//!   statement, in the same text.
+//!
+//! A transaction dropped before its commit (an error, a refusal, a cancelled request) is
+//! rolled back at once on a task that holds the connection until it is done, so no other
+//! write starts inside it; where no runtime is left to run that task, the next transaction
+//! rolls it back before it starts.
+//!
+//! On PostgreSQL, a write transaction is a pool transaction: every server of a cluster
+//! writes, and the database orders them.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use sea_orm::prelude::async_trait::async_trait;
+use sea_orm::sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
+use sea_orm::sqlx::{self, Connection, Executor};
+use sea_orm::{
+    ConnectionTrait, DatabaseTransaction, DbBackend, DbErr, ExecResult, QueryResult, RuntimeErr,
+    Statement, Values,
+};
+use sea_query_sqlx::SqlxValues;
+use tokio::sync::{Mutex, OwnedMutexGuard};
+
+/// The statement that opens a write transaction: it takes SQLite's write lock at once, so
+/// a transaction that reads before it writes never finds the database changed under it.
+const BEGIN: &str = "BEGIN IMMEDIATE";
+
+/// SQLite's writer connection.
+#[derive(Debug, Clone)]
+pub(crate) struct SqliteWriter {
+    slot: Arc<Mutex<Slot>>,
+}
+
+/// What the writer's lock guards.
+#[derive(Debug)]
+struct Slot {
+    /// `None` once closed.
+    conn: Option<SqliteConnection>,
+    /// A transaction was dropped open and its rollback has not run yet.
+    rollback_owed: bool,
+}
+
+impl Slot {
+    fn conn(&mut self) -> Result<&mut SqliteConnection, DbErr> {
+        self.conn
+            .as_mut()
+            .ok_or_else(|| DbErr::Conn(RuntimeErr::Internal("the database is closed".into())))
+    }
+
+    /// Runs the rollback a dropped transaction owes. A transaction whose first statement
+    /// failed may never have begun, so "no transaction is active" is no error here.
+    async fn settle(&mut self) -> Result<(), DbErr> {
+        if !self.rollback_owed {
+            return Ok(());
+        }
+        match self.conn()?.execute("ROLLBACK").await {
+            Ok(_) => {}
+            Err(sqlx::Error::Database(err)) if err.message().contains("no transaction") => {}
+            Err(err) => return Err(exec_err(err)),
+        }
+        self.rollback_owed = false;
+        Ok(())
+    }
+}
+
+impl SqliteWriter {
+    /// Opens the writer with the pool's `options` (the same file, pragmas and timeouts).
+    pub(crate) async fn open(options: &SqliteConnectOptions) -> Result<Self, DbErr> {
+        let conn = SqliteConnection::connect_with(options)
+            .await
+            .map_err(|err| DbErr::Conn(RuntimeErr::SqlxError(Arc::new(err))))?;
+        Ok(Self {
+            slot: Arc::new(Mutex::new(Slot {
+                conn: Some(conn),
+                rollback_owed: false,
+            })),
+        })
+    }
+
+    /// The connection outside any transaction (for a checkpoint), once the transaction
+    /// before has finished.
+    pub(crate) async fn lock(&self) -> Result<Locked, DbErr> {
+        let mut slot = self.slot.clone().lock_owned().await;
+        slot.settle().await?;
+        slot.conn()?;
+        Ok(Locked {
+            held: Mutex::new(Held {
+                slot: Some(slot),
+                begin_owed: false,
+                begun: false,
+            }),
+        })
+    }
+
+    /// Starts a write transaction (its `BEGIN` goes with its first statement).
+    pub(crate) async fn begin(&self) -> Result<WriteTxn, DbErr> {
+        let mut locked = self.lock().await?;
+        locked.held.get_mut().begin_owed = true;
+        Ok(WriteTxn::Sqlite(SqliteTxn { locked }))
+    }
+
+    /// Closes the connection, waiting for the transaction in progress, if any.
+    pub(crate) async fn close(&self) -> Result<(), DbErr> {
+        let mut slot = self.slot.lock().await;
+        slot.settle().await?;
+        match slot.conn.take() {
+            Some(conn) => conn
+                .close()
+                .await
+                .map_err(|err| DbErr::Conn(RuntimeErr::SqlxError(Arc::new(err)))),
+            None => Ok(()),
+        }
+    }
+}
+
+fn exec_err(err: sqlx::Error) -> DbErr {
+    DbErr::Exec(RuntimeErr::SqlxError(Arc::new(err)))
+}
+
+fn query_err(err: sqlx::Error) -> DbErr {
+    DbErr::Query(RuntimeErr::SqlxError(Arc::new(err)))
+}
+
+/// The writer connection, held: no other write can start until it is dropped.
+#[derive(Debug)]
+pub(crate) struct Locked {
+    held: Mutex<Held>,
+}
+
+#[derive(Debug)]
+struct Held {
+    /// `Some` until a dropped transaction hands it to its rollback.
+    slot: Option<OwnedMutexGuard<Slot>>,
+    /// `BEGIN` is still to be sent, with the next statement.
+    begin_owed: bool,
+    /// `BEGIN` was sent (and may have run), and neither `COMMIT` nor `ROLLBACK` has.
+    begun: bool,
+}
+
+impl Held {
+    /// The connection, and `sql` with the transaction's `BEGIN` in front if it is owed
+    /// (marking it sent: whether it ran or not, the transaction must now end in a rollback
+    /// unless it commits).
+    fn prepare<'s>(
+        &mut self,
+        sql: &'s str,
+    ) -> Result<(&mut SqliteConnection, Cow<'s, str>), DbErr> {
+        let sql = if std::mem::take(&mut self.begin_owed) {
+            self.begun = true;
+            Cow::Owned(format!("{BEGIN};\n{sql}"))
+        } else {
+            Cow::Borrowed(sql)
+        };
+        Ok((self.conn()?, sql))
+    }
+
+    fn conn(&mut self) -> Result<&mut SqliteConnection, DbErr> {
+        self.slot
+            .as_mut()
+            .ok_or_else(|| DbErr::Conn(RuntimeErr::Internal("the writer was released".into())))?
+            .conn()
+    }
+}
+
+/// Binds a statement's values the way sea-orm's own SQLite driver does.
+fn bound(sql: &str, values: Option<Values>) -> sqlx::query::Query<'_, sqlx::Sqlite, SqlxValues> {
+    sqlx::query_with(
+        sqlx::AssertSqlSafe(sql),
+        SqlxValues(values.unwrap_or(Values(Vec::new()))),
+    )
+}
+
+#[async_trait]
+impl ConnectionTrait for Locked {
+    fn get_database_backend(&self) -> DbBackend {
+        DbBackend::Sqlite
+    }
+
+    async fn execute_raw(&self, stmt: Statement) -> Result<ExecResult, DbErr> {
+        let mut held = self.held.lock().await;
+        let (conn, sql) = held.prepare(&stmt.sql)?;
+        bound(&sql, stmt.values)
+            .execute(conn)
+            .await
+            .map(Into::into)
+            .map_err(exec_err)
+    }
+
+    async fn execute_unprepared(&self, sql: &str) -> Result<ExecResult, DbErr> {
+        let mut held = self.held.lock().await;
+        let (conn, sql) = held.prepare(sql)?;
+        conn.execute(sqlx::AssertSqlSafe(sql.into_owned()))
+            .await
+            .map(Into::into)
+            .map_err(exec_err)
+    }
+
+    async fn query_one_raw(&self, stmt: Statement) -> Result<Option<QueryResult>, DbErr> {
+        let mut held = self.held.lock().await;
+        let (conn, sql) = held.prepare(&stmt.sql)?;
+        bound(&sql, stmt.values)
+            .fetch_optional(conn)
+            .await
+            .map(|row| row.map(Into::into))
+            .map_err(query_err)
+    }
+
+    async fn query_all_raw(&self, stmt: Statement) -> Result<Vec<QueryResult>, DbErr> {
+        let mut held = self.held.lock().await;
+        let (conn, sql) = held.prepare(&stmt.sql)?;
+        bound(&sql, stmt.values)
+            .fetch_all(conn)
+            .await
+            .map(|rows| rows.into_iter().map(Into::into).collect())
+            .map_err(query_err)
+    }
+}
+
+/// A write transaction on SQLite's writer connection.
+#[derive(Debug)]
+pub struct SqliteTxn {
+    locked: Locked,
+}
+
+impl SqliteTxn {
+    async fn commit(mut self) -> Result<(), DbErr> {
+        let held = self.locked.held.get_mut();
+        if !held.begun {
+            // Nothing was sent: there is no transaction to commit.
+            held.begin_owed = false;
+            return Ok(());
+        }
+        held.conn()?.execute("COMMIT").await.map_err(query_err)?;
+        // A failed `COMMIT` leaves `begun` set: dropping the transaction rolls it back.
+        held.begun = false;
+        Ok(())
+    }
+}
+
+impl Drop for SqliteTxn {
+    fn drop(&mut self) {
+        let held = self.locked.held.get_mut();
+        if !held.begun {
+            return;
+        }
+        let Some(mut slot) = held.slot.take() else {
+            return;
+        };
+        slot.rollback_owed = true;
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                if let Err(err) = slot.settle().await {
+                    tracing::warn!(error = %err, "store.writer_rollback_failed");
+                }
+            });
+        }
+    }
+}
+
+/// A write transaction ([`super::Database::begin_write`]): on SQLite's writer connection or
+/// on a PostgreSQL pool connection. Dropped without [`WriteTxn::commit`], it rolls back.
+#[derive(Debug)]
+pub enum WriteTxn {
+    /// SQLite.
+    Sqlite(SqliteTxn),
+    /// PostgreSQL.
+    Pool(DatabaseTransaction),
+}
+
+impl WriteTxn {
+    /// Commits the transaction.
+    pub async fn commit(self) -> Result<(), DbErr> {
+        match self {
+            Self::Sqlite(txn) => txn.commit().await,
+            Self::Pool(txn) => txn.commit().await,
+        }
+    }
+
+    /// Rolls the transaction back (as dropping it does, but waiting until it is done).
+    pub async fn rollback(self) -> Result<(), DbErr> {
+        match self {
+            Self::Sqlite(mut txn) => {
+                let held = txn.locked.held.get_mut();
+                if held.begun {
+                    held.begun = false;
+                    if let Some(slot) = held.slot.as_mut() {
+                        slot.rollback_owed = true;
+                        slot.settle().await?;
+                    }
+                }
+                Ok(())
+            }
+            Self::Pool(txn) => txn.rollback().await,
+        }
+    }
+}
+
+#[async_trait]
+impl ConnectionTrait for WriteTxn {
+    fn get_database_backend(&self) -> DbBackend {
+        match self {
+            Self::Sqlite(_) => DbBackend::Sqlite,
+            Self::Pool(txn) => txn.get_database_backend(),
+        }
+    }
+
+    async fn execute_raw(&self, stmt: Statement) -> Result<ExecResult, DbErr> {
+        match self {
+            Self::Sqlite(txn) => txn.locked.execute_raw(stmt).await,
+            Self::Pool(txn) => txn.execute_raw(stmt).await,
+        }
+    }
+
+    async fn execute_unprepared(&self, sql: &str) -> Result<ExecResult, DbErr> {
+        match self {
+            Self::Sqlite(txn) => txn.locked.execute_unprepared(sql).await,
+            Self::Pool(txn) => txn.execute_unprepared(sql).await,
+        }
+    }
+
+    async fn query_one_raw(&self, stmt: Statement) -> Result<Option<QueryResult>, DbErr> {
+        match self {
+            Self::Sqlite(txn) => txn.locked.query_one_raw(stmt).await,
+            Self::Pool(txn) => txn.query_one_raw(stmt).await,
+        }
+    }
+
+    async fn query_all_raw(&self, stmt: Statement) -> Result<Vec<QueryResult>, DbErr> {
+        match self {
+            Self::Sqlite(txn) => txn.locked.query_all_raw(stmt).await,
+            Self::Pool(txn) => txn.query_all_raw(stmt).await,
+        }
+    }
+}
