@@ -1,13 +1,13 @@
 //! Group commit of event creation. A calendar actor collects the `CreateEvent` commands
 //! queued in its mailbox and runs them here as one batch: one transaction, one statement
 //! that locks the home calendar and reads the roles for authorization and readers,
-//! multi-row inserts of events, links and attendance, one commit (one fsync on SQLite),
-//! then each command's frames and reply. A command refused on its own (no right, an id twice in the batch) is
-//! answered without affecting the others; if the batch fails as a whole (an id that exists
-//! already — ids are client-chosen, so that is a retried create — or a linked calendar
-//! deleted concurrently), every command is retried on its own and the one concerned is
-//! refused. Checking ids before inserting would cost every batch a round trip for a case
-//! that almost never happens.
+//! multi-row inserts of events, links and attendance with the commit in the same round trip
+//! (one fsync on SQLite), then each command's frames and reply. A command refused on its
+//! own (no right, an id twice in the batch) is answered without affecting the others; if
+//! the batch fails as a whole (an id that exists already — ids are client-chosen, so that
+//! is a retried create — or a linked calendar deleted concurrently), every command is
+//! retried on its own and the one concerned is refused. Checking ids before inserting
+//! would cost every batch a round trip for a case that almost never happens.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -132,14 +132,15 @@ async fn commit(ctx: &Ctx, home: Uuid, batch: &[PendingCreate]) -> Result<Commit
         }
         outcomes.push(outcome);
     }
-    let clock = WriteClock::start();
-    let inserted = match event_store::insert_many(&txn, &accepted, clock.now).await {
+    // The inserts and the commit go in one round trip right after the timestamp is taken:
+    // no step is left between them for `WriteClock::check` to bound (a commit is never
+    // bounded, here or elsewhere).
+    let now = WriteClock::start().now;
+    let inserted = match event_store::insert_many_and_commit(txn, &accepted, now).await {
         Ok(inserted) => inserted,
         Err(InsertEventError::Duplicate) => return Err(BatchError::Collision),
         Err(InsertEventError::Database(err)) => return Err(err.into()),
     };
-    clock.check()?;
-    txn.commit().await?;
     let mut inserted = inserted.into_iter();
     Ok(outcomes
         .into_iter()

@@ -9,13 +9,14 @@ use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use entities::{calendar_events, calendar_members, events};
+use sea_orm::sea_query::InsertStatement;
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait,
     QueryFilter, QueryOrder, QuerySelect, QueryTrait, SqlErr,
 };
 use uuid::Uuid;
 
-use super::{Unique, attendance, insert_together};
+use super::{Unique, WriteTxn, attendance, insert_together, together};
 use crate::domain::events::EventInput;
 
 /// Why an event could not be inserted.
@@ -53,8 +54,42 @@ pub async fn insert_many(
     new: &[NewEvent<'_>],
     now: DateTime<Utc>,
 ) -> Result<Vec<events::Model>, InsertEventError> {
-    let models: Vec<events::Model> = new
-        .iter()
+    let models = new_models(new, now);
+    for (chunk, new) in models.chunks(INSERT_CHUNK).zip(new.chunks(INSERT_CHUNK)) {
+        insert_together(txn, chunk_inserts(chunk, new, now))
+            .await
+            .map_err(insert_error)?;
+    }
+    Ok(models)
+}
+
+/// [`insert_many`] as the last writes of `txn`, then commits it. The last round trip
+/// carries the commit: on SQLite in the same text ([`WriteTxn::commit_after`]), one hand-off
+/// to SQLite's thread fewer per transaction.
+pub async fn insert_many_and_commit(
+    txn: WriteTxn,
+    new: &[NewEvent<'_>],
+    now: DateTime<Utc>,
+) -> Result<Vec<events::Model>, InsertEventError> {
+    let models = new_models(new, now);
+    let mut chunks = models.chunks(INSERT_CHUNK).zip(new.chunks(INSERT_CHUNK));
+    let last = chunks.next_back();
+    for (chunk, new) in chunks {
+        insert_together(&txn, chunk_inserts(chunk, new, now))
+            .await
+            .map_err(insert_error)?;
+    }
+    let backend = txn.get_database_backend();
+    match last.and_then(|(chunk, new)| together(backend, chunk_inserts(chunk, new, now))) {
+        Some(statement) => txn.commit_after(statement).await.map_err(insert_error)?,
+        None => txn.commit().await?,
+    }
+    Ok(models)
+}
+
+/// The rows of new events, at revision 1.
+fn new_models(new: &[NewEvent<'_>], now: DateTime<Utc>) -> Vec<events::Model> {
+    new.iter()
         .map(|n| events::Model {
             id: n.input.id,
             creator_id: n.creator.to_owned(),
@@ -76,41 +111,49 @@ pub async fn insert_many(
             updated_at: now,
             deleted_at: None,
         })
+        .collect()
+}
+
+/// The inserts of one chunk of new events: the events, their links and their creators'
+/// attendance.
+fn chunk_inserts(
+    chunk: &[events::Model],
+    new: &[NewEvent<'_>],
+    now: DateTime<Utc>,
+) -> Vec<InsertStatement> {
+    let rows = chunk
+        .iter()
+        .map(|m| events::ActiveModel::from(m.clone()).reset_all());
+    let links: Vec<calendar_events::ActiveModel> = new
+        .iter()
+        .flat_map(|n| {
+            n.input
+                .calendars
+                .iter()
+                .map(|calendar| calendar_events::ActiveModel {
+                    event_id: Set(n.input.id),
+                    calendar_id: Set(*calendar),
+                    created_at: Set(now),
+                })
+        })
         .collect();
-    for (chunk, new) in models.chunks(INSERT_CHUNK).zip(new.chunks(INSERT_CHUNK)) {
-        let rows = chunk
-            .iter()
-            .map(|m| events::ActiveModel::from(m.clone()).reset_all());
-        let links: Vec<calendar_events::ActiveModel> = new
-            .iter()
-            .flat_map(|n| {
-                n.input
-                    .calendars
-                    .iter()
-                    .map(|calendar| calendar_events::ActiveModel {
-                        event_id: Set(n.input.id),
-                        calendar_id: Set(*calendar),
-                        created_at: Set(now),
-                    })
-            })
-            .collect();
-        let mut inserts = vec![
-            events::Entity::insert_many(rows).into_query(),
-            attendance::creators_going(chunk, now),
-        ];
-        // Events are always linked somewhere, but an insert of no rows is not valid SQL.
-        if !links.is_empty() {
-            inserts.insert(1, calendar_events::Entity::insert_many(links).into_query());
-        }
-        insert_together(txn, inserts)
-            .await
-            .map_err(|err| match err.sql_err() {
-                // Links and attendance are unique per event: an existing event id.
-                Some(SqlErr::UniqueConstraintViolation(_)) => InsertEventError::Duplicate,
-                _ => InsertEventError::Database(err),
-            })?;
+    let mut inserts = vec![
+        events::Entity::insert_many(rows).into_query(),
+        attendance::creators_going(chunk, now),
+    ];
+    // Events are always linked somewhere, but an insert of no rows is not valid SQL.
+    if !links.is_empty() {
+        inserts.insert(1, calendar_events::Entity::insert_many(links).into_query());
     }
-    Ok(models)
+    inserts
+}
+
+/// Links and attendance are unique per event: a unique violation is an existing event id.
+fn insert_error(err: DbErr) -> InsertEventError {
+    match err.sql_err() {
+        Some(SqlErr::UniqueConstraintViolation(_)) => InsertEventError::Duplicate,
+        _ => InsertEventError::Database(err),
+    }
 }
 
 /// The event with this id, deleted or not.

@@ -268,20 +268,26 @@ pub(crate) fn placeholder(backend: DbBackend, n: usize) -> String {
     }
 }
 
-/// Runs several inserts in one round trip: on SQLite as one text of several statements, on
-/// PostgreSQL as one statement whose first inserts are data-modifying `WITH` clauses (their
-/// foreign keys are checked at the end of the statement, so a later insert may refer to the
-/// rows of an earlier one). Either way, run it in a transaction: on SQLite the statements
-/// are atomic only together with the transaction, and an error stops the ones after it.
+/// Runs several inserts in one round trip ([`together`]). Run it in a transaction: on
+/// SQLite the statements are atomic only together with the transaction, and an error stops
+/// the ones after it.
 pub(crate) async fn insert_together(
     db: &impl ConnectionTrait,
-    mut inserts: Vec<InsertStatement>,
+    inserts: Vec<InsertStatement>,
 ) -> Result<(), DbErr> {
-    let backend = db.get_database_backend();
+    match together(db.get_database_backend(), inserts) {
+        Some(statement) => db.execute_raw(statement).await.map(|_| ()),
+        None => Ok(()),
+    }
+}
+
+/// Several inserts as one statement for `backend` (`None` for none): on SQLite one text of
+/// several statements, on PostgreSQL one statement whose first inserts are data-modifying
+/// `WITH` clauses (their foreign keys are checked at the end of the statement, so a later
+/// insert may refer to the rows of an earlier one).
+pub(crate) fn together(backend: DbBackend, mut inserts: Vec<InsertStatement>) -> Option<Statement> {
     let (sql, values) = if backend == DbBackend::Postgres {
-        let Some(last) = inserts.pop() else {
-            return Ok(());
-        };
+        let last = inserts.pop()?;
         if inserts.is_empty() {
             last.build(PostgresQueryBuilder)
         } else {
@@ -309,12 +315,7 @@ pub(crate) async fn insert_together(
         }
         (sql, Values(values))
     };
-    if sql.is_empty() {
-        return Ok(());
-    }
-    db.execute_raw(Statement::from_sql_and_values(backend, sql, values.0))
-        .await
-        .map(|_| ())
+    (!sql.is_empty()).then(|| Statement::from_sql_and_values(backend, sql, values.0))
 }
 
 /// Whether the database aborted a transaction only to let a concurrent one go on: a

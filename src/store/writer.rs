@@ -12,7 +12,8 @@
 //!   back, before the next transaction may have it (sqlx does that to every connection it
 //!   takes back). The held connection goes from one transaction to the next directly.
 //! - `BEGIN IMMEDIATE` is not sent alone: it goes in front of the transaction's first
-//!   statement, in the same text.
+//!   statement, in the same text; and a caller that knows its last statement sends
+//!   `COMMIT` after it in the same text ([`WriteTxn::commit_after`]).
 //!
 //! A transaction dropped before its commit (an error, a refusal, a cancelled request) is
 //! rolled back at once on a task that holds the connection until it is done, so no other
@@ -38,6 +39,8 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 /// The statement that opens a write transaction: it takes SQLite's write lock at once, so
 /// a transaction that reads before it writes never finds the database changed under it.
 const BEGIN: &str = "BEGIN IMMEDIATE";
+/// The statement that ends one.
+const COMMIT: &str = "COMMIT";
 
 /// SQLite's writer connection.
 #[derive(Debug, Clone)]
@@ -244,8 +247,23 @@ impl SqliteTxn {
             held.begin_owed = false;
             return Ok(());
         }
-        held.conn()?.execute("COMMIT").await.map_err(query_err)?;
+        held.conn()?.execute(COMMIT).await.map_err(query_err)?;
         // A failed `COMMIT` leaves `begun` set: dropping the transaction rolls it back.
+        held.begun = false;
+        Ok(())
+    }
+}
+
+impl SqliteTxn {
+    async fn commit_after(mut self, stmt: Statement) -> Result<(), DbErr> {
+        let held = self.locked.held.get_mut();
+        let (conn, sql) = held.prepare(&stmt.sql)?;
+        let sql = format!("{sql};\n{COMMIT}");
+        bound(&sql, stmt.values)
+            .execute(conn)
+            .await
+            .map_err(exec_err)?;
+        // On an error, `begun` stays set: dropping the transaction rolls it back.
         held.begun = false;
         Ok(())
     }
@@ -287,6 +305,20 @@ impl WriteTxn {
         match self {
             Self::Sqlite(txn) => txn.commit().await,
             Self::Pool(txn) => txn.commit().await,
+        }
+    }
+
+    /// Runs `stmt`, the transaction's last, and commits. On SQLite the commit goes in the
+    /// same text, after it (one hand-off to SQLite's thread instead of two; if the statement
+    /// fails, nothing after it runs and the transaction rolls back when dropped); on
+    /// PostgreSQL the two go one after the other.
+    pub async fn commit_after(self, stmt: Statement) -> Result<(), DbErr> {
+        match self {
+            Self::Sqlite(txn) => txn.commit_after(stmt).await,
+            Self::Pool(txn) => {
+                txn.execute_raw(stmt).await?;
+                txn.commit().await
+            }
         }
     }
 

@@ -218,8 +218,8 @@ async fn insert_probe(txn: &impl ConnectionTrait, n: i64) -> Result<(), sea_orm:
         .map(|_| ())
 }
 
-#[tokio::test]
-async fn a_write_transaction_dropped_unfinished_is_rolled_back_and_frees_the_database() {
+/// A migrated database of its own with the probe table, holding 1.
+async fn probe_database() -> (TestDb, Database) {
     crate::helpers::init();
     let test_db = TestDb::create().await;
     let settings = test_settings_on(&test_db);
@@ -231,6 +231,20 @@ async fn a_write_transaction_dropped_unfinished_is_rolled_back_and_frees_the_dat
         .expect("create");
     insert_probe(&txn, 1).await.expect("insert 1");
     txn.commit().await.expect("commit");
+    (test_db, db)
+}
+
+/// The statement inserting `n` into the probe table.
+fn probe_statement(txn: &impl ConnectionTrait, n: i64) -> sea_orm::Statement {
+    sea_orm::Statement::from_string(
+        txn.get_database_backend(),
+        format!("INSERT INTO write_probe (n) VALUES ({n})"),
+    )
+}
+
+#[tokio::test]
+async fn a_write_transaction_dropped_unfinished_is_rolled_back_and_frees_the_database() {
+    let (_test_db, db) = probe_database().await;
 
     // Dropped after a write: rolled back, and writers on other connections are not held up
     // (SQLite would make them wait out its busy timeout, 10 s, then fail).
@@ -284,5 +298,46 @@ async fn a_write_transaction_dropped_unfinished_is_rolled_back_and_frees_the_dat
     insert_probe(&txn, 4).await.expect("insert 4");
     txn.commit().await.expect("commit");
     assert_eq!(probe_rows(&db).await, vec![1, 4]);
+    db.close().await.expect("close");
+}
+
+#[tokio::test]
+async fn a_commit_sent_with_the_last_statement_is_all_or_nothing() {
+    let (_test_db, db) = probe_database().await;
+
+    // After other writes: all of them are committed.
+    let txn = db.begin_write().await.expect("begin");
+    insert_probe(&txn, 2).await.expect("insert 2");
+    let last = probe_statement(&txn, 3);
+    txn.commit_after(last).await.expect("insert 3 and commit");
+
+    // As the only statement.
+    let txn = db.begin_write().await.expect("begin");
+    let only = probe_statement(&txn, 4);
+    txn.commit_after(only).await.expect("insert 4 and commit");
+
+    // The last statement fails: nothing of the transaction is committed, and the writer is
+    // free for the next one.
+    let txn = db.begin_write().await.expect("begin");
+    insert_probe(&txn, 5).await.expect("insert 5");
+    let existing = probe_statement(&txn, 1);
+    txn.commit_after(existing)
+        .await
+        .expect_err("1 exists: the last statement fails");
+    let now = Utc::now();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        scheduled_tasks::acquire(&db, "beside", "a", now, now + Duration::minutes(5)),
+    )
+    .await
+    .expect("a write on another connection does not wait")
+    .expect("write");
+    let txn = tokio::time::timeout(WAIT, db.begin_write())
+        .await
+        .expect("the writer is free again")
+        .expect("begin");
+    insert_probe(&txn, 6).await.expect("insert 6");
+    txn.commit().await.expect("commit");
+    assert_eq!(probe_rows(&db).await, vec![1, 2, 3, 4, 6]);
     db.close().await.expect("close");
 }
