@@ -21,7 +21,7 @@ use crate::context::Ctx;
 use crate::domain::events::EventInput;
 use crate::domain::roles::{Action, Role};
 use crate::error::AppError;
-use crate::store::events::{self as event_store, InsertEventError, NewEvent};
+use crate::store::event_inserts::{self, InsertEventError, NewEvent};
 use crate::store::members;
 use crate::views::events::EventView;
 
@@ -136,7 +136,7 @@ async fn commit(ctx: &Ctx, home: Uuid, batch: &[PendingCreate]) -> Result<Commit
     // no step is left between them for `WriteClock::check` to bound (a commit is never
     // bounded, here or elsewhere).
     let now = WriteClock::start().now;
-    let inserted = match event_store::insert_many_and_commit(txn, &accepted, now).await {
+    let inserted = match event_inserts::insert_many_and_commit(txn, &accepted, now).await {
         Ok(inserted) => inserted,
         Err(InsertEventError::Duplicate) => return Err(BatchError::Collision),
         Err(InsertEventError::Database(err)) => return Err(err.into()),

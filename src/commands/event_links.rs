@@ -9,7 +9,8 @@ use crate::context::Ctx;
 use crate::domain::events::{Attendance, EventInput};
 use crate::domain::roles::Action;
 use crate::error::AppError;
-use crate::store::events::{self as event_store, InsertEventError, NewEvent};
+use crate::store::event_inserts::{self, InsertEventError, NewEvent};
+use crate::store::events as event_store;
 use crate::store::{attendance, calendars as calendar_store, members};
 use crate::views::events::EventView;
 
@@ -128,7 +129,7 @@ pub async fn fork(
         creator: actor,
         home: target,
     };
-    let inserted = event_store::insert_many(&txn, &[new], clock.now)
+    let inserted = event_inserts::insert_many(&txn, &[new], clock.now)
         .await
         .map_err(|err| match err {
             InsertEventError::Duplicate => AppError::internal("fork id collision"),

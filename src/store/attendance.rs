@@ -86,7 +86,7 @@ pub async fn set(
 }
 
 /// The insert recording each new event's creator as going (run with the events' own inserts,
-/// see [`super::events::insert_many`]).
+/// see [`super::event_inserts::insert_many`]).
 pub(super) fn creators_going(
     events: &[entities::events::Model],
     now: DateTime<Utc>,

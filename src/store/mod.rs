@@ -11,6 +11,7 @@ pub mod attendance;
 pub mod avatars;
 pub mod calendars;
 pub mod event_history;
+pub mod event_inserts;
 pub mod event_reads;
 pub mod events;
 pub mod ics;

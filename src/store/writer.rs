@@ -257,8 +257,8 @@ impl SqliteTxn {
 impl SqliteTxn {
     async fn commit_after(mut self, stmt: Statement) -> Result<(), DbErr> {
         let held = self.locked.held.get_mut();
-        let (conn, sql) = held.prepare(&stmt.sql)?;
-        let sql = format!("{sql};\n{COMMIT}");
+        let sql = format!("{};\n{COMMIT}", stmt.sql);
+        let (conn, sql) = held.prepare(&sql)?;
         bound(&sql, stmt.values)
             .execute(conn)
             .await

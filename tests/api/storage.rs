@@ -4,7 +4,7 @@ use bowline::actors::scheduler::{RunOutcome, SchedulerMsg};
 use bowline::actors::{ActorKind, ask_slot};
 use bowline::store::scheduled_tasks::{self, Lease};
 use bowline::store::wal::{self, CheckpointReport};
-use bowline::store::{Backend, Database};
+use bowline::store::{Backend, Database, WriteTxn};
 use chrono::{Duration, Utc};
 use sea_orm::ConnectionTrait;
 
@@ -242,23 +242,37 @@ fn probe_statement(txn: &impl ConnectionTrait, n: i64) -> sea_orm::Statement {
     )
 }
 
-#[tokio::test]
-async fn a_write_transaction_dropped_unfinished_is_rolled_back_and_frees_the_database() {
-    let (_test_db, db) = probe_database().await;
-
-    // Dropped after a write: rolled back, and writers on other connections are not held up
-    // (SQLite would make them wait out its busy timeout, 10 s, then fail).
-    let txn = db.begin_write().await.expect("begin");
-    insert_probe(&txn, 2).await.expect("insert 2");
-    drop(txn);
+/// Writes on a pool connection, beside the writer: it must not wait for a write lock an
+/// unfinished transaction still holds (SQLite would make it wait out its busy timeout, 10 s,
+/// then fail).
+async fn write_beside(db: &Database) {
     let now = Utc::now();
     tokio::time::timeout(
         std::time::Duration::from_secs(5),
-        scheduled_tasks::acquire(&db, "beside", "a", now, now + Duration::minutes(5)),
+        scheduled_tasks::acquire(db, "beside", "a", now, now + Duration::minutes(5)),
     )
     .await
     .expect("a write on another connection does not wait")
     .expect("write");
+}
+
+/// A write transaction, begun without waiting for an earlier one.
+async fn begin_promptly(db: &Database) -> WriteTxn {
+    tokio::time::timeout(WAIT, db.begin_write())
+        .await
+        .expect("the writer is free again")
+        .expect("begin")
+}
+
+#[tokio::test]
+async fn a_write_transaction_dropped_unfinished_is_rolled_back_and_frees_the_database() {
+    let (_test_db, db) = probe_database().await;
+
+    // Dropped after a write: rolled back, and writers on other connections are not held up.
+    let txn = db.begin_write().await.expect("begin");
+    insert_probe(&txn, 2).await.expect("insert 2");
+    drop(txn);
+    write_beside(&db).await;
 
     // Its first statement failed: the transaction still ends, and the next one starts.
     let txn = db.begin_write().await.expect("begin");
@@ -291,10 +305,7 @@ async fn a_write_transaction_dropped_unfinished_is_rolled_back_and_frees_the_dat
         .commit()
         .await
         .expect("commit nothing");
-    let txn = tokio::time::timeout(WAIT, db.begin_write())
-        .await
-        .expect("the writer is free again")
-        .expect("begin");
+    let txn = begin_promptly(&db).await;
     insert_probe(&txn, 4).await.expect("insert 4");
     txn.commit().await.expect("commit");
     assert_eq!(probe_rows(&db).await, vec![1, 4]);
@@ -324,18 +335,8 @@ async fn a_commit_sent_with_the_last_statement_is_all_or_nothing() {
     txn.commit_after(existing)
         .await
         .expect_err("1 exists: the last statement fails");
-    let now = Utc::now();
-    tokio::time::timeout(
-        std::time::Duration::from_secs(5),
-        scheduled_tasks::acquire(&db, "beside", "a", now, now + Duration::minutes(5)),
-    )
-    .await
-    .expect("a write on another connection does not wait")
-    .expect("write");
-    let txn = tokio::time::timeout(WAIT, db.begin_write())
-        .await
-        .expect("the writer is free again")
-        .expect("begin");
+    write_beside(&db).await;
+    let txn = begin_promptly(&db).await;
     insert_probe(&txn, 6).await.expect("insert 6");
     txn.commit().await.expect("commit");
     assert_eq!(probe_rows(&db).await, vec![1, 2, 3, 4, 6]);

@@ -1,0 +1,157 @@
+//! New events: their rows at revision 1, with their links and their creators' attendance,
+//! inserted together, one round trip per [`INSERT_CHUNK`] events.
+
+use chrono::{DateTime, Utc};
+use entities::{calendar_events, events};
+use sea_orm::sea_query::InsertStatement;
+use sea_orm::{
+    ActiveModelTrait, ActiveValue::Set, ConnectionTrait, DbErr, EntityTrait, QueryTrait, SqlErr,
+};
+use uuid::Uuid;
+
+use super::{WriteTxn, attendance, insert_together, together};
+use crate::domain::events::EventInput;
+
+/// Why an event could not be inserted.
+#[derive(Debug, thiserror::Error)]
+pub enum InsertEventError {
+    /// An event with this id exists (ids are chosen by clients).
+    #[error("an event with this id exists")]
+    Duplicate,
+    /// The database failed.
+    #[error(transparent)]
+    Database(#[from] DbErr),
+}
+
+/// An event to insert: the client's input, its creator and its home calendar (it is linked
+/// to `input.calendars`).
+#[derive(Debug, Clone, Copy)]
+pub struct NewEvent<'a> {
+    /// What the client sent.
+    pub input: &'a EventInput,
+    /// Creator.
+    pub creator: &'a str,
+    /// Home calendar.
+    pub home: Uuid,
+}
+
+/// Most events per round trip (their inserts stay well under SQLite's and PostgreSQL's
+/// parameter limits).
+const INSERT_CHUNK: usize = 200;
+
+/// Inserts new events at revision 1 with their links and their creators' attendance (going),
+/// one round trip per [`INSERT_CHUNK`] events ([`super::insert_together`]). Fails whole with
+/// [`InsertEventError::Duplicate`] if any id exists. Run it in a transaction.
+pub async fn insert_many(
+    txn: &impl ConnectionTrait,
+    new: &[NewEvent<'_>],
+    now: DateTime<Utc>,
+) -> Result<Vec<events::Model>, InsertEventError> {
+    let models = new_models(new, now);
+    insert_chunks(txn, &models, new, now).await?;
+    Ok(models)
+}
+
+/// [`insert_many`] as the last writes of `txn`, then commits it. The last round trip
+/// carries the commit: on SQLite in the same text ([`WriteTxn::commit_after`]), one hand-off
+/// to SQLite's thread fewer per transaction.
+pub async fn insert_many_and_commit(
+    txn: WriteTxn,
+    new: &[NewEvent<'_>],
+    now: DateTime<Utc>,
+) -> Result<Vec<events::Model>, InsertEventError> {
+    let models = new_models(new, now);
+    // Every chunk but the last (which holds at least one event, if there are any).
+    let split = models.len().saturating_sub(1) / INSERT_CHUNK * INSERT_CHUNK;
+    insert_chunks(&txn, &models[..split], &new[..split], now).await?;
+    let last = chunk_inserts(&models[split..], &new[split..], now);
+    match together(txn.get_database_backend(), last).filter(|_| !models.is_empty()) {
+        Some(statement) => txn.commit_after(statement).await.map_err(insert_error)?,
+        None => txn.commit().await?,
+    }
+    Ok(models)
+}
+
+/// Inserts `models` (the rows of `new`), one round trip per [`INSERT_CHUNK`].
+async fn insert_chunks(
+    txn: &impl ConnectionTrait,
+    models: &[events::Model],
+    new: &[NewEvent<'_>],
+    now: DateTime<Utc>,
+) -> Result<(), InsertEventError> {
+    for (chunk, new) in models.chunks(INSERT_CHUNK).zip(new.chunks(INSERT_CHUNK)) {
+        insert_together(txn, chunk_inserts(chunk, new, now))
+            .await
+            .map_err(insert_error)?;
+    }
+    Ok(())
+}
+
+/// The rows of new events, at revision 1.
+fn new_models(new: &[NewEvent<'_>], now: DateTime<Utc>) -> Vec<events::Model> {
+    new.iter()
+        .map(|n| events::Model {
+            id: n.input.id,
+            creator_id: n.creator.to_owned(),
+            organizer: n.input.organizer.clone(),
+            title: n.input.title.clone(),
+            color: n.input.color.clone(),
+            start: n.input.start,
+            end: n.input.end,
+            is_all_day: n.input.is_all_day,
+            is_canceled: n.input.is_canceled,
+            has_attendees: n.input.has_attendees,
+            description: n.input.description.clone(),
+            location: n.input.location.clone(),
+            recurrence: n.input.recurrence.clone(),
+            url: n.input.url.clone(),
+            origin_calendar_id: Some(n.home),
+            revision: 1,
+            created_at: now,
+            updated_at: now,
+            deleted_at: None,
+        })
+        .collect()
+}
+
+/// The inserts of one chunk of new events: the events, their links and their creators'
+/// attendance.
+fn chunk_inserts(
+    chunk: &[events::Model],
+    new: &[NewEvent<'_>],
+    now: DateTime<Utc>,
+) -> Vec<InsertStatement> {
+    let rows = chunk
+        .iter()
+        .map(|m| events::ActiveModel::from(m.clone()).reset_all());
+    let links: Vec<calendar_events::ActiveModel> = new
+        .iter()
+        .flat_map(|n| {
+            n.input
+                .calendars
+                .iter()
+                .map(|calendar| calendar_events::ActiveModel {
+                    event_id: Set(n.input.id),
+                    calendar_id: Set(*calendar),
+                    created_at: Set(now),
+                })
+        })
+        .collect();
+    let mut inserts = vec![
+        events::Entity::insert_many(rows).into_query(),
+        attendance::creators_going(chunk, now),
+    ];
+    // Events are always linked somewhere, but an insert of no rows is not valid SQL.
+    if !links.is_empty() {
+        inserts.insert(1, calendar_events::Entity::insert_many(links).into_query());
+    }
+    inserts
+}
+
+/// Links and attendance are unique per event: a unique violation is an existing event id.
+fn insert_error(err: DbErr) -> InsertEventError {
+    match err.sql_err() {
+        Some(SqlErr::UniqueConstraintViolation(_)) => InsertEventError::Duplicate,
+        _ => InsertEventError::Database(err),
+    }
+}
