@@ -40,36 +40,80 @@ use crate::context::Ctx;
 use request::RequestCtx;
 
 /// All routes of the public listener, finished by the error renderer: the authentication
-/// subsystem first, then the application API, the stream and the pages.
+/// subsystem first, then the application API by resource, the stream and the pages.
+///
+/// Each resource's routes sit behind a check of the path's first segments, so a request
+/// is matched against its own resource's routes only, not against every route registered
+/// before them; the resources' prefixes are disjoint, so their order changes no match.
+/// Events, the busiest, come first.
 pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
     let auth = crate::auth::routes::routes(ctx.clone());
-    let application = server_info::routes(ctx.clone())
-        .or(users::routes(ctx.clone()))
+    let application = under(&["api", "v1", "events"], events::routes(ctx.clone()))
+        .or(under(
+            &["api", "v1", "calendars"],
+            invites::routes(ctx.clone())
+                .or(members::routes(ctx.clone()))
+                .unify()
+                .or(ics::routes(ctx.clone()))
+                .unify()
+                .or(calendars::routes(ctx.clone()))
+                .unify()
+                .boxed(),
+        ))
         .unify()
-        .or(settings::routes(ctx.clone()))
+        .or(under(
+            &["api", "v1", "users"],
+            users::routes(ctx.clone())
+                .or(settings::routes(ctx.clone()))
+                .unify()
+                .or(avatars::routes(ctx.clone()))
+                .unify()
+                .boxed(),
+        ))
         .unify()
-        .or(avatars::routes(ctx.clone()))
+        .or(under(&["api", "v1", "pages"], pages::routes(ctx.clone())))
         .unify()
-        .or(reminders::routes(ctx.clone()))
+        .or(under(
+            &["api", "v1", "reminders"],
+            reminders::routes(ctx.clone()),
+        ))
         .unify()
-        .or(pages::routes(ctx.clone()))
+        .or(under(
+            &["api", "v1", "server"],
+            server_info::routes(ctx.clone()),
+        ))
         .unify()
-        .or(invites::routes(ctx.clone()))
-        .unify()
-        .or(members::routes(ctx.clone()))
-        .unify()
-        .or(ics::routes(ctx.clone()))
-        .unify()
-        .or(calendars::routes(ctx.clone()))
-        .unify()
-        .or(events::routes(ctx.clone()))
-        .unify()
-        .or(stream::routes(ctx.clone()))
+        .or(under(&["api", "stream"], stream::routes(ctx.clone())))
         .unify()
         .or(html::routes(ctx))
         .unify()
         .boxed();
     render_errors(auth.or(application).unify().boxed())
+}
+
+/// `routes`, tried only for paths that begin with the segments `prefix` (any other path is
+/// not found here, without running them).
+fn under(
+    prefix: &'static [&'static str],
+    routes: BoxedFilter<(Response,)>,
+) -> BoxedFilter<(Response,)> {
+    warp::path::peek()
+        .and_then(move |path: warp::path::Peek| async move {
+            if starts_with_segments(path.as_str(), prefix) {
+                Ok(())
+            } else {
+                Err(warp::reject::not_found())
+            }
+        })
+        .untuple_one()
+        .and(routes)
+        .boxed()
+}
+
+/// Whether `path` (without its leading slash) begins with the segments `prefix`.
+fn starts_with_segments(path: &str, prefix: &[&str]) -> bool {
+    let mut segments = path.split('/');
+    prefix.iter().all(|wanted| segments.next() == Some(*wanted))
 }
 
 /// The renderer: turns whatever rejection reaches the end into the JSON error response,
@@ -87,4 +131,21 @@ fn render_errors(routes: BoxedFilter<(Response,)>) -> BoxedFilter<(Response,)> {
             },
         )
         .boxed()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::starts_with_segments;
+
+    #[test]
+    fn a_prefix_matches_whole_segments_only() {
+        let events = ["api", "v1", "events"];
+        assert!(starts_with_segments("api/v1/events", &events));
+        assert!(starts_with_segments("api/v1/events/", &events));
+        assert!(starts_with_segments("api/v1/events/abc/link", &events));
+        assert!(!starts_with_segments("api/v1/eventsx", &events));
+        assert!(!starts_with_segments("api/v1", &events));
+        assert!(!starts_with_segments("", &events));
+        assert!(!starts_with_segments("api/v2/events", &events));
+    }
 }

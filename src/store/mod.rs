@@ -141,6 +141,13 @@ impl Database {
                     // are a read from the operating system's cache away, and a pool of 8
                     // connections would otherwise grow the server by 16 MiB.
                     .pragma("cache_size", "-1024")
+                    // A statement that changes several rows inside a transaction keeps
+                    // the pages it changes in a statement journal, so that it can fail
+                    // alone. Past 64 KiB SQLite spills that journal to a new temporary
+                    // file, which a batch of creates always outgrew: every batch
+                    // created, wrote and unlinked a file. In memory, it is freed with
+                    // the statement.
+                    .pragma("temp_store", "memory")
                     // The log is checkpointed in the background (`wal`); SQLite's own
                     // checkpoint inside a commit is only the backstop.
                     .pragma("wal_autocheckpoint", wal::BACKSTOP_PAGES.to_string())
