@@ -342,3 +342,39 @@ async fn a_commit_sent_with_the_last_statement_is_all_or_nothing() {
     assert_eq!(probe_rows(&db).await, vec![1, 2, 3, 4, 6]);
     db.close().await.expect("close");
 }
+
+/// `PRAGMA temp_store` as `conn` sees it (2: memory).
+async fn temp_store(conn: &impl ConnectionTrait) -> i64 {
+    conn.query_one_raw(sea_orm::Statement::from_string(
+        conn.get_database_backend(),
+        "PRAGMA temp_store",
+    ))
+    .await
+    .expect("pragma")
+    .expect("a row")
+    .try_get_by_index(0)
+    .expect("a number")
+}
+
+#[tokio::test]
+async fn sqlite_statement_journals_stay_in_memory() {
+    let (_test_db, db) = probe_database().await;
+    if db.backend() == Backend::Postgres {
+        return;
+    }
+    // A multi-row statement in a transaction journals the pages it changes; on disk, past
+    // 64 KiB, that was a new temporary file per batch of creates.
+    let txn = db.begin_write().await.expect("begin");
+    assert_eq!(temp_store(&txn).await, 2, "the writer connection");
+    let rows: Vec<String> = (10..2_000).map(|n| format!("({n})")).collect();
+    txn.execute_unprepared(&format!(
+        "INSERT INTO write_probe (n) VALUES {}",
+        rows.join(", ")
+    ))
+    .await
+    .expect("a statement of many rows");
+    txn.commit().await.expect("commit");
+    let read = db.begin_read().await.expect("begin read");
+    assert_eq!(temp_store(&read).await, 2, "the pool's connections");
+    read.commit().await.expect("end read");
+}
