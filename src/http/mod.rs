@@ -57,8 +57,7 @@ pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
                 .or(ics::routes(ctx.clone()))
                 .unify()
                 .or(calendars::routes(ctx.clone()))
-                .unify()
-                .boxed(),
+                .unify(),
         ))
         .unify()
         .or(under(
@@ -67,8 +66,7 @@ pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
                 .or(settings::routes(ctx.clone()))
                 .unify()
                 .or(avatars::routes(ctx.clone()))
-                .unify()
-                .boxed(),
+                .unify(),
         ))
         .unify()
         .or(under(&["api", "v1", "pages"], pages::routes(ctx.clone())))
@@ -93,10 +91,10 @@ pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
 
 /// `routes`, tried only for paths that begin with the segments `prefix` (any other path is
 /// not found here, without running them).
-fn under(
-    prefix: &'static [&'static str],
-    routes: BoxedFilter<(Response,)>,
-) -> BoxedFilter<(Response,)> {
+fn under<F>(prefix: &'static [&'static str], routes: F) -> BoxedFilter<(Response,)>
+where
+    F: Filter<Extract = (Response,), Error = Rejection> + Clone + Send + Sync + 'static,
+{
     warp::path::peek()
         .and_then(move |path: warp::path::Peek| async move {
             if starts_with_segments(path.as_str(), prefix) {

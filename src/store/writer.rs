@@ -252,9 +252,7 @@ impl SqliteTxn {
         held.begun = false;
         Ok(())
     }
-}
 
-impl SqliteTxn {
     async fn commit_after(mut self, stmt: Statement) -> Result<(), DbErr> {
         let held = self.locked.held.get_mut();
         let sql = format!("{};\n{COMMIT}", stmt.sql);
