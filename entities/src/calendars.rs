@@ -1,8 +1,9 @@
 //! A calendar, owned by its creator and shared through memberships.
 //!
 //! The table also has `events_version`, kept by database triggers and read only by the
-//! events read's cache (`store::event_reads::versions`); it is deliberately not part of the
-//! model, so no model write can ever set it back.
+//! events read's cache (`store::event_reads::versions`), and, on SQLite, `members_version`,
+//! kept the same way and read only by a batch of creations (`store::batch_roles`); they are
+//! deliberately not part of the model, so no model write can ever set them back.
 
 use sea_orm::entity::prelude::*;
 

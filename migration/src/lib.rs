@@ -18,6 +18,7 @@ mod m20261122_000007_create_pages_reminders_avatars;
 mod m20261122_000008_create_event_view_changes;
 mod m20261122_000009_add_pending_notifications_revision;
 mod m20261122_000010_add_calendar_events_version;
+mod m20261123_000011_add_calendar_members_version;
 
 /// The ordered list of every migration Bowline has shipped.
 pub struct Migrator;
@@ -36,6 +37,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261122_000008_create_event_view_changes::Migration),
             Box::new(m20261122_000009_add_pending_notifications_revision::Migration),
             Box::new(m20261122_000010_add_calendar_events_version::Migration),
+            Box::new(m20261123_000011_add_calendar_members_version::Migration),
         ]
     }
 }

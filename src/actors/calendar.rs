@@ -16,6 +16,7 @@ use uuid::Uuid;
 use super::calendars::CalendarsMsg;
 use super::{ActorKind, MessageTimer, reply};
 use crate::commands::event_batch::PendingCreate;
+use crate::commands::known_roles::KnownRoles;
 use crate::commands::{self, refuse_constraint, retry_transient};
 use crate::context::Ctx;
 
@@ -47,6 +48,8 @@ pub struct CalendarState {
     pending_creates: Vec<PendingCreate>,
     /// A `FlushCreates` is in the mailbox.
     flush_queued: bool,
+    /// The roles its batches of creations were authorized by (checked when used).
+    known_roles: KnownRoles,
     /// The calendar does not exist (it never did, or it was deleted): the actor answers
     /// what it was sent and asks to be stopped at once instead of idling.
     missing: bool,
@@ -61,7 +64,13 @@ impl CalendarState {
         while !self.pending_creates.is_empty() {
             let take = self.pending_creates.len().min(MAX_BATCH);
             let batch: Vec<PendingCreate> = self.pending_creates.drain(..take).collect();
-            commands::event_batch::create_all(&self.ctx, self.calendar_id, batch).await;
+            commands::event_batch::create_all(
+                &self.ctx,
+                self.calendar_id,
+                batch,
+                &self.known_roles,
+            )
+            .await;
         }
     }
 }
@@ -109,6 +118,7 @@ impl Actor for CalendarActor {
             handled: 0,
             pending_creates: Vec::new(),
             flush_queued: false,
+            known_roles: KnownRoles::default(),
             missing,
         })
     }

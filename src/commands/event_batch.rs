@@ -2,27 +2,31 @@
 //! queued in its mailbox and runs them here as one batch: one transaction, one statement
 //! that locks the home calendar and reads the roles for authorization and readers,
 //! multi-row inserts of events, links and attendance with the commit in the same round trip
-//! (one fsync on SQLite), then each command's frames and reply. A command refused on its
-//! own (no right, an id twice in the batch) is answered without affecting the others; if
-//! the batch fails as a whole (an id that exists already — ids are client-chosen, so that
-//! is a retried create — or a linked calendar deleted concurrently), every command is
-//! retried on its own and the one concerned is refused. Checking ids before inserting
-//! would cost every batch a round trip for a case that almost never happens.
+//! (one fsync on SQLite), then each command's frames and reply. On SQLite, a batch whose
+//! calendars' roles the actor read before ([`KnownRoles`]) skips that first statement: the
+//! versions they were read at are checked in the inserts' text, and if one moved, the batch
+//! is run again reading them. A command refused on its own (no right, an id twice in the
+//! batch) is answered without affecting the others; if the batch fails as a whole (an id
+//! that exists already — ids are client-chosen, so that is a retried create — or a linked
+//! calendar deleted concurrently), every command is retried on its own and the one
+//! concerned is refused. Checking ids before inserting would cost every batch a round trip
+//! for a case that almost never happens.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 
 use uuid::Uuid;
 
 use super::events::{Readers, WriteClock, send_event};
+use super::known_roles::KnownRoles;
 use super::{MaybeTransient, not_allowed, refuse_constraint, retry_transient};
 use crate::actors::calendar::Reply;
 use crate::actors::reply;
 use crate::context::Ctx;
 use crate::domain::events::EventInput;
-use crate::domain::roles::{Action, Role};
+use crate::domain::roles::Action;
 use crate::error::AppError;
+use crate::store::batch_roles::{self, BatchRoles};
 use crate::store::event_inserts::{self, InsertEventError, NewEvent};
-use crate::store::members;
 use crate::views::events::EventView;
 
 /// One queued `CreateEvent`.
@@ -44,23 +48,25 @@ fn duplicate() -> AppError {
     }
 }
 
-/// Creates the events of `batch`, homed in `home`, answering each command.
-pub async fn create_all(ctx: &Ctx, home: Uuid, batch: Vec<PendingCreate>) {
+/// Creates the events of `batch`, homed in `home`, answering each command; `known` is what
+/// the calendar's actor remembers of the roles.
+pub async fn create_all(ctx: &Ctx, home: Uuid, batch: Vec<PendingCreate>, known: &KnownRoles) {
     ctx.metrics.event_batch(batch.len());
     if batch.len() == 1 {
         for one in batch {
-            let outcome = retry_transient(|| commit(ctx, home, std::slice::from_ref(&one))).await;
+            let outcome =
+                retry_transient(|| commit(ctx, home, std::slice::from_ref(&one), known)).await;
             answer(ctx, vec![one], outcome);
         }
         return;
     }
-    match retry_transient(|| commit(ctx, home, &batch)).await {
+    match retry_transient(|| commit(ctx, home, &batch, known)).await {
         Err(BatchError::Collision | BatchError::Refused(_)) => {
             // One of the ids exists, or one of the calendars was deleted meanwhile: each
             // command alone finds out whether it was concerned.
             for one in batch {
                 let outcome =
-                    retry_transient(|| commit(ctx, home, std::slice::from_ref(&one))).await;
+                    retry_transient(|| commit(ctx, home, std::slice::from_ref(&one), known)).await;
                 answer(ctx, vec![one], outcome);
             }
         }
@@ -80,6 +86,8 @@ enum BatchError {
     Refused(AppError),
     /// Anything else (answered to every command).
     Failed(AppError),
+    /// The roles the batch was authorized by were out of date (nothing was written).
+    MembersChanged,
 }
 
 impl From<sea_orm::DbErr> for BatchError {
@@ -103,8 +111,32 @@ impl From<AppError> for BatchError {
     }
 }
 
-/// Runs the batch in one transaction; per-command refusals are in the result.
-async fn commit(ctx: &Ctx, home: Uuid, batch: &[PendingCreate]) -> Result<Committed, BatchError> {
+/// Runs the batch in one transaction; per-command refusals are in the result. If it was
+/// authorized by roles the actor knew and they were out of date, it runs again, reading them.
+async fn commit(
+    ctx: &Ctx,
+    home: Uuid,
+    batch: &[PendingCreate],
+    known: &KnownRoles,
+) -> Result<Committed, BatchError> {
+    match commit_once(ctx, home, batch, Some(known)).await {
+        Err(BatchError::MembersChanged) => {
+            known.forget();
+            // Without known roles there is no check to fail.
+            commit_once(ctx, home, batch, None).await
+        }
+        outcome => outcome,
+    }
+}
+
+/// [`commit`], once: with the roles `known` remembers if it has them all, else reading them
+/// (and telling `known`, if any).
+async fn commit_once(
+    ctx: &Ctx,
+    home: Uuid,
+    batch: &[PendingCreate],
+    known: Option<&KnownRoles>,
+) -> Result<Committed, BatchError> {
     let calendars: Vec<Uuid> = batch
         .iter()
         .flat_map(|p| p.input.calendars.iter().copied())
@@ -112,11 +144,23 @@ async fn commit(ctx: &Ctx, home: Uuid, batch: &[PendingCreate]) -> Result<Commit
         .into_iter()
         .collect();
     let txn = ctx.db.begin_write().await?;
-    let Some(members) = members::lock_with_roles(&txn, home, &calendars).await? else {
-        return Ok(batch
-            .iter()
-            .map(|_| Err(not_allowed(Action::EditEvents)))
-            .collect());
+    let (members, seen_at) = match known.and_then(|known| known.get(home, &calendars)) {
+        Some(roles) => {
+            let seen_at = batch_roles::seen_at(&roles.versions);
+            (roles, seen_at)
+        }
+        None => {
+            let Some(roles) = batch_roles::lock_with_roles(&txn, home, &calendars).await? else {
+                return Ok(batch
+                    .iter()
+                    .map(|_| Err(not_allowed(Action::EditEvents)))
+                    .collect());
+            };
+            if let Some(known) = known {
+                known.learn(&roles);
+            }
+            (roles, None)
+        }
     };
     let mut taken = HashSet::new();
     let mut outcomes: Vec<Result<(), AppError>> = Vec::with_capacity(batch.len());
@@ -136,9 +180,10 @@ async fn commit(ctx: &Ctx, home: Uuid, batch: &[PendingCreate]) -> Result<Commit
     // no step is left between them for `WriteClock::check` to bound (a commit is never
     // bounded, here or elsewhere).
     let now = WriteClock::start().now;
-    let inserted = match event_inserts::insert_many_and_commit(txn, &accepted, now).await {
+    let inserted = match event_inserts::insert_many_and_commit(txn, &accepted, now, seen_at).await {
         Ok(inserted) => inserted,
         Err(InsertEventError::Duplicate) => return Err(BatchError::Collision),
+        Err(InsertEventError::MembersChanged) => return Err(BatchError::MembersChanged),
         Err(InsertEventError::Database(err)) => return Err(err.into()),
     };
     let mut inserted = inserted.into_iter();
@@ -158,12 +203,12 @@ async fn commit(ctx: &Ctx, home: Uuid, batch: &[PendingCreate]) -> Result<Commit
 /// Whether the command may run: editEvents on every calendar, an id not already used in
 /// the batch.
 fn check(
-    members: &HashMap<Uuid, Vec<(String, Role)>>,
+    members: &BatchRoles,
     pending: &PendingCreate,
     taken: &mut HashSet<Uuid>,
 ) -> Result<(), AppError> {
     let allowed = pending.input.calendars.iter().all(|calendar| {
-        members.get(calendar).is_some_and(|list| {
+        members.members.get(calendar).is_some_and(|list| {
             list.iter()
                 .any(|(user, role)| *user == pending.actor && role.allows(Action::EditEvents))
         })
@@ -178,10 +223,15 @@ fn check(
 }
 
 /// Who sees an event linked to `links`, from the batch's membership rows.
-fn readers(members: &HashMap<Uuid, Vec<(String, Role)>>, links: &[Uuid]) -> Readers {
+fn readers(members: &BatchRoles, links: &[Uuid]) -> Readers {
     let mut readers: Readers = BTreeMap::new();
     for calendar in links {
-        for (user, _) in members.get(calendar).into_iter().flatten() {
+        for (user, _) in members
+            .members
+            .get(calendar)
+            .into_iter()
+            .flat_map(|list| list.iter())
+        {
             readers.entry(user.clone()).or_default().push(*calendar);
         }
     }
@@ -203,6 +253,15 @@ fn answer(ctx: &Ctx, batch: Vec<PendingCreate>, outcome: Result<Committed, Batch
         Err(BatchError::Collision) => {
             for pending in batch {
                 reply(pending.reply, Err(duplicate()));
+            }
+        }
+        Err(BatchError::MembersChanged) => {
+            // `commit` runs a batch whose known roles were out of date again, reading them.
+            for pending in batch {
+                reply(
+                    pending.reply,
+                    Err(AppError::internal("unchecked roles changed")),
+                );
             }
         }
         Err(BatchError::Failed(err) | BatchError::Refused(err)) => {

@@ -133,6 +133,8 @@ pub async fn fork(
         .await
         .map_err(|err| match err {
             InsertEventError::Duplicate => AppError::internal("fork id collision"),
+            // Only a batch of creations checks memberships in its inserts.
+            InsertEventError::MembersChanged => AppError::internal("fork checked memberships"),
             InsertEventError::Database(err) => err.into(),
         })?;
     let event = inserted

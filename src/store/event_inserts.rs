@@ -9,7 +9,7 @@ use sea_orm::{
 };
 use uuid::Uuid;
 
-use super::{WriteTxn, attendance, insert_together, together};
+use super::{WriteTxn, attendance, batch_roles, insert_together, together};
 use crate::domain::events::EventInput;
 
 /// Why an event could not be inserted.
@@ -18,6 +18,9 @@ pub enum InsertEventError {
     /// An event with this id exists (ids are chosen by clients).
     #[error("an event with this id exists")]
     Duplicate,
+    /// The memberships the inserts were checked against changed ([`batch_roles::seen_at`]).
+    #[error("the memberships changed")]
+    MembersChanged,
     /// The database failed.
     #[error(transparent)]
     Database(#[from] DbErr),
@@ -54,18 +57,32 @@ pub async fn insert_many(
 
 /// [`insert_many`] as the last writes of `txn`, then commits it. The last round trip
 /// carries the commit: on SQLite in the same text ([`WriteTxn::commit_after`]), one hand-off
-/// to SQLite's thread fewer per transaction.
+/// to SQLite's thread fewer per transaction. `check` ([`batch_roles::seen_at`]), if any,
+/// goes in front of the first insert, in the same text; if it fails, nothing is inserted
+/// and the error is [`InsertEventError::MembersChanged`].
 pub async fn insert_many_and_commit(
     txn: WriteTxn,
     new: &[NewEvent<'_>],
     now: DateTime<Utc>,
+    check: Option<InsertStatement>,
 ) -> Result<Vec<events::Model>, InsertEventError> {
     let models = new_models(new, now);
-    // Every chunk but the last (which holds at least one event, if there are any).
-    let split = models.len().saturating_sub(1) / INSERT_CHUNK * INSERT_CHUNK;
-    insert_chunks(&txn, &models[..split], &new[..split], now).await?;
-    let last = chunk_inserts(&models[split..], &new[split..], now);
-    match together(txn.get_database_backend(), last).filter(|_| !models.is_empty()) {
+    let mut texts: Vec<Vec<InsertStatement>> = models
+        .chunks(INSERT_CHUNK)
+        .zip(new.chunks(INSERT_CHUNK))
+        .map(|(chunk, new)| chunk_inserts(chunk, new, now))
+        .collect();
+    if let Some(check) = check {
+        match texts.first_mut() {
+            Some(first) => first.insert(0, check),
+            None => texts.push(vec![check]),
+        }
+    }
+    let last = texts.pop();
+    for text in texts {
+        insert_together(&txn, text).await.map_err(insert_error)?;
+    }
+    match last.and_then(|last| together(txn.get_database_backend(), last)) {
         Some(statement) => txn.commit_after(statement).await.map_err(insert_error)?,
         None => txn.commit().await?,
     }
@@ -150,6 +167,9 @@ fn chunk_inserts(
 
 /// Links and attendance are unique per event: a unique violation is an existing event id.
 fn insert_error(err: DbErr) -> InsertEventError {
+    if batch_roles::is_members_changed(&err) {
+        return InsertEventError::MembersChanged;
+    }
     match err.sql_err() {
         Some(SqlErr::UniqueConstraintViolation(_)) => InsertEventError::Duplicate,
         _ => InsertEventError::Database(err),

@@ -5,12 +5,11 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use entities::{calendar_members, member_tokens, users};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, PaginatorTrait,
-    QueryFilter, Statement, Value,
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, PaginatorTrait, QueryFilter,
 };
 use uuid::Uuid;
 
-use super::{Unique, placeholder};
+use super::Unique;
 use crate::domain::roles::Role;
 
 /// A member with their user record.
@@ -80,55 +79,6 @@ pub async fn list_for_calendars(
         });
     }
     Ok(by_calendar)
-}
-
-/// Locks the calendar `home` for the rest of the transaction (`FOR UPDATE` on PostgreSQL;
-/// SQLite's write transaction holds the database) and reads the roles of every member of
-/// `calendar_ids`, in one round trip: the start of a calendar actor's group commit. `None`
-/// when `home` does not exist.
-pub async fn lock_with_roles(
-    txn: &impl ConnectionTrait,
-    home: Uuid,
-    calendar_ids: &[Uuid],
-) -> Result<Option<HashMap<Uuid, Vec<(String, Role)>>>, DbErr> {
-    let backend = txn.get_database_backend();
-    let postgres = backend == DbBackend::Postgres;
-    let param = |n: usize| placeholder(backend, n);
-    let mut values: Vec<Value> = vec![home.into()];
-    let mut listed = Vec::with_capacity(calendar_ids.len());
-    for id in calendar_ids {
-        values.push((*id).into());
-        listed.push(param(values.len()));
-    }
-    let joined = if listed.is_empty() {
-        "1 = 0".to_owned()
-    } else {
-        format!("m.calendar_id IN ({})", listed.join(", "))
-    };
-    let lock = if postgres { " FOR UPDATE OF c" } else { "" };
-    let sql = format!(
-        "SELECT m.calendar_id, m.user_id, m.role FROM calendars c \
-         LEFT JOIN calendar_members m ON {joined} WHERE c.id = {}{lock}",
-        param(1)
-    );
-    let rows = txn
-        .query_all_raw(Statement::from_sql_and_values(backend, sql, values))
-        .await?;
-    if rows.is_empty() {
-        return Ok(None);
-    }
-    let mut by_calendar: HashMap<Uuid, Vec<(String, Role)>> = HashMap::new();
-    for row in rows {
-        let calendar: Option<Uuid> = row.try_get("", "calendar_id")?;
-        let user: Option<String> = row.try_get("", "user_id")?;
-        let role: Option<String> = row.try_get("", "role")?;
-        if let (Some(calendar), Some(user), Some(role)) =
-            (calendar, user, role.as_deref().and_then(Role::parse))
-        {
-            by_calendar.entry(calendar).or_default().push((user, role));
-        }
-    }
-    Ok(Some(by_calendar))
 }
 
 /// The member ids of several calendars (calendar → user ids).

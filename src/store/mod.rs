@@ -9,6 +9,7 @@
 pub mod accounts;
 pub mod attendance;
 pub mod avatars;
+pub mod batch_roles;
 pub mod calendars;
 pub mod event_history;
 pub mod event_inserts;

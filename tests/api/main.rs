@@ -21,6 +21,7 @@ mod calendars;
 mod change_mails;
 mod concurrency;
 mod delta;
+mod event_batch_roles;
 mod event_frames;
 mod event_links;
 mod event_permissions;

@@ -1,0 +1,132 @@
+//! [`KnownRoles`]: what a calendar actor remembers of the memberships its batches of
+//! creations were authorized by, so that the next batch need not read them again before
+//! it inserts. Nothing here is trusted on its own: a batch authorized from it carries the
+//! versions it relies on into its insert text ([`crate::store::batch_roles::seen_at`]),
+//! where the database refuses the whole batch if any of them moved; the actor then forgets
+//! everything and reads the roles again. Only SQLite reads versions, so on PostgreSQL
+//! nothing is ever known and every batch reads the roles.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use uuid::Uuid;
+
+use crate::domain::roles::Role;
+use crate::store::batch_roles::BatchRoles;
+
+/// Most calendars remembered at once (past it, the actor starts over).
+const MOST_KNOWN: usize = 64;
+
+/// A calendar's memberships at a version.
+#[derive(Debug)]
+struct Known {
+    version: i64,
+    /// `None` for a calendar without members.
+    members: Option<Arc<[(String, Role)]>>,
+}
+
+/// What one calendar actor remembers (it handles one command at a time; the lock is only
+/// there because a retried command's closure may borrow it only shared).
+#[derive(Debug, Default)]
+pub struct KnownRoles {
+    calendars: Mutex<HashMap<Uuid, Known>>,
+}
+
+impl KnownRoles {
+    /// The roles of `home` and `calendars`, with the versions they were read at, if every
+    /// one of them is known.
+    pub fn get(&self, home: Uuid, calendars: &[Uuid]) -> Option<BatchRoles> {
+        let known = self
+            .calendars
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut roles = BatchRoles::default();
+        for calendar in std::iter::once(&home).chain(calendars) {
+            let entry = known.get(calendar)?;
+            roles.versions.insert(*calendar, entry.version);
+            if let Some(members) = &entry.members {
+                roles.members.insert(*calendar, members.clone());
+            }
+        }
+        Some(roles)
+    }
+
+    /// Remembers the calendars of `roles` that were read with their versions.
+    pub fn learn(&self, roles: &BatchRoles) {
+        let mut known = self
+            .calendars
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if known.len() + roles.versions.len() > MOST_KNOWN {
+            known.clear();
+        }
+        for (calendar, version) in &roles.versions {
+            known.insert(
+                *calendar,
+                Known {
+                    version: *version,
+                    members: roles.members.get(calendar).cloned(),
+                },
+            );
+        }
+    }
+
+    /// Forgets everything (a version moved).
+    pub fn forget(&self) {
+        self.calendars
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::expect_used, clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn read(versions: &[(Uuid, i64)], members: &[(Uuid, &str, Role)]) -> BatchRoles {
+        let mut roles = BatchRoles {
+            versions: versions.iter().copied().collect(),
+            ..BatchRoles::default()
+        };
+        let mut lists: HashMap<Uuid, Vec<(String, Role)>> = HashMap::new();
+        for (calendar, user, role) in members {
+            lists
+                .entry(*calendar)
+                .or_default()
+                .push(((*user).to_owned(), *role));
+        }
+        roles.members = lists.into_iter().map(|(c, l)| (c, l.into())).collect();
+        roles
+    }
+
+    #[test]
+    fn known_only_when_every_calendar_was_read_with_its_version() {
+        let (home, other, unread) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+        let known = KnownRoles::default();
+        assert!(known.get(home, &[home]).is_none());
+        known.learn(&read(
+            &[(home, 3), (other, 7)],
+            &[(home, "ana", Role::Owner)],
+        ));
+        let roles = known.get(home, &[home, other]).expect("both read");
+        assert_eq!(roles.versions, HashMap::from([(home, 3), (other, 7)]));
+        assert_eq!(
+            roles.members[&home].as_ref(),
+            &[("ana".to_owned(), Role::Owner)]
+        );
+        assert!(!roles.members.contains_key(&other));
+        assert!(known.get(home, &[unread]).is_none());
+        known.forget();
+        assert!(known.get(home, &[home]).is_none());
+    }
+
+    #[test]
+    fn postgres_reads_without_versions_are_never_known() {
+        let home = Uuid::new_v4();
+        let known = KnownRoles::default();
+        known.learn(&read(&[], &[(home, "ana", Role::Owner)]));
+        assert!(known.get(home, &[home]).is_none());
+    }
+}

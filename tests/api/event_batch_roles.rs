@@ -1,0 +1,174 @@
+//! A calendar actor authorizes a batch of creations with the roles it read for an earlier
+//! batch where it can (on SQLite, checked in the batch's own inserts), so creations must
+//! follow every change of those memberships, wherever it is made: a role changed, a member
+//! added or removed, a linked calendar deleted — through the linked calendar's own actor or
+//! through another server on the same database — and refusals must follow them too.
+
+use reqwest::{Method, StatusCode};
+use serde_json::json;
+
+use crate::calendars::{Shared, share_new_calendar, shared};
+use crate::event_frames::drain;
+use crate::helpers::{TestApp, TestUser, event_body, spawn_app, spawn_app_sharing_database};
+
+/// The status of a creation by `user` in `calendars` (the first is home).
+async fn create(app: &TestApp, user: &TestUser, calendars: &[&str], title: &str) -> StatusCode {
+    app.event_request(Method::POST, user, &event_body(calendars, title, 9))
+        .await
+        .status()
+}
+
+async fn set_role(app: &TestApp, owner: &TestUser, calendar: &str, user: &TestUser, role: &str) {
+    let status = app.set_role(owner, calendar, &user.id, role).await.status();
+    assert_eq!(status, StatusCode::OK, "set {role}");
+}
+
+async fn remove_member(app: &TestApp, owner: &TestUser, calendar: &str, user: &TestUser) {
+    let path = format!("/api/v1/calendars/{calendar}/members/{}", user.id);
+    let (status, _) = app.call(Method::DELETE, &path, owner, None).await;
+    assert_eq!(status, StatusCode::OK, "remove {}", user.email);
+}
+
+/// The titles `user` reads.
+async fn titles(app: &TestApp, user: &TestUser) -> Vec<String> {
+    let events = app.read_events(user, "").await;
+    let mut titles: Vec<String> = events["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .map(|e| e["title"].as_str().expect("title").to_owned())
+        .collect();
+    titles.sort();
+    titles
+}
+
+/// A server, a shared calendar and a second one with the same members (its memberships
+/// change through its own actor), and the editor's first creation linked to both, after
+/// which the first calendar's actor knows the roles of both.
+async fn two_shared_calendars(tag: &str) -> (TestApp, Shared, String) {
+    let app = spawn_app().await;
+    let s = shared(&app, tag).await;
+    let other = share_new_calendar(&app, &s.owner, &s.editor, &s.viewer).await;
+    let both = [s.calendar.as_str(), other.as_str()];
+    assert_eq!(
+        create(&app, &s.editor, &both, "first").await,
+        StatusCode::CREATED
+    );
+    (app, s, other)
+}
+
+#[tokio::test]
+async fn creations_follow_every_membership_change_of_their_linked_calendars() {
+    let (app, s, other) = two_shared_calendars("batch-roles").await;
+    let both = [s.calendar.as_str(), other.as_str()];
+
+    // Demoted in the linked calendar: refused there, still allowed at home.
+    set_role(&app, &s.owner, &other, &s.editor, "viewer").await;
+    assert_eq!(
+        create(&app, &s.editor, &both, "demoted").await,
+        StatusCode::FORBIDDEN
+    );
+    assert_eq!(
+        create(&app, &s.editor, &both[..1], "home").await,
+        StatusCode::CREATED
+    );
+    // Promoted again: allowed, though the home calendar's actor last read a viewer.
+    set_role(&app, &s.owner, &other, &s.editor, "editor").await;
+    assert_eq!(
+        create(&app, &s.editor, &both, "promoted").await,
+        StatusCode::CREATED
+    );
+
+    // A member who joins the linked calendar receives the next creation there.
+    let token = app.create_invite(&s.owner, &other, None).await["id"]
+        .as_str()
+        .expect("token")
+        .to_owned();
+    assert_eq!(
+        app.join(&s.outsider, &other, &token).await.status(),
+        StatusCode::OK
+    );
+    let mut stream = app.stream(&s.outsider).await;
+    let body = event_body(&both, "joined", 10);
+    assert_eq!(
+        app.event_request(Method::POST, &s.editor, &body)
+            .await
+            .status(),
+        StatusCode::CREATED
+    );
+    let frames = drain(&app, &s.outsider, &mut stream).await;
+    assert_eq!(frames.len(), 1, "{frames:?}");
+    assert_eq!(frames[0]["type"], "event_created");
+    assert_eq!(frames[0]["payload"]["id"], body["id"]);
+    assert_eq!(frames[0]["payload"]["calendars"], json!([other]));
+
+    // A member removed from the linked calendar receives no more creations there.
+    remove_member(&app, &s.owner, &other, &s.outsider).await;
+    let _ = drain(&app, &s.outsider, &mut stream).await;
+    assert_eq!(
+        create(&app, &s.editor, &both, "after removal").await,
+        StatusCode::CREATED
+    );
+    assert!(drain(&app, &s.outsider, &mut stream).await.is_empty());
+    // An editor removed from it may no longer create there.
+    remove_member(&app, &s.owner, &other, &s.editor).await;
+    assert_eq!(
+        create(&app, &s.editor, &both, "removed").await,
+        StatusCode::FORBIDDEN
+    );
+
+    // The linked calendar deleted: refused for its owner too.
+    assert_eq!(
+        create(&app, &s.owner, &both, "owner").await,
+        StatusCode::CREATED
+    );
+    let (status, _) = app
+        .call(
+            Method::DELETE,
+            "/api/v1/calendars",
+            &s.owner,
+            Some(&json!({ "id": other })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        create(&app, &s.owner, &both, "deleted").await,
+        StatusCode::FORBIDDEN
+    );
+
+    // Exactly the acknowledged creations were written.
+    assert_eq!(
+        titles(&app, &s.owner).await,
+        [
+            "after removal",
+            "first",
+            "home",
+            "joined",
+            "owner",
+            "promoted"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_role_changed_through_another_server_is_followed() {
+    let (app, s, other) = two_shared_calendars("batch-roles-servers").await;
+    let both = [s.calendar.as_str(), other.as_str()];
+    let second = spawn_app_sharing_database(&app).await;
+    set_role(&second, &s.owner, &other, &s.editor, "viewer").await;
+    assert_eq!(
+        create(&app, &s.editor, &both, "demoted").await,
+        StatusCode::FORBIDDEN
+    );
+    set_role(&second, &s.owner, &s.calendar, &s.editor, "viewer").await;
+    assert_eq!(
+        create(&app, &s.editor, &both[..1], "home").await,
+        StatusCode::FORBIDDEN
+    );
+    set_role(&second, &s.owner, &s.calendar, &s.editor, "editor").await;
+    assert_eq!(
+        create(&app, &s.editor, &both[..1], "again").await,
+        StatusCode::CREATED
+    );
+    assert_eq!(titles(&app, &s.owner).await, ["again", "first"]);
+}
