@@ -119,23 +119,23 @@ async fn commit(
     batch: &[PendingCreate],
     known: &KnownRoles,
 ) -> Result<Committed, BatchError> {
-    match commit_once(ctx, home, batch, Some(known)).await {
+    match commit_once(ctx, home, batch, known).await {
         Err(BatchError::MembersChanged) => {
+            // With nothing known, the roles are read and there is no check to fail.
             known.forget();
-            // Without known roles there is no check to fail.
-            commit_once(ctx, home, batch, None).await
+            commit_once(ctx, home, batch, known).await
         }
         outcome => outcome,
     }
 }
 
 /// [`commit`], once: with the roles `known` remembers if it has them all, else reading them
-/// (and telling `known`, if any).
+/// (and telling `known`).
 async fn commit_once(
     ctx: &Ctx,
     home: Uuid,
     batch: &[PendingCreate],
-    known: Option<&KnownRoles>,
+    known: &KnownRoles,
 ) -> Result<Committed, BatchError> {
     let calendars: Vec<Uuid> = batch
         .iter()
@@ -144,7 +144,7 @@ async fn commit_once(
         .into_iter()
         .collect();
     let txn = ctx.db.begin_write().await?;
-    let (members, seen_at) = match known.and_then(|known| known.get(home, &calendars)) {
+    let (members, seen_at) = match known.get(home, &calendars) {
         Some(roles) => {
             let seen_at = batch_roles::seen_at(&roles.versions);
             (roles, seen_at)
@@ -156,9 +156,7 @@ async fn commit_once(
                     .map(|_| Err(not_allowed(Action::EditEvents)))
                     .collect());
             };
-            if let Some(known) = known {
-                known.learn(&roles);
-            }
+            known.learn(&roles);
             (roles, None)
         }
     };

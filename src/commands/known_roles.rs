@@ -6,45 +6,34 @@
 //! everything and reads the roles again. Only SQLite reads versions, so on PostgreSQL
 //! nothing is ever known and every batch reads the roles.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 
 use uuid::Uuid;
 
-use crate::domain::roles::Role;
 use crate::store::batch_roles::BatchRoles;
 
 /// Most calendars remembered at once (past it, the actor starts over).
 const MOST_KNOWN: usize = 64;
 
-/// A calendar's memberships at a version.
-#[derive(Debug)]
-struct Known {
-    version: i64,
-    /// `None` for a calendar without members.
-    members: Option<Arc<[(String, Role)]>>,
-}
-
-/// What one calendar actor remembers (it handles one command at a time; the lock is only
+/// What one calendar actor remembers: the calendars read with their versions, and the
+/// members of those that have some (it handles one command at a time; the lock is only
 /// there because a retried command's closure may borrow it only shared).
 #[derive(Debug, Default)]
 pub struct KnownRoles {
-    calendars: Mutex<HashMap<Uuid, Known>>,
+    read: Mutex<BatchRoles>,
 }
 
 impl KnownRoles {
     /// The roles of `home` and `calendars`, with the versions they were read at, if every
     /// one of them is known.
     pub fn get(&self, home: Uuid, calendars: &[Uuid]) -> Option<BatchRoles> {
-        let known = self
-            .calendars
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let known = self.read.lock().unwrap_or_else(PoisonError::into_inner);
         let mut roles = BatchRoles::default();
         for calendar in std::iter::once(&home).chain(calendars) {
-            let entry = known.get(calendar)?;
-            roles.versions.insert(*calendar, entry.version);
-            if let Some(members) = &entry.members {
+            roles
+                .versions
+                .insert(*calendar, *known.versions.get(calendar)?);
+            if let Some(members) = known.members.get(calendar) {
                 roles.members.insert(*calendar, members.clone());
             }
         }
@@ -53,37 +42,32 @@ impl KnownRoles {
 
     /// Remembers the calendars of `roles` that were read with their versions.
     pub fn learn(&self, roles: &BatchRoles) {
-        let mut known = self
-            .calendars
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if known.len() + roles.versions.len() > MOST_KNOWN {
-            known.clear();
+        let mut known = self.read.lock().unwrap_or_else(PoisonError::into_inner);
+        if known.versions.len() + roles.versions.len() > MOST_KNOWN {
+            *known = BatchRoles::default();
         }
         for (calendar, version) in &roles.versions {
-            known.insert(
-                *calendar,
-                Known {
-                    version: *version,
-                    members: roles.members.get(calendar).cloned(),
-                },
-            );
+            known.versions.insert(*calendar, *version);
+            match roles.members.get(calendar) {
+                Some(members) => known.members.insert(*calendar, members.clone()),
+                None => known.members.remove(calendar),
+            };
         }
     }
 
     /// Forgets everything (a version moved).
     pub fn forget(&self) {
-        self.calendars
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clear();
+        *self.read.lock().unwrap_or_else(PoisonError::into_inner) = BatchRoles::default();
     }
 }
 
 #[cfg(test)]
 #[allow(clippy::expect_used, clippy::unwrap_used)]
 mod tests {
+    use std::collections::HashMap;
+
     use super::*;
+    use crate::domain::roles::Role;
 
     fn read(versions: &[(Uuid, i64)], members: &[(Uuid, &str, Role)]) -> BatchRoles {
         let mut roles = BatchRoles {

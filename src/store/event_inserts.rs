@@ -51,7 +51,9 @@ pub async fn insert_many(
     now: DateTime<Utc>,
 ) -> Result<Vec<events::Model>, InsertEventError> {
     let models = new_models(new, now);
-    insert_chunks(txn, &models, new, now).await?;
+    for text in chunk_texts(&models, new, now) {
+        insert_together(txn, text).await.map_err(insert_error)?;
+    }
     Ok(models)
 }
 
@@ -67,11 +69,7 @@ pub async fn insert_many_and_commit(
     check: Option<InsertStatement>,
 ) -> Result<Vec<events::Model>, InsertEventError> {
     let models = new_models(new, now);
-    let mut texts: Vec<Vec<InsertStatement>> = models
-        .chunks(INSERT_CHUNK)
-        .zip(new.chunks(INSERT_CHUNK))
-        .map(|(chunk, new)| chunk_inserts(chunk, new, now))
-        .collect();
+    let mut texts = chunk_texts(&models, new, now);
     if let Some(check) = check {
         match texts.first_mut() {
             Some(first) => first.insert(0, check),
@@ -89,19 +87,17 @@ pub async fn insert_many_and_commit(
     Ok(models)
 }
 
-/// Inserts `models` (the rows of `new`), one round trip per [`INSERT_CHUNK`].
-async fn insert_chunks(
-    txn: &impl ConnectionTrait,
+/// The inserts of `models` (the rows of `new`), one text per [`INSERT_CHUNK`] events.
+fn chunk_texts(
     models: &[events::Model],
     new: &[NewEvent<'_>],
     now: DateTime<Utc>,
-) -> Result<(), InsertEventError> {
-    for (chunk, new) in models.chunks(INSERT_CHUNK).zip(new.chunks(INSERT_CHUNK)) {
-        insert_together(txn, chunk_inserts(chunk, new, now))
-            .await
-            .map_err(insert_error)?;
-    }
-    Ok(())
+) -> Vec<Vec<InsertStatement>> {
+    models
+        .chunks(INSERT_CHUNK)
+        .zip(new.chunks(INSERT_CHUNK))
+        .map(|(chunk, new)| chunk_inserts(chunk, new, now))
+        .collect()
 }
 
 /// The rows of new events, at revision 1.
