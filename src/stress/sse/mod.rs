@@ -1,7 +1,10 @@
 //! A client of `GET /api/stream` that records when each frame arrived. The stream is parsed
 //! as Server-Sent Events (`retry:` and `: ping` lines are skipped, `data:` lines make a
 //! frame at the blank line); each frame is reduced to a [`FrameKey`] that names the change
-//! it reports. A stream that ends while the run still listens (the server dropped a slow
+//! it reports. The reading task only counts a frame and keeps its text with its arrival
+//! time; keys are read when the run asks for them (or once [`KEY_BACKLOG`] texts wait), so
+//! with ten thousand streams on the server's two cores the JSON is not read while a
+//! broadcast is being timed. A stream that ends while the run still listens (the server dropped a slow
 //! connection, or went away) is recorded as [`Ended`], so missing frames are explained
 //! rather than silently absent.
 
@@ -40,10 +43,32 @@ pub struct Ended {
     pub reason: String,
 }
 
+/// Frame texts a connection keeps unread before its reading task reads their keys.
+pub const KEY_BACKLOG: usize = 64;
+
 #[derive(Debug, Default)]
 struct Log {
-    frames: Mutex<Vec<Received>>,
+    frames: Mutex<Frames>,
     ended: Mutex<Option<Ended>>,
+}
+
+/// A connection's frames: those whose key was read, then texts waiting to be read.
+#[derive(Debug, Default)]
+struct Frames {
+    keyed: Vec<Received>,
+    unread: Vec<(Instant, Vec<u8>)>,
+}
+
+impl Frames {
+    /// Reads the key of every waiting text.
+    fn keyed(&mut self) -> &[Received] {
+        let unread = self.unread.drain(..);
+        self.keyed.extend(unread.map(|(at, text)| Received {
+            at,
+            key: FrameKey::parse(&text),
+        }));
+        &self.keyed
+    }
 }
 
 /// Wakes whoever waits for frames; shared by every connection of a run.
@@ -151,18 +176,20 @@ impl Connection {
 
     /// The frames received so far.
     pub fn frames(&self) -> Vec<Received> {
-        self.log.frames.lock().clone()
+        self.log.frames.lock().keyed().to_vec()
     }
 
     /// How many frames were received so far.
     pub fn frame_count(&self) -> usize {
-        self.log.frames.lock().len()
+        let frames = self.log.frames.lock();
+        frames.keyed.len() + frames.unread.len()
     }
 
     /// When `key` arrived, if it did.
     pub fn arrival(&self, key: &FrameKey) -> Option<Instant> {
-        let frames = self.log.frames.lock();
-        frames.iter().rev().find(|f| f.key == *key).map(|f| f.at)
+        let mut frames = self.log.frames.lock();
+        let keyed = frames.keyed();
+        keyed.iter().rev().find(|f| f.key == *key).map(|f| f.at)
     }
 
     /// How the stream ended, if it did on its own.
@@ -189,14 +216,20 @@ async fn read(mut response: reqwest::Response, log: Arc<Log>, hub: Arc<Hub>) {
         match response.chunk().await {
             Ok(Some(chunk)) => {
                 let at = Instant::now();
-                let keys = parser.push(&chunk);
-                if keys.is_empty() {
+                let texts = parser.push(&chunk);
+                if texts.is_empty() {
                     continue;
                 }
-                let count = keys.len() as u64;
-                log.frames
-                    .lock()
-                    .extend(keys.into_iter().map(|key| Received { at, key }));
+                let count = texts.len() as u64;
+                {
+                    let mut frames = log.frames.lock();
+                    frames
+                        .unread
+                        .extend(texts.into_iter().map(|text| (at, text)));
+                    if frames.unread.len() >= KEY_BACKLOG {
+                        frames.keyed();
+                    }
+                }
                 hub.arrived(count);
             }
             Ok(None) => {
@@ -212,4 +245,35 @@ async fn read(mut response: reqwest::Response, log: Arc<Log>, hub: Arc<Hub>) {
         reason,
     });
     hub.notify.notify_waiters();
+}
+
+#[cfg(test)]
+#[allow(clippy::expect_used, clippy::unwrap_used)]
+mod tests {
+    use uuid::Uuid;
+
+    use super::*;
+
+    #[test]
+    fn unread_texts_are_keyed_on_demand_with_their_arrival() {
+        let id = Uuid::new_v4();
+        let earlier = Instant::now();
+        let later = earlier + std::time::Duration::from_millis(5);
+        let text = |revision: i64| {
+            format!(r#"{{"type":"event_updated","payload":{{"id":"{id}","revision":{revision}}}}}"#)
+                .into_bytes()
+        };
+        let mut frames = Frames::default();
+        frames.unread.push((earlier, text(2)));
+        frames.unread.push((later, text(3)));
+        let keyed = frames.keyed();
+        assert_eq!(keyed.len(), 2);
+        assert_eq!(keyed[0].key, FrameKey::Updated(id, 2));
+        assert_eq!(keyed[0].at, earlier);
+        assert_eq!(keyed[1].key, FrameKey::Updated(id, 3));
+        assert_eq!(keyed[1].at, later);
+        assert!(frames.unread.is_empty());
+        frames.unread.push((later, b"not json".to_vec()));
+        assert_eq!(frames.keyed()[2].key, FrameKey::Other("unreadable".into()));
+    }
 }
