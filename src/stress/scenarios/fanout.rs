@@ -1,8 +1,9 @@
 //! Stream fan-out: `--users` users join one calendar, `--connections` streams are opened
 //! over them (round robin), the server's resident memory is read before and after (the
-//! growth per stream), then `--broadcasts` events are created one after another; for each,
-//! the time from the create's answer to the frame's arrival at the last connection. Every
-//! connection must receive every broadcast exactly once and stay open.
+//! growth per stream) and sampled for its peak until the end, then `--broadcasts` events
+//! are created one after another; for each, the time from the create's answer to the
+//! frame's arrival at the last connection. Every connection must receive every broadcast
+//! exactly once and stay open.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -41,7 +42,10 @@ pub async fn run(options: &Options) -> Result<Report, StressError> {
     let owner = users
         .first()
         .ok_or_else(|| StressError::Invalid("no users".into()))?;
-    let memory = MemoryProbe::start(&client, options.metrics.as_deref()).await?;
+    let mut memory = MemoryProbe::start(&client, options.metrics.as_deref()).await?;
+    if let Some(memory) = &mut memory {
+        memory.sample();
+    }
 
     console.note(&format!("opening {count} streams"));
     let live = Arc::new(Live::default());
