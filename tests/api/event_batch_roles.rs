@@ -80,14 +80,7 @@ async fn creations_follow_every_membership_change_of_their_linked_calendars() {
     );
 
     // A member who joins the linked calendar receives the next creation there.
-    let token = app.create_invite(&s.owner, &other, None).await["id"]
-        .as_str()
-        .expect("token")
-        .to_owned();
-    assert_eq!(
-        app.join(&s.outsider, &other, &token).await.status(),
-        StatusCode::OK
-    );
+    app.join_with_invite(&s.owner, &other, &s.outsider).await;
     let mut stream = app.stream(&s.outsider).await;
     let body = event_body(&both, "joined", 10);
     assert_eq!(

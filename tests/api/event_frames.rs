@@ -45,14 +45,7 @@ async fn fork_link_attendance_and_membership_frames_reach_exactly_their_readers(
         .as_str()
         .expect("id")
         .to_owned();
-    let token = app.create_invite(&s.editor, &team, None).await["id"]
-        .as_str()
-        .expect("token")
-        .to_owned();
-    assert_eq!(
-        app.join(&s.outsider, &team, &token).await.status(),
-        StatusCode::OK
-    );
+    app.join_with_invite(&s.editor, &team, &s.outsider).await;
     let body = event_body(&[&s.calendar], "Shared", 9);
     let id = body["id"].as_str().expect("id").to_owned();
     assert_eq!(

@@ -21,12 +21,7 @@ async fn read_one(app: &TestApp, user: &TestUser, id: &str) -> Option<Value> {
 }
 
 async fn join_as(app: &TestApp, owner: &TestUser, calendar: &str, user: &TestUser, role: &str) {
-    let invite = app.create_invite(owner, calendar, None).await;
-    let token = invite["id"].as_str().expect("token");
-    assert_eq!(
-        app.join(user, calendar, token).await.status(),
-        StatusCode::OK
-    );
+    app.join_with_invite(owner, calendar, user).await;
     if role != "viewer" {
         assert_eq!(
             app.set_role(owner, calendar, &user.id, role).await.status(),

@@ -2,11 +2,11 @@
 //! as Server-Sent Events (`retry:` and `: ping` lines are skipped, `data:` lines make a
 //! frame at the blank line); each frame is reduced to a [`FrameKey`] that names the change
 //! it reports. The reading task only counts a frame and keeps its text with its arrival
-//! time; keys are read when the run asks for them (or once [`KEY_BACKLOG`] texts wait), so
+//! time; keys are read when the run asks for them (or once `KEY_BACKLOG` texts wait), so
 //! with ten thousand streams on the server's two cores the JSON is not read while a
-//! broadcast is being timed. A stream that ends while the run still listens (the server dropped a slow
-//! connection, or went away) is recorded as [`Ended`], so missing frames are explained
-//! rather than silently absent.
+//! broadcast is being timed. A stream that ends while the run still listens (the server
+//! dropped a slow connection, or went away) is recorded as [`Ended`], so missing frames are
+//! explained rather than silently absent.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -44,7 +44,7 @@ pub struct Ended {
 }
 
 /// Frame texts a connection keeps unread before its reading task reads their keys.
-pub const KEY_BACKLOG: usize = 64;
+const KEY_BACKLOG: usize = 64;
 
 #[derive(Debug, Default)]
 struct Log {
@@ -60,6 +60,20 @@ struct Frames {
 }
 
 impl Frames {
+    /// Keeps the texts of frames that arrived `at`, reading the keys of all waiting texts
+    /// once there are [`KEY_BACKLOG`].
+    fn push(&mut self, at: Instant, texts: Vec<Vec<u8>>) {
+        self.unread.extend(texts.into_iter().map(|text| (at, text)));
+        if self.unread.len() >= KEY_BACKLOG {
+            self.keyed();
+        }
+    }
+
+    /// How many frames arrived.
+    fn len(&self) -> usize {
+        self.keyed.len() + self.unread.len()
+    }
+
     /// Reads the key of every waiting text.
     fn keyed(&mut self) -> &[Received] {
         let unread = self.unread.drain(..);
@@ -181,8 +195,7 @@ impl Connection {
 
     /// How many frames were received so far.
     pub fn frame_count(&self) -> usize {
-        let frames = self.log.frames.lock();
-        frames.keyed.len() + frames.unread.len()
+        self.log.frames.lock().len()
     }
 
     /// When `key` arrived, if it did.
@@ -221,15 +234,7 @@ async fn read(mut response: reqwest::Response, log: Arc<Log>, hub: Arc<Hub>) {
                     continue;
                 }
                 let count = texts.len() as u64;
-                {
-                    let mut frames = log.frames.lock();
-                    frames
-                        .unread
-                        .extend(texts.into_iter().map(|text| (at, text)));
-                    if frames.unread.len() >= KEY_BACKLOG {
-                        frames.keyed();
-                    }
-                }
+                log.frames.lock().push(at, texts);
                 hub.arrived(count);
             }
             Ok(None) => {
@@ -264,8 +269,9 @@ mod tests {
                 .into_bytes()
         };
         let mut frames = Frames::default();
-        frames.unread.push((earlier, text(2)));
-        frames.unread.push((later, text(3)));
+        frames.push(earlier, vec![text(2)]);
+        frames.push(later, vec![text(3)]);
+        assert_eq!(frames.len(), 2);
         let keyed = frames.keyed();
         assert_eq!(keyed.len(), 2);
         assert_eq!(keyed[0].key, FrameKey::Updated(id, 2));
@@ -273,7 +279,7 @@ mod tests {
         assert_eq!(keyed[1].key, FrameKey::Updated(id, 3));
         assert_eq!(keyed[1].at, later);
         assert!(frames.unread.is_empty());
-        frames.unread.push((later, b"not json".to_vec()));
+        frames.push(later, vec![b"not json".to_vec()]);
         assert_eq!(frames.keyed()[2].key, FrameKey::Other("unreadable".into()));
     }
 }

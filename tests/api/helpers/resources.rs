@@ -56,6 +56,18 @@ impl TestApp {
         .expect("request")
     }
 
+    /// `user` joins `calendar_id` (as a viewer) through a new invite of `owner`.
+    pub async fn join_with_invite(&self, owner: &TestUser, calendar_id: &str, user: &TestUser) {
+        let invite = self.create_invite(owner, calendar_id, None).await;
+        let token = invite["id"].as_str().expect("token");
+        assert_eq!(
+            self.join(user, calendar_id, token).await.status(),
+            reqwest::StatusCode::OK,
+            "{} joins",
+            user.email
+        );
+    }
+
     /// `actor` sets `target`'s role.
     pub async fn set_role(
         &self,
