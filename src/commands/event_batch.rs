@@ -2,10 +2,11 @@
 //! queued in its mailbox and runs them here as one batch: one transaction, one statement
 //! that locks the home calendar and reads the roles for authorization and readers,
 //! multi-row inserts of events, links and attendance with the commit in the same round trip
-//! (one fsync on SQLite), then each command's frames and reply. On SQLite, a batch whose
-//! calendars' roles the actor read before ([`KnownRoles`]) skips that first statement: the
-//! versions they were read at are checked in the inserts' text, and if one moved, the batch
-//! is run again reading them. A command refused on its own (no right, an id twice in the
+//! (one fsync on SQLite), then each command's frames and reply. A batch whose calendars'
+//! roles the actor read before ([`KnownRoles`]) skips that first statement: the versions
+//! they were read at are checked in the inserts' own text (on PostgreSQL, one statement
+//! that commits on its own, with no transaction around it), and if one moved, the batch is
+//! run again reading them. A command refused on its own (no right, an id twice in the
 //! batch) is answered without affecting the others; if the batch fails as a whole (an id
 //! that exists already — ids are client-chosen, so that is a retried create — or a linked
 //! calendar deleted concurrently), every command is retried on its own and the one
@@ -25,6 +26,7 @@ use crate::context::Ctx;
 use crate::domain::events::EventInput;
 use crate::domain::roles::Action;
 use crate::error::AppError;
+use crate::store::FinalWrite;
 use crate::store::batch_roles::{self, BatchRoles};
 use crate::store::event_inserts::{self, InsertEventError, NewEvent};
 use crate::views::events::EventView;
@@ -143,13 +145,16 @@ async fn commit_once(
         .collect::<HashSet<_>>()
         .into_iter()
         .collect();
-    let txn = ctx.db.begin_write().await?;
-    let (members, seen_at) = match known.get(home, &calendars) {
+    // With the roles known, the batch is one write of its inserts and their check (on
+    // PostgreSQL one statement, no transaction around it). Its connection is taken before
+    // the timestamp, and the check's locks are bounded in the database.
+    let (write, members, seen_at): (FinalWrite, _, _) = match known.get(home, &calendars) {
         Some(roles) => {
             let seen_at = batch_roles::seen_at(&roles.versions);
-            (roles, seen_at)
+            (ctx.db.begin_final_write().await?, roles, seen_at)
         }
         None => {
+            let txn = ctx.db.begin_write().await?;
             let Some(roles) = batch_roles::lock_with_roles(&txn, home, &calendars).await? else {
                 return Ok(batch
                     .iter()
@@ -157,7 +162,7 @@ async fn commit_once(
                     .collect());
             };
             known.learn(&roles);
-            (roles, None)
+            (txn.into(), roles, None)
         }
     };
     let mut taken = HashSet::new();
@@ -178,10 +183,12 @@ async fn commit_once(
     // no step is left between them for `WriteClock::check` to bound (a commit is never
     // bounded, here or elsewhere).
     let now = WriteClock::start().now;
-    let inserted = match event_inserts::insert_many_and_commit(txn, &accepted, now, seen_at).await {
+    let inserted = match event_inserts::insert_many_and_commit(write, &accepted, now, seen_at).await
+    {
         Ok(inserted) => inserted,
         Err(InsertEventError::Duplicate) => return Err(BatchError::Collision),
         Err(InsertEventError::MembersChanged) => return Err(BatchError::MembersChanged),
+        Err(InsertEventError::TooSlow) => return Err(WriteClock::exceeded().into()),
         Err(InsertEventError::Database(err)) => return Err(err.into()),
     };
     let mut inserted = inserted.into_iter();

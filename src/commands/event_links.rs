@@ -134,7 +134,9 @@ pub async fn fork(
         .map_err(|err| match err {
             InsertEventError::Duplicate => AppError::internal("fork id collision"),
             // Only a batch of creations checks memberships in its inserts.
-            InsertEventError::MembersChanged => AppError::internal("fork checked memberships"),
+            InsertEventError::MembersChanged | InsertEventError::TooSlow => {
+                AppError::internal("fork checked memberships")
+            }
             InsertEventError::Database(err) => err.into(),
         })?;
     let event = inserted

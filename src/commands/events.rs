@@ -64,11 +64,15 @@ impl WriteClock {
                 elapsed_ms = self.started.elapsed().as_millis() as u64,
                 "event.write_too_slow"
             );
-            return Err(AppError::Unavailable(
-                "event write exceeded its time bound".into(),
-            ));
+            return Err(Self::exceeded());
         }
         Ok(())
+    }
+
+    /// The answer to a write refused for taking too long (by [`WriteClock::check`], or by
+    /// the database's own check of a write's locks).
+    pub fn exceeded() -> AppError {
+        AppError::Unavailable("event write exceeded its time bound".into())
     }
 }
 

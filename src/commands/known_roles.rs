@@ -3,8 +3,7 @@
 //! it inserts. Nothing here is trusted on its own: a batch authorized from it carries the
 //! versions it relies on into its insert text ([`crate::store::batch_roles::seen_at`]),
 //! where the database refuses the whole batch if any of them moved; the actor then forgets
-//! everything and reads the roles again. Only SQLite reads versions, so on PostgreSQL
-//! nothing is ever known and every batch reads the roles.
+//! everything and reads the roles again.
 
 use std::sync::{Mutex, PoisonError};
 
@@ -107,7 +106,7 @@ mod tests {
     }
 
     #[test]
-    fn postgres_reads_without_versions_are_never_known() {
+    fn calendars_read_without_versions_are_never_known() {
         let home = Uuid::new_v4();
         let known = KnownRoles::default();
         known.learn(&read(&[], &[(home, "ana", Role::Owner)]));

@@ -1,13 +1,16 @@
 //! The memberships a calendar actor's batch of creations is authorized by: read at the start
-//! of its write transaction, or, on SQLite, taken from what the actor read for an earlier
-//! batch and checked inside the batch's own insert text ([`seen_at`]), which saves the batch
-//! a round trip to SQLite's thread.
+//! of its write transaction, or taken from what the actor read for an earlier batch and
+//! checked inside the batch's own insert statement ([`seen_at`]), which saves the batch a
+//! round trip (on SQLite, a hand-off to SQLite's thread; on PostgreSQL, the whole
+//! transaction around the inserts: the statement commits on its own).
 //!
-//! The check rests on `calendars.members_version`, which SQLite's triggers raise on every
-//! change of a calendar's memberships (migration `m20261123_000011`): the view
-//! `calendar_members_seen` aborts the statement with [`MEMBERS_CHANGED`] unless every
-//! calendar it is given still exists at the version given. It runs inside the write
-//! transaction, before the inserts, so what it confirms holds until the commit.
+//! The check rests on `calendars.members_version`, which the database's triggers raise on
+//! every change of a calendar's memberships (migrations `m20261123_000011` for SQLite and
+//! `m20261124_000012` for PostgreSQL): the view `calendar_members_seen` aborts the statement
+//! with [`MEMBERS_CHANGED`] unless every calendar it is given still exists at the version
+//! given. On SQLite it runs inside the write transaction, which holds the database until
+//! the commit; on PostgreSQL it locks each calendar as it checks it, so what it confirms
+//! holds until the commit there too.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -23,85 +26,68 @@ use crate::domain::roles::Role;
 /// creates it spells it out too: migrations do not import application code).
 pub const MEMBERS_CHANGED: &str = "calendar_members_changed";
 
+/// The message of the error PostgreSQL's `calendar_members_seen` raises when the statement
+/// has run for more than 4 seconds once it holds a calendar's lock (the write's time bound,
+/// [`crate::domain::events::WRITE_BOUND`], less a second for the statement to arrive).
+pub const WRITE_TOO_SLOW: &str = "event_write_too_slow";
+
 /// The members and roles of the calendars of a batch.
 #[derive(Debug, Clone, Default)]
 pub struct BatchRoles {
     /// Each calendar's members with their roles (a calendar without members is absent).
     pub members: HashMap<Uuid, Arc<[(String, Role)]>>,
-    /// On SQLite, each calendar's `members_version` as read, the home calendar's included:
-    /// the calendars that exist. Empty on PostgreSQL.
+    /// Each calendar's `members_version` as read, the home calendar's included: the
+    /// calendars that exist.
     pub versions: HashMap<Uuid, i64>,
 }
 
-/// Locks the calendar `home` for the rest of the transaction (`FOR UPDATE` on PostgreSQL;
-/// SQLite's write transaction holds the database) and reads the roles of every member of
-/// `calendar_ids`, in one round trip: the start of a calendar actor's group commit. On
-/// SQLite it also reads the `members_version` of `home` and of `calendar_ids`. `None` when
-/// `home` does not exist.
+/// Reads the roles of every member of `calendar_ids` and the `members_version` of `home` and
+/// of `calendar_ids` (the calendars that exist), in one round trip: the start of a calendar
+/// actor's group commit. On PostgreSQL it also locks those calendars for the rest of the
+/// transaction (`FOR NO KEY UPDATE`, in the order of their ids, as [`seen_at`]'s check
+/// does: the lock the transaction's inserts take anyway when they raise the calendars'
+/// `events_version`, taken first; SQLite's write transaction holds the database). `None`
+/// when `home` does not exist.
 pub async fn lock_with_roles(
     txn: &impl ConnectionTrait,
     home: Uuid,
     calendar_ids: &[Uuid],
 ) -> Result<Option<BatchRoles>, DbErr> {
     let backend = txn.get_database_backend();
-    let postgres = backend == DbBackend::Postgres;
     let param = |n: usize| placeholder(backend, n);
     let mut values: Vec<Value> = vec![home.into()];
-    let mut listed = Vec::with_capacity(calendar_ids.len());
-    for id in calendar_ids {
+    let mut listed = vec![param(1)];
+    for id in calendar_ids.iter().filter(|id| **id != home) {
         values.push((*id).into());
         listed.push(param(values.len()));
     }
-    let sql = if postgres {
-        let joined = if listed.is_empty() {
-            "1 = 0".to_owned()
-        } else {
-            format!("m.calendar_id IN ({})", listed.join(", "))
-        };
-        format!(
-            "SELECT m.calendar_id, m.user_id, m.role FROM calendars c \
-             LEFT JOIN calendar_members m ON {joined} WHERE c.id = {} FOR UPDATE OF c",
-            param(1)
-        )
+    // Every listed calendar that exists gives its version, with or without members.
+    let lock = if backend == DbBackend::Postgres {
+        " ORDER BY c.id FOR NO KEY UPDATE OF c"
     } else {
-        // Every listed calendar that exists gives its version, with or without members.
-        listed.insert(0, param(1));
-        format!(
-            "SELECT c.id AS calendar_id, m.user_id, m.role, c.members_version FROM calendars c \
-             LEFT JOIN calendar_members m ON m.calendar_id = c.id WHERE c.id IN ({})",
-            listed.join(", ")
-        )
+        ""
     };
+    let sql = format!(
+        "SELECT c.id AS calendar_id, m.user_id, m.role, c.members_version FROM calendars c \
+         LEFT JOIN calendar_members m ON m.calendar_id = c.id WHERE c.id IN ({}){lock}",
+        listed.join(", ")
+    );
     let rows = txn
         .query_all_raw(Statement::from_sql_and_values(backend, sql, values))
         .await?;
-    // On PostgreSQL the home calendar's row comes back, joined or not, if it exists.
-    let any_row = !rows.is_empty();
     let mut members: HashMap<Uuid, Vec<(String, Role)>> = HashMap::new();
     let mut versions = HashMap::new();
     for row in rows {
-        let calendar: Option<Uuid> = row.try_get("", "calendar_id")?;
+        let calendar: Uuid = row.try_get("", "calendar_id")?;
         let user: Option<String> = row.try_get("", "user_id")?;
         let role: Option<String> = row.try_get("", "role")?;
-        let version: Option<i64> = if postgres {
-            None
-        } else {
-            row.try_get("", "members_version")?
-        };
-        if let (Some(calendar), Some(version)) = (calendar, version) {
-            versions.insert(calendar, version);
-        }
-        if let (Some(calendar), Some(user), Some(role)) =
-            (calendar, user, role.as_deref().and_then(Role::parse))
-        {
+        let version: i64 = row.try_get("", "members_version")?;
+        versions.insert(calendar, version);
+        if let (Some(user), Some(role)) = (user, role.as_deref().and_then(Role::parse)) {
             members.entry(calendar).or_default().push((user, role));
         }
     }
-    let home_exists = if postgres {
-        any_row
-    } else {
-        versions.contains_key(&home)
-    };
+    let home_exists = versions.contains_key(&home);
     Ok(home_exists.then(|| BatchRoles {
         members: members
             .into_iter()
@@ -112,9 +98,12 @@ pub async fn lock_with_roles(
 }
 
 /// The check that `versions` (calendar → `members_version`, as [`lock_with_roles`] read them)
-/// are still current, to run in a write transaction before the writes they authorize. It
-/// fails with [`MEMBERS_CHANGED`] if one is not ([`is_members_changed`]). `None` for no
-/// versions.
+/// are still current, to run in the same write as the inserts they authorize: on SQLite in
+/// its transaction, before them; on PostgreSQL in the same statement, which it aborts if a
+/// lock it waits for holds it past the write's time bound ([`is_too_slow`]). It fails with
+/// [`MEMBERS_CHANGED`] if a version moved ([`is_members_changed`]). Calendars are checked,
+/// and on PostgreSQL locked, in the order of their ids, as [`lock_with_roles`] locks them.
+/// `None` for no versions.
 pub fn seen_at(versions: &HashMap<Uuid, i64>) -> Option<InsertStatement> {
     if versions.is_empty() {
         return None;
@@ -123,7 +112,9 @@ pub fn seen_at(versions: &HashMap<Uuid, i64>) -> Option<InsertStatement> {
     check
         .into_table(Alias::new("calendar_members_seen"))
         .columns([Alias::new("calendar_id"), Alias::new("members_version")]);
-    for (calendar, version) in versions {
+    let mut rows: Vec<(&Uuid, &i64)> = versions.iter().collect();
+    rows.sort_unstable();
+    for (calendar, version) in rows {
         check.values_panic([(*calendar).into(), (*version).into()]);
     }
     Some(check)
@@ -132,4 +123,10 @@ pub fn seen_at(versions: &HashMap<Uuid, i64>) -> Option<InsertStatement> {
 /// Whether `err` is the check of [`seen_at`] failing.
 pub fn is_members_changed(err: &DbErr) -> bool {
     err.to_string().contains(MEMBERS_CHANGED)
+}
+
+/// Whether `err` is PostgreSQL's check of [`seen_at`] refusing a write that waited too long
+/// for its locks ([`WRITE_TOO_SLOW`]).
+pub fn is_too_slow(err: &DbErr) -> bool {
+    err.to_string().contains(WRITE_TOO_SLOW)
 }

@@ -9,7 +9,7 @@ use sea_orm::{
 };
 use uuid::Uuid;
 
-use super::{WriteTxn, attendance, batch_roles, insert_together, together};
+use super::{FinalWrite, attendance, batch_roles, insert_together, together};
 use crate::domain::events::EventInput;
 
 /// Why an event could not be inserted.
@@ -21,6 +21,10 @@ pub enum InsertEventError {
     /// The memberships the inserts were checked against changed ([`batch_roles::seen_at`]).
     #[error("the memberships changed")]
     MembersChanged,
+    /// PostgreSQL's check of the memberships waited for its locks past the write's time
+    /// bound ([`batch_roles::is_too_slow`]; nothing was inserted).
+    #[error("the write waited too long for its locks")]
+    TooSlow,
     /// The database failed.
     #[error(transparent)]
     Database(#[from] DbErr),
@@ -57,17 +61,21 @@ pub async fn insert_many(
     Ok(models)
 }
 
-/// [`insert_many`] as the last writes of `txn`, then commits it. The last round trip
-/// carries the commit: on SQLite in the same text ([`WriteTxn::commit_after`]), one hand-off
-/// to SQLite's thread fewer per transaction. `check` ([`batch_roles::seen_at`]), if any,
-/// goes in front of the first insert, in the same text; if it fails, nothing is inserted
-/// and the error is [`InsertEventError::MembersChanged`].
+/// [`insert_many`] as the last writes of `write`, then its commit ([`FinalWrite::run`]: on
+/// SQLite the commit goes in the last text, one hand-off to SQLite's thread fewer; on
+/// PostgreSQL, with nothing begun, up to [`INSERT_CHUNK`] events are one statement that
+/// commits on its own). `check` ([`batch_roles::seen_at`]), if any, goes in front of the
+/// first insert, in the same text or statement; if it fails, nothing is inserted and the
+/// error is [`InsertEventError::MembersChanged`] (or, on PostgreSQL, when its locks took
+/// too long, [`InsertEventError::TooSlow`]).
 pub async fn insert_many_and_commit(
-    txn: WriteTxn,
+    write: impl Into<FinalWrite>,
     new: &[NewEvent<'_>],
     now: DateTime<Utc>,
     check: Option<InsertStatement>,
 ) -> Result<Vec<events::Model>, InsertEventError> {
+    let write = write.into();
+    let backend = write.backend();
     let models = new_models(new, now);
     let mut texts = chunk_texts(&models, new, now);
     if let Some(check) = check {
@@ -76,14 +84,11 @@ pub async fn insert_many_and_commit(
             None => texts.push(vec![check]),
         }
     }
-    let last = texts.pop();
-    for text in texts {
-        insert_together(&txn, text).await.map_err(insert_error)?;
-    }
-    match last.and_then(|last| together(txn.get_database_backend(), last)) {
-        Some(statement) => txn.commit_after(statement).await.map_err(insert_error)?,
-        None => txn.commit().await?,
-    }
+    let statements = texts
+        .into_iter()
+        .filter_map(|text| together(backend, text))
+        .collect();
+    write.run(statements).await.map_err(insert_error)?;
     Ok(models)
 }
 
@@ -165,6 +170,9 @@ fn chunk_inserts(
 fn insert_error(err: DbErr) -> InsertEventError {
     if batch_roles::is_members_changed(&err) {
         return InsertEventError::MembersChanged;
+    }
+    if batch_roles::is_too_slow(&err) {
+        return InsertEventError::TooSlow;
     }
     match err.sql_err() {
         Some(SqlErr::UniqueConstraintViolation(_)) => InsertEventError::Duplicate,

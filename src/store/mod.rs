@@ -15,6 +15,7 @@ pub mod event_history;
 pub mod event_inserts;
 pub mod event_reads;
 pub mod events;
+mod final_write;
 pub mod ics;
 pub mod invites;
 pub mod maintenance;
@@ -51,6 +52,7 @@ use sea_orm::{
 };
 
 use crate::config::StorageSettings;
+pub use final_write::FinalWrite;
 use read_lane::ReadLane;
 use session_cache::SessionCache;
 use writer::SqliteWriter;
@@ -226,6 +228,25 @@ impl Database {
         match &self.writer {
             Some(writer) => writer.begin().await,
             None => Ok(WriteTxn::Pool(self.conn.begin().await?)),
+        }
+    }
+
+    /// Starts a write whose statements are all known at once ([`FinalWrite`]): a write
+    /// transaction on SQLite; on PostgreSQL a pool connection, on which a write of one
+    /// statement commits without `BEGIN` and `COMMIT` round trips. The connection is taken
+    /// here, so a timestamp taken after this call is not delayed by the pool.
+    pub async fn begin_final_write(&self) -> Result<FinalWrite, DbErr> {
+        match &self.writer {
+            Some(writer) => Ok(FinalWrite::Txn(writer.begin().await?)),
+            None => {
+                let conn = self
+                    .conn
+                    .get_postgres_connection_pool()
+                    .acquire()
+                    .await
+                    .map_err(|err| DbErr::Conn(sea_orm::RuntimeErr::SqlxError(Arc::new(err))))?;
+                Ok(FinalWrite::Alone(conn))
+            }
         }
     }
 

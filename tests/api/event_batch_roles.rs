@@ -1,15 +1,21 @@
 //! A calendar actor authorizes a batch of creations with the roles it read for an earlier
-//! batch where it can (on SQLite, checked in the batch's own inserts), so creations must
-//! follow every change of those memberships, wherever it is made: a role changed, a member
-//! added or removed, a linked calendar deleted — through the linked calendar's own actor or
-//! through another server on the same database — and refusals must follow them too.
+//! batch where it can (checked in the batch's own inserts), so creations must follow every
+//! change of those memberships, wherever it is made: a role changed, a member added or
+//! removed, a linked calendar deleted — through the linked calendar's own actor or through
+//! another server on the same database — and refusals must follow them too. On PostgreSQL
+//! such a batch is one statement that takes its calendars' locks after its timestamp, so a
+//! lock held past the write's time bound must refuse it whole.
 
+use std::time::Duration;
+
+use bowline::store::Backend;
 use reqwest::{Method, StatusCode};
+use sea_orm::{ConnectionTrait, TransactionTrait};
 use serde_json::json;
 
 use crate::calendars::{Shared, share_new_calendar, shared};
 use crate::event_frames::drain;
-use crate::helpers::{TestApp, TestUser, event_body, spawn_app, spawn_app_sharing_database};
+use crate::helpers::{TestApp, TestUser, WAIT, event_body, spawn_app, spawn_app_sharing_database};
 
 /// The status of a creation by `user` in `calendars` (the first is home).
 async fn create(app: &TestApp, user: &TestUser, calendars: &[&str], title: &str) -> StatusCode {
@@ -164,4 +170,64 @@ async fn a_role_changed_through_another_server_is_followed() {
         StatusCode::CREATED
     );
     assert_eq!(titles(&app, &s.owner).await, ["again", "first"]);
+}
+
+/// Whether a statement on this test's database waits for a lock (PostgreSQL).
+async fn waiting_for_a_lock(db: &sea_orm::DatabaseConnection) -> bool {
+    let row = db
+        .query_one_raw(sea_orm::Statement::from_string(
+            sea_orm::DbBackend::Postgres,
+            "SELECT count(*) AS waiting FROM pg_stat_activity \
+             WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        ))
+        .await
+        .expect("pg_stat_activity")
+        .expect("a count");
+    row.try_get::<i64>("", "waiting").expect("count") > 0
+}
+
+#[tokio::test]
+async fn a_creation_held_by_a_lock_past_its_time_bound_is_refused_whole() {
+    let app = spawn_app().await;
+    if app.ctx().db.backend() != Backend::Postgres {
+        // SQLite's writes all go through the server's one writer connection: no lock of
+        // another's can hold a creation there.
+        return;
+    }
+    let s = shared(&app, "batch-roles-bound").await;
+    let home = [s.calendar.as_str()];
+    // The calendar's actor now knows the roles: the next creation is one statement.
+    assert_eq!(
+        create(&app, &s.editor, &home, "first").await,
+        StatusCode::CREATED
+    );
+    let db = app.db_connection().await;
+    let holder = db.begin().await.expect("begin");
+    holder
+        .execute_unprepared(&format!(
+            "SELECT 1 FROM calendars WHERE id = '{}' FOR UPDATE",
+            s.calendar
+        ))
+        .await
+        .expect("lock the calendar");
+    let release = async {
+        tokio::time::timeout(WAIT, async {
+            while !waiting_for_a_lock(&db).await {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await
+        .expect("the creation waits for the calendar's lock");
+        // What is tested is a lock held past the bound (4 s in the database, 5 s in all).
+        tokio::time::sleep(Duration::from_millis(4_200)).await;
+        holder.rollback().await.expect("release");
+    };
+    let (status, ()) = tokio::join!(create(&app, &s.editor, &home, "late"), release);
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(titles(&app, &s.owner).await, ["first"]);
+    assert_eq!(
+        create(&app, &s.editor, &home, "after").await,
+        StatusCode::CREATED
+    );
+    assert_eq!(titles(&app, &s.owner).await, ["after", "first"]);
 }
