@@ -1,17 +1,17 @@
 //! Group commit of event creation. A calendar actor collects the `CreateEvent` commands
 //! queued in its mailbox and runs them here as one batch: one transaction, one statement
-//! that locks the home calendar and reads the roles for authorization and readers,
-//! multi-row inserts of events, links and attendance with the commit in the same round trip
-//! (one fsync on SQLite), then each command's frames and reply. A batch whose calendars'
-//! roles the actor read before ([`KnownRoles`]) skips that first statement: the versions
-//! they were read at are checked in the inserts' own text (on PostgreSQL, one statement
-//! that commits on its own, with no transaction around it), and if one moved, the batch is
-//! run again reading them. A command refused on its own (no right, an id twice in the
-//! batch) is answered without affecting the others; if the batch fails as a whole (an id
-//! that exists already — ids are client-chosen, so that is a retried create — or a linked
-//! calendar deleted concurrently), every command is retried on its own and the one
-//! concerned is refused. Checking ids before inserting would cost every batch a round trip
-//! for a case that almost never happens.
+//! that reads the roles for authorization and readers (on PostgreSQL locking the batch's
+//! calendars), multi-row inserts of events, links and attendance with the commit in the
+//! same round trip (one fsync on SQLite), then each command's frames and reply. A batch
+//! whose calendars' roles the actor read before ([`KnownRoles`]) skips that first
+//! statement: the versions they were read at are checked in the inserts' own text (on
+//! PostgreSQL, one statement that commits on its own, with no transaction around it), and
+//! if one moved, the batch is run again reading them. A command refused on its own (no
+//! right, an id twice in the batch) is answered without affecting the others; if the batch
+//! fails as a whole (an id that exists already — ids are client-chosen, so that is a
+//! retried create — or a linked calendar deleted concurrently), every command is retried on
+//! its own and the one concerned is refused. Checking ids before inserting would cost every
+//! batch a round trip for a case that almost never happens.
 
 use std::collections::{BTreeMap, HashSet};
 
