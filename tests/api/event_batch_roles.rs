@@ -15,7 +15,9 @@ use serde_json::json;
 
 use crate::calendars::{Shared, share_new_calendar, shared};
 use crate::event_frames::drain;
-use crate::helpers::{TestApp, TestUser, WAIT, event_body, spawn_app, spawn_app_sharing_database};
+use crate::helpers::{
+    TestApp, TestUser, WAIT, event_body, spawn_app, spawn_app_sharing_database, spawn_app_with,
+};
 
 /// The status of a creation by `user` in `calendars` (the first is home).
 async fn create(app: &TestApp, user: &TestUser, calendars: &[&str], title: &str) -> StatusCode {
@@ -188,7 +190,9 @@ async fn waiting_for_a_lock(db: &sea_orm::DatabaseConnection) -> bool {
 
 #[tokio::test]
 async fn a_creation_held_by_a_lock_past_its_time_bound_is_refused_whole() {
-    let app = spawn_app().await;
+    // Long enough that a 503 can only be the write's bound, not a call to the actor that
+    // timed out.
+    let app = spawn_app_with(|s| s.actors.call_timeout_ms = 120_000).await;
     if app.ctx().db.backend() != Backend::Postgres {
         // SQLite's writes all go through the server's one writer connection: no lock of
         // another's can hold a creation there.
