@@ -110,17 +110,28 @@ impl MemoryProbe {
         server_metrics::read(&self.http, &self.url, RESIDENT_MEMORY).await
     }
 
-    /// Ends the probe: baseline, peak, end, and the growth per stream for `streams`.
-    pub async fn finish(self, streams: Option<(usize, f64)>) -> MemoryFigures {
+    /// Ends the probe: baseline, peak, end, and the growth per stream of `growth`.
+    pub async fn finish(self, growth: Option<StreamGrowth>) -> MemoryFigures {
         let end = self.now().await.unwrap_or(0.0);
         let peak = self.sampler.map_or(0.0, Sampler::stop).max(end);
         MemoryFigures {
             baseline_mib: mib(self.baseline),
             peak_mib: mib(peak),
             end_mib: mib(end),
-            per_stream_kib: streams
-                .filter(|(count, _)| *count > 0)
-                .map(|(count, opened)| (opened - self.baseline) / 1024.0 / count as f64),
+            per_stream_kib: growth
+                .filter(|growth| growth.streams > 0)
+                .map(|growth| (growth.after - growth.before) / 1024.0 / growth.streams as f64),
         }
     }
+}
+
+/// The server's resident memory (bytes) before and after `streams` more streams opened.
+#[derive(Debug, Clone, Copy)]
+pub struct StreamGrowth {
+    /// How many streams were opened between the two readings.
+    pub streams: usize,
+    /// The reading before.
+    pub before: f64,
+    /// The reading after.
+    pub after: f64,
 }
