@@ -16,7 +16,7 @@ use sea_orm::sqlx::{self, Connection, Postgres};
 use sea_orm::{ConnectionTrait, DbBackend, DbErr, RuntimeErr, Statement, Values};
 use sea_query_sqlx::SqlxValues;
 
-use super::WriteTxn;
+use super::{Database, WriteTxn};
 
 /// Where a write's last statements go, with its commit.
 #[derive(Debug)]
@@ -27,6 +27,27 @@ pub enum FinalWrite {
     /// PostgreSQL, nothing begun, on a connection taken from the pool: one statement runs
     /// on its own and commits as it ends; several run in a transaction.
     Alone(PoolConnection<Postgres>),
+}
+
+impl Database {
+    /// Starts a write whose statements are all known at once ([`FinalWrite`]): a write
+    /// transaction on SQLite; on PostgreSQL a pool connection, on which a write of one
+    /// statement commits without `BEGIN` and `COMMIT` round trips. The connection is taken
+    /// here, so a timestamp taken after this call is not delayed by the pool.
+    pub async fn begin_final_write(&self) -> Result<FinalWrite, DbErr> {
+        match &self.writer {
+            Some(writer) => Ok(FinalWrite::Txn(writer.begin().await?)),
+            None => {
+                let conn = self
+                    .conn
+                    .get_postgres_connection_pool()
+                    .acquire()
+                    .await
+                    .map_err(|err| DbErr::Conn(RuntimeErr::SqlxError(Arc::new(err))))?;
+                Ok(FinalWrite::Alone(conn))
+            }
+        }
+    }
 }
 
 impl From<WriteTxn> for FinalWrite {

@@ -231,25 +231,6 @@ impl Database {
         }
     }
 
-    /// Starts a write whose statements are all known at once ([`FinalWrite`]): a write
-    /// transaction on SQLite; on PostgreSQL a pool connection, on which a write of one
-    /// statement commits without `BEGIN` and `COMMIT` round trips. The connection is taken
-    /// here, so a timestamp taken after this call is not delayed by the pool.
-    pub async fn begin_final_write(&self) -> Result<FinalWrite, DbErr> {
-        match &self.writer {
-            Some(writer) => Ok(FinalWrite::Txn(writer.begin().await?)),
-            None => {
-                let conn = self
-                    .conn
-                    .get_postgres_connection_pool()
-                    .acquire()
-                    .await
-                    .map_err(|err| DbErr::Conn(sea_orm::RuntimeErr::SqlxError(Arc::new(err))))?;
-                Ok(FinalWrite::Alone(conn))
-            }
-        }
-    }
-
     /// Starts a read-only transaction that sees one consistent snapshot (repeatable read on
     /// PostgreSQL; SQLite's read transactions are snapshots in WAL mode).
     pub async fn begin_read(&self) -> Result<DatabaseTransaction, DbErr> {

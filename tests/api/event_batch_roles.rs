@@ -174,18 +174,28 @@ async fn a_role_changed_through_another_server_is_followed() {
     assert_eq!(titles(&app, &s.owner).await, ["again", "first"]);
 }
 
-/// Whether a statement on this test's database waits for a lock (PostgreSQL).
-async fn waiting_for_a_lock(db: &sea_orm::DatabaseConnection) -> bool {
-    let row = db
-        .query_one_raw(sea_orm::Statement::from_string(
-            sea_orm::DbBackend::Postgres,
-            "SELECT count(*) AS waiting FROM pg_stat_activity \
-             WHERE datname = current_database() AND wait_event_type = 'Lock'",
-        ))
-        .await
-        .expect("pg_stat_activity")
-        .expect("a count");
-    row.try_get::<i64>("", "waiting").expect("count") > 0
+/// Waits until a statement on this test's database has waited for a lock for longer than
+/// `seconds`, by the database's clock (PostgreSQL).
+async fn a_lock_waited_longer_than(db: &sea_orm::DatabaseConnection, seconds: f64) {
+    let waited = sea_orm::Statement::from_sql_and_values(
+        sea_orm::DbBackend::Postgres,
+        "SELECT count(*) AS waiting FROM pg_stat_activity \
+         WHERE datname = current_database() AND wait_event_type = 'Lock' \
+           AND clock_timestamp() - query_start > make_interval(secs => $1)",
+        [seconds.into()],
+    );
+    let mut every = tokio::time::interval(Duration::from_millis(50));
+    loop {
+        every.tick().await;
+        let row = db
+            .query_one_raw(waited.clone())
+            .await
+            .expect("pg_stat_activity")
+            .expect("a count");
+        if row.try_get::<i64>("", "waiting").expect("count") > 0 {
+            return;
+        }
+    }
 }
 
 #[tokio::test]
@@ -214,16 +224,11 @@ async fn a_creation_held_by_a_lock_past_its_time_bound_is_refused_whole() {
         ))
         .await
         .expect("lock the calendar");
+    // What is tested is a lock held past the bound (4 s in the database, 5 s in all).
     let release = async {
-        tokio::time::timeout(WAIT, async {
-            while !waiting_for_a_lock(&db).await {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        })
-        .await
-        .expect("the creation waits for the calendar's lock");
-        // What is tested is a lock held past the bound (4 s in the database, 5 s in all).
-        tokio::time::sleep(Duration::from_millis(4_200)).await;
+        tokio::time::timeout(WAIT, a_lock_waited_longer_than(&db, 4.2))
+            .await
+            .expect("the creation waits for the calendar's lock past the bound");
         holder.rollback().await.expect("release");
     };
     let (status, ()) = tokio::join!(create(&app, &s.editor, &home, "late"), release);
