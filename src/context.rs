@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use crate::actors::Actors;
 use crate::auth::Auth;
 use crate::config::Settings;
+use crate::cpu::CpuWork;
 use crate::domain::capabilities::Capabilities;
 use crate::http::event_read_cache::EventReadCache;
 use crate::http::rate_limit::RateLimiter;
@@ -43,6 +44,8 @@ pub struct AppContext {
     pub event_reads: EventReadCache,
     /// Outgoing HTTP (JWKS, providers, federation), rustls with compiled-in roots.
     pub http_client: reqwest::Client,
+    /// CPU-heavy request work, off the async runtime and a few pieces at a time.
+    pub cpu: CpuWork,
     /// Handles of the supervised actors.
     pub actors: Actors,
     /// Shutdown signal shared by listeners, streams and actors.

@@ -16,6 +16,8 @@ pub mod commands;
 pub mod config;
 /// The context shared by one server's requests and actors.
 pub mod context;
+/// CPU-heavy request work, run off the async runtime.
+pub mod cpu;
 /// Pure rules and value types.
 pub mod domain;
 /// The one error type and its status table.

@@ -19,6 +19,7 @@ use crate::actors::{ActorKind, Actors};
 use crate::auth::Auth;
 use crate::config::Settings;
 use crate::context::{AppContext, Ctx, Shutdown};
+use crate::cpu::CpuWork;
 use crate::domain::capabilities::Capabilities;
 use crate::domain::version::{IMPLEMENTATION, WIRE_VERSION};
 use crate::http;
@@ -120,6 +121,7 @@ impl ApplicationBuilder {
             limits: RateLimiter::default(),
             event_reads: EventReadCache::new(settings.storage.read_cache_bytes),
             http_client,
+            cpu: CpuWork::per_core(settings.call_timeout()),
             settings,
             base_url,
             instance_id: uuid::Uuid::new_v4().to_string(),

@@ -6,7 +6,7 @@ use uuid::Uuid;
 
 use super::events::{WriteClock, readers, send_event};
 use crate::context::Ctx;
-use crate::domain::events::{Attendance, EventInput};
+use crate::domain::events::{Attendance, EventContent, EventInput};
 use crate::domain::roles::Action;
 use crate::error::AppError;
 use crate::store::event_inserts::{self, InsertEventError, NewEvent};
@@ -43,6 +43,21 @@ pub async fn visible_event(
     Ok((event, links))
 }
 
+/// The stored fields of `event`, for the rules every stored event follows.
+fn content_of(event: &entities::events::Model) -> EventContent<'_> {
+    EventContent {
+        title: &event.title,
+        organizer: &event.organizer,
+        color: &event.color,
+        start: event.start,
+        end: event.end,
+        description: event.description.as_deref(),
+        location: event.location.as_deref(),
+        recurrence: event.recurrence.as_deref(),
+        url: event.url.as_deref(),
+    }
+}
+
 async fn require_target(
     txn: &impl sea_orm::ConnectionTrait,
     target: Uuid,
@@ -71,6 +86,8 @@ pub async fn link(
     let txn = ctx.db.begin_write().await?;
     let (event, mut links) = visible_event(&txn, event_id, actor, true).await?;
     require_target(&txn, target, actor).await?;
+    // A row written before today's rules must not spread into more calendars.
+    content_of(&event).check()?;
     let clock = WriteClock::start();
     let event = if links.contains(&target) {
         event
@@ -123,6 +140,7 @@ pub async fn fork(
         recurrence: source.recurrence,
         url: source.url,
     };
+    copy.content().check()?;
     let clock = WriteClock::start();
     let new = NewEvent {
         input: &copy,

@@ -1,23 +1,247 @@
-//! Expanding an event's recurrence into occurrences (invite previews): the stored form is a
-//! bare RRULE (`FREQ=WEEKLY;BYDAY=MO`) or iCalendar lines (`RRULE:…`, `EXDATE:…`, `RDATE:…`),
-//! expanded from the event's start with the `rrule` crate.
+//! Recurrence rules: what a stored rule may be ([`check`], on every path that stores an
+//! event) and expanding one into occurrences with bounded work ([`occurrences`]).
+//!
+//! The stored form is a bare RRULE (`FREQ=WEEKLY;BYDAY=MO`) or iCalendar lines (`RRULE:…`,
+//! `EXDATE:…`, `RDATE:…`), read by the `rrule` crate from the event's start in UTC.
+//!
+//! A rule is refused when it cannot be read, repeats every 0 periods, counts more than
+//! [`MAX_COUNT`] instances, lists more than [`MAX_DATES`] RDATE and EXDATE values, repeats
+//! more than [`MAX_PER_DAY`] times a day, or when the event lasts longer than the rule takes
+//! to repeat (a 2-hour event every hour), as Google Calendar refuses it.
+//!
+//! Expansion never starts at the event's start when the window is far from it: an
+//! open-ended rule (no COUNT) is moved forward by whole periods to just before the window
+//! (the `rrule` crate fills in every BYxxx part the start implied when it reads the rule, so
+//! starting a later period changes nothing else). Every instance looked at costs a step of
+//! a [`Budget`], which also has a deadline; what a spent budget did not reach is left out and
+//! the expansion says it is incomplete. Rows stored before these rules existed are expanded
+//! the same way, so no stored rule can make a read run long.
 
-use chrono::{DateTime, Duration, SubsecRound, Utc};
-use rrule::{RRuleSet, Tz};
+use std::time::{Duration as StdDuration, Instant};
+
+use chrono::{DateTime, Datelike, Duration, NaiveDate, SubsecRound, TimeZone, Utc};
+use rrule::{Frequency, RRule, RRuleSet, Tz};
+
+/// The most instances a rule's COUNT may ask for.
+pub const MAX_COUNT: u32 = 10_000;
+/// The most RDATE and EXDATE values a recurrence may list.
+pub const MAX_DATES: usize = 1_000;
+/// The most instances a rule may have in one day (one a minute on average).
+pub const MAX_PER_DAY: u64 = 1_440;
+
+/// Why a recurrence rule is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuleProblem {
+    /// Not a rule the `rrule` crate reads.
+    Unreadable,
+    /// `INTERVAL=0`.
+    ZeroInterval,
+    /// COUNT over [`MAX_COUNT`].
+    CountTooLarge,
+    /// More than [`MAX_DATES`] RDATE and EXDATE values.
+    TooManyDates,
+    /// More than [`MAX_PER_DAY`] instances a day.
+    TooFrequent,
+    /// The event lasts longer than the rule takes to repeat.
+    LongerThanInterval,
+}
+
+impl RuleProblem {
+    /// What the client is told.
+    pub fn message(self) -> String {
+        match self {
+            Self::Unreadable => "recurrence is not a recurrence rule Bowline can read.".into(),
+            Self::ZeroInterval => "recurrence INTERVAL must be at least 1.".into(),
+            Self::CountTooLarge => format!("recurrence COUNT must be at most {MAX_COUNT}."),
+            Self::TooManyDates => {
+                format!("recurrence may list at most {MAX_DATES} RDATE and EXDATE values.")
+            }
+            Self::TooFrequent => {
+                format!("recurrence may repeat at most {MAX_PER_DAY} times a day.")
+            }
+            Self::LongerThanInterval => {
+                "The event must not last longer than it takes to repeat.".into()
+            }
+        }
+    }
+}
+
+/// Checks a rule for an event from `start` to `end` (see the module doc).
+pub fn check(
+    recurrence: &str,
+    start: DateTime<Utc>,
+    end: DateTime<Utc>,
+) -> Result<(), RuleProblem> {
+    if listed_dates(recurrence) > MAX_DATES {
+        return Err(RuleProblem::TooManyDates);
+    }
+    let set = read(recurrence, start).ok_or(RuleProblem::Unreadable)?;
+    for rule in set.get_rrule() {
+        if rule.get_interval() == 0 {
+            return Err(RuleProblem::ZeroInterval);
+        }
+        if rule.get_count().is_some_and(|count| count > MAX_COUNT) {
+            return Err(RuleProblem::CountTooLarge);
+        }
+        if per_day(rule) > MAX_PER_DAY {
+            return Err(RuleProblem::TooFrequent);
+        }
+        if end - start > shortest_period(rule) {
+            return Err(RuleProblem::LongerThanInterval);
+        }
+    }
+    Ok(())
+}
+
+/// How much an expansion may do: steps (instances looked at) and a deadline.
+#[derive(Debug)]
+pub struct Budget {
+    steps_left: u64,
+    deadline: Instant,
+    spent: bool,
+}
+
+impl Budget {
+    /// At most `steps` instances, until `time` from now.
+    pub fn new(steps: u64, time: StdDuration) -> Self {
+        Self {
+            steps_left: steps,
+            deadline: Instant::now() + time,
+            spent: false,
+        }
+    }
+
+    /// Whether it ran out.
+    pub fn is_spent(&self) -> bool {
+        self.spent
+    }
+
+    /// Takes one step; `false` once the budget is spent.
+    fn step(&mut self) -> bool {
+        if self.spent {
+            return false;
+        }
+        if self.steps_left == 0
+            || (self.steps_left.is_multiple_of(256) && Instant::now() >= self.deadline)
+        {
+            self.spent = true;
+            return false;
+        }
+        self.steps_left -= 1;
+        true
+    }
+}
+
+/// The occurrences an expansion found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expansion {
+    /// (start, end) of each occurrence, in order.
+    pub occurrences: Vec<(DateTime<Utc>, DateTime<Utc>)>,
+    /// `false` when the budget ran out before the window was covered.
+    pub complete: bool,
+}
 
 /// Occurrences (start, end) of an event starting at `start` and lasting until `end`,
-/// overlapping `[from, to)`, at most `limit` of them. `None` if the rule cannot be read.
+/// overlapping `[from, to)`, at most `limit` of them, within `budget`. `None` if the rule
+/// cannot be read.
 pub fn occurrences(
     start: DateTime<Utc>,
     end: DateTime<Utc>,
     recurrence: &str,
-    from: DateTime<Utc>,
-    to: DateTime<Utc>,
-    limit: u16,
-) -> Option<Vec<(DateTime<Utc>, DateTime<Utc>)>> {
+    (from, to): (DateTime<Utc>, DateTime<Utc>),
+    limit: usize,
+    budget: &mut Budget,
+) -> Option<Expansion> {
+    let set = read(recurrence, start)?;
     let duration = end - start;
     // iCalendar times have whole seconds; the fraction is carried over to every occurrence.
     let fraction = start - start.trunc_subsecs(0);
+    // An occurrence that started before `from` may still be running at `from`.
+    let earliest = from.checked_sub_signed(duration).unwrap_or(from);
+    let overlaps = |at: DateTime<Utc>| {
+        let until = at + duration;
+        at < to && (until > from || (at >= from && at == until))
+    };
+    let dt_start = *set.get_dt_start();
+    let exdates = set.get_exdate().clone();
+    let mut found: Vec<DateTime<Utc>> = Vec::new();
+    let mut complete = true;
+    // Each RRULE (moved forward on its own) and the RDATEs, merged.
+    let mut parts: Vec<RRuleSet> = set
+        .get_rrule()
+        .iter()
+        .map(|rule| {
+            let moved = moved_start(rule, dt_start.with_timezone(&Utc), earliest);
+            RRuleSet::new(moved.with_timezone(&Tz::UTC))
+                .rrule(rule.clone())
+                .set_exdates(exdates.clone())
+                .limit()
+        })
+        .collect();
+    if !set.get_rdate().is_empty() {
+        parts.push(
+            RRuleSet::new(dt_start)
+                .set_rdates(set.get_rdate().clone())
+                .set_exdates(exdates.clone())
+                .limit(),
+        );
+    }
+    for part in &parts {
+        let mut taken = 0;
+        for at in part {
+            if !budget.step() {
+                complete = false;
+                break;
+            }
+            let at = at.with_timezone(&Utc);
+            if at >= to {
+                break;
+            }
+            if overlaps(at + fraction) {
+                found.push(at + fraction);
+                taken += 1;
+                if taken >= limit {
+                    break;
+                }
+            }
+        }
+        if !complete {
+            break;
+        }
+    }
+    found.sort();
+    found.dedup();
+    found.truncate(limit);
+    Some(Expansion {
+        occurrences: found.into_iter().map(|at| (at, at + duration)).collect(),
+        complete,
+    })
+}
+
+/// How many instances of `recurrence` (a series starting at `start`) fall before `before`;
+/// `None` when the rule cannot be read or `budget` ran out first.
+pub fn count_before(
+    start: DateTime<Utc>,
+    recurrence: &str,
+    before: DateTime<Utc>,
+    budget: &mut Budget,
+) -> Option<u32> {
+    let set = read(recurrence, start)?.limit();
+    let mut count: u32 = 0;
+    for at in &set {
+        if at.with_timezone(&Utc) >= before {
+            break;
+        }
+        if !budget.step() {
+            return None;
+        }
+        count = count.saturating_add(1);
+    }
+    Some(count)
+}
+
+/// The rule set of `recurrence` from `start`, as the `rrule` crate reads it.
+fn read(recurrence: &str, start: DateTime<Utc>) -> Option<RRuleSet> {
     let mut text = format!("DTSTART:{}\n", start.format("%Y%m%dT%H%M%SZ"));
     for line in recurrence.lines().map(str::trim).filter(|l| !l.is_empty()) {
         if line.to_ascii_uppercase().starts_with("FREQ=") {
@@ -26,27 +250,104 @@ pub fn occurrences(
         text.push_str(line);
         text.push('\n');
     }
-    let set: RRuleSet = text.trim_end().parse().ok()?;
-    // An occurrence that started before `from` may still be running at `from`.
-    let after = (from - duration - Duration::seconds(1)).with_timezone(&Tz::UTC);
-    let before = to.with_timezone(&Tz::UTC);
-    let result = set.after(after).before(before).all(limit);
-    Some(
-        result
-            .dates
-            .into_iter()
-            .map(|at| at.with_timezone(&Utc) + fraction)
-            .map(|at| (at, at + duration))
-            .filter(|(s, e)| *s < to && (*e > from || (*s >= from && *s == *e)))
-            .collect(),
-    )
+    text.trim_end().parse().ok()
+}
+
+/// How many RDATE and EXDATE values `recurrence` lists (counted before parsing).
+fn listed_dates(recurrence: &str) -> usize {
+    recurrence
+        .lines()
+        .map(str::trim)
+        .filter(|line| {
+            let upper = line.get(..6).unwrap_or_default().to_ascii_uppercase();
+            upper.starts_with("RDATE") || upper.starts_with("EXDATE")
+        })
+        .map(|line| {
+            line.split_once(':')
+                .map_or(0, |(_, values)| values.split(',').count())
+        })
+        .sum()
+}
+
+/// Instances of `rule` in one day, at most (BYxxx parts it lacks were filled in from the
+/// start when it was read).
+fn per_day(rule: &RRule) -> u64 {
+    let len = |n: usize| u64::try_from(n.max(1)).unwrap_or(u64::MAX);
+    let interval = u64::from(rule.get_interval().max(1));
+    let (hours, minutes, seconds) = (
+        len(rule.get_by_hour().len()),
+        len(rule.get_by_minute().len()),
+        len(rule.get_by_second().len()),
+    );
+    match rule.get_freq() {
+        Frequency::Secondly => 86_400_u64.div_ceil(interval),
+        Frequency::Minutely => 1_440_u64.div_ceil(interval).saturating_mul(seconds),
+        Frequency::Hourly => 24_u64
+            .div_ceil(interval)
+            .saturating_mul(minutes)
+            .saturating_mul(seconds),
+        _ => hours.saturating_mul(minutes).saturating_mul(seconds),
+    }
+}
+
+/// The shortest time `rule` takes to repeat (a month counts 28 days, a year 365).
+fn shortest_period(rule: &RRule) -> Duration {
+    let interval = i64::from(rule.get_interval().max(1));
+    let seconds = match rule.get_freq() {
+        Frequency::Secondly => 1,
+        Frequency::Minutely => 60,
+        Frequency::Hourly => 3_600,
+        Frequency::Daily => 86_400,
+        Frequency::Weekly => 7 * 86_400,
+        Frequency::Monthly => 28 * 86_400,
+        Frequency::Yearly => 365 * 86_400,
+    };
+    Duration::seconds(seconds * interval)
+}
+
+/// Where to start expanding `rule` (whose series starts at `start`) to see every instance
+/// from `earliest` on: `start` itself, or, for a rule without COUNT, the start of the last
+/// whole period of the rule's own rhythm (a multiple of its INTERVAL) before `earliest`.
+fn moved_start(rule: &RRule, start: DateTime<Utc>, earliest: DateTime<Utc>) -> DateTime<Utc> {
+    if rule.get_count().is_some() || earliest <= start {
+        return start;
+    }
+    let interval = i64::from(rule.get_interval().max(1));
+    let fixed = |unit: i64| {
+        let period = unit * interval;
+        let periods = (earliest - start).num_seconds() / period;
+        start + Duration::seconds(periods * period)
+    };
+    let months = |step: i64| {
+        let elapsed = i64::from(earliest.year() - start.year()) * 12 + i64::from(earliest.month())
+            - i64::from(start.month());
+        let periods = elapsed / step;
+        if periods == 0 {
+            return start;
+        }
+        let index = i64::from(start.year()) * 12 + i64::from(start.month0()) + periods * step;
+        let first_day = i32::try_from(index.div_euclid(12))
+            .ok()
+            .zip(u32::try_from(index.rem_euclid(12) + 1).ok())
+            .and_then(|(year, month)| NaiveDate::from_ymd_opt(year, month, 1));
+        first_day
+            .and_then(|day| day.and_hms_opt(0, 0, 0))
+            .map_or(start, |at| Utc.from_utc_datetime(&at))
+    };
+    match rule.get_freq() {
+        Frequency::Secondly => fixed(1),
+        Frequency::Minutely => fixed(60),
+        Frequency::Hourly => fixed(3_600),
+        Frequency::Daily => fixed(86_400),
+        Frequency::Weekly => fixed(7 * 86_400),
+        Frequency::Monthly => months(interval),
+        Frequency::Yearly => months(12 * interval),
+    }
 }
 
 #[cfg(test)]
 #[allow(clippy::expect_used, clippy::unwrap_used)]
 mod tests {
-    use chrono::TimeZone;
-
     use super::*;
 
     fn at(d: u32, h: u32) -> DateTime<Utc> {
@@ -55,44 +356,156 @@ mod tests {
             .expect("t")
     }
 
+    fn budget() -> Budget {
+        Budget::new(1_000_000, StdDuration::from_secs(10))
+    }
+
+    fn starts(
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+        rule: &str,
+        window: (DateTime<Utc>, DateTime<Utc>),
+    ) -> Vec<DateTime<Utc>> {
+        let found = occurrences(start, end, rule, window, 100, &mut budget()).expect("readable");
+        assert!(found.complete);
+        found.occurrences.iter().map(|(s, _)| *s).collect()
+    }
+
     #[test]
     fn weekly_rule_with_an_exception() {
         let found = occurrences(
             at(6, 9),
             at(6, 10),
             "RRULE:FREQ=WEEKLY\nEXDATE:20260713T090000Z",
-            at(1, 0),
-            at(31, 0),
+            (at(1, 0), at(31, 0)),
             100,
+            &mut budget(),
         )
         .expect("readable");
-        let starts: Vec<_> = found.iter().map(|(s, _)| *s).collect();
+        let starts: Vec<_> = found.occurrences.iter().map(|(s, _)| *s).collect();
         assert_eq!(starts, vec![at(6, 9), at(20, 9), at(27, 9)]);
-        assert_eq!(found[0].1, at(6, 10));
+        assert_eq!(found.occurrences[0].1, at(6, 10));
     }
 
     #[test]
     fn bare_rules_and_bad_rules() {
-        let found = occurrences(
-            at(1, 9),
-            at(1, 10),
-            "FREQ=DAILY;COUNT=3",
-            at(1, 0),
-            at(31, 0),
-            100,
-        )
-        .expect("readable");
-        assert_eq!(found.len(), 3);
+        assert_eq!(
+            starts(
+                at(1, 9),
+                at(1, 10),
+                "FREQ=DAILY;COUNT=3",
+                (at(1, 0), at(31, 0))
+            )
+            .len(),
+            3
+        );
         assert!(
             occurrences(
                 at(1, 9),
                 at(1, 10),
                 "FREQ=SOMETIMES",
-                at(1, 0),
-                at(31, 0),
-                10
+                (at(1, 0), at(31, 0)),
+                10,
+                &mut budget()
             )
             .is_none()
         );
+    }
+
+    /// Moving the start forward by whole periods finds what expanding from the start finds.
+    #[test]
+    fn moved_starts_keep_every_instance() {
+        let origin = Utc
+            .with_ymd_and_hms(1990, 1, 31, 9, 30, 0)
+            .single()
+            .unwrap();
+        let window = (at(1, 0), at(31, 0) + Duration::days(120));
+        let rules = [
+            "FREQ=DAILY;INTERVAL=3",
+            "FREQ=WEEKLY;INTERVAL=2;BYDAY=MO,FR",
+            "FREQ=MONTHLY",
+            "FREQ=MONTHLY;INTERVAL=5;BYDAY=-1SU",
+            "FREQ=MONTHLY;BYDAY=MO,TU;BYSETPOS=2",
+            "FREQ=YEARLY;INTERVAL=3;BYMONTH=7,8,9;BYDAY=1WE",
+            "FREQ=HOURLY;INTERVAL=7",
+            "FREQ=MINUTELY;INTERVAL=97",
+            "FREQ=YEARLY;BYWEEKNO=30;BYDAY=TH",
+        ];
+        for rule in rules {
+            let text = format!("DTSTART:{}\nRRULE:{rule}", origin.format("%Y%m%dT%H%M%SZ"));
+            let set: RRuleSet = text.parse().unwrap();
+            let expected: Vec<DateTime<Utc>> = set
+                .after(window.0.with_timezone(&Tz::UTC) - Duration::seconds(1))
+                .before(window.1.with_timezone(&Tz::UTC))
+                .all(u16::MAX)
+                .dates
+                .into_iter()
+                .map(|d| d.with_timezone(&Utc))
+                .filter(|d| *d < window.1)
+                .take(100)
+                .collect();
+            assert_eq!(starts(origin, origin, rule, window), expected, "{rule}");
+        }
+    }
+
+    #[test]
+    fn an_expansion_far_from_its_start_is_cheap_and_bounded() {
+        let year_one = Utc.with_ymd_and_hms(1, 1, 1, 0, 0, 0).single().unwrap();
+        let window = (at(1, 0), at(31, 0));
+        let mut small = Budget::new(5_000, StdDuration::from_secs(10));
+        let found = occurrences(year_one, year_one, "FREQ=SECONDLY", window, 100, &mut small)
+            .expect("readable");
+        assert!(found.complete, "moved to the window");
+        assert_eq!(found.occurrences.len(), 100);
+        assert_eq!(found.occurrences[0].0, window.0);
+        // A COUNT cannot move: the budget ends it.
+        let mut small = Budget::new(5_000, StdDuration::from_secs(10));
+        let found = occurrences(
+            year_one,
+            year_one,
+            "FREQ=SECONDLY;COUNT=4000000000",
+            window,
+            100,
+            &mut small,
+        )
+        .expect("readable");
+        assert!(!found.complete);
+        assert!(found.occurrences.is_empty());
+        assert!(small.is_spent());
+    }
+
+    #[test]
+    fn rules_that_are_refused() {
+        let start = at(6, 9);
+        let hour = at(6, 10);
+        assert_eq!(check("FREQ=WEEKLY;BYDAY=MO", start, hour), Ok(()));
+        assert_eq!(
+            check(
+                "RRULE:FREQ=DAILY;COUNT=10\nEXDATE:20260707T090000Z",
+                start,
+                hour
+            ),
+            Ok(())
+        );
+        assert_eq!(check("FREQ=MINUTELY;INTERVAL=30", start, start), Ok(()));
+        let cases = [
+            ("FREQ=SOMETIMES", RuleProblem::Unreadable),
+            ("FREQ=DAILY;INTERVAL=0", RuleProblem::ZeroInterval),
+            ("FREQ=DAILY;COUNT=10001", RuleProblem::CountTooLarge),
+            ("FREQ=SECONDLY", RuleProblem::TooFrequent),
+            (
+                "FREQ=DAILY;BYHOUR=1,2,3,4,5,6,7,8,9;BYMINUTE=0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47,48,49,50,51,52,53,54,55,56,57,58,59;BYSECOND=0,30,59",
+                RuleProblem::TooFrequent,
+            ),
+            ("FREQ=MINUTELY;INTERVAL=30", RuleProblem::LongerThanInterval),
+        ];
+        for (rule, problem) in cases {
+            assert_eq!(check(rule, start, hour), Err(problem), "{rule}");
+        }
+        let dates: Vec<String> = (0..1_001)
+            .map(|n| format!("2026{:02}{:02}T090000Z", 1 + n % 12, 1 + n % 28))
+            .collect();
+        let many = format!("RRULE:FREQ=DAILY\nEXDATE:{}", dates.join(","));
+        assert_eq!(check(&many, start, hour), Err(RuleProblem::TooManyDates));
     }
 }

@@ -110,9 +110,10 @@ async fn import_handler(
     let options = ImportOptions {
         user_zone: user_zone(ctx, user).await?,
     };
-    let parsed = tokio::task::spawn_blocking(move || parse_calendar(&body, &options))
-        .await
-        .map_err(AppError::internal)?
+    let parsed = ctx
+        .cpu
+        .run("calendar import", move || parse_calendar(&body, &options))
+        .await?
         .map_err(|err| match err {
             IcsError::TooManyEvents => {
                 AppError::bad_request("An iCalendar import may contain at most 10,000 events.")
@@ -198,16 +199,17 @@ async fn export_handler(ctx: &Ctx, user: &AuthUser, id: &str) -> Result<Response
     let events = ics_store::live_events_in(ctx.db.conn(), id).await?;
     let zone = user_zone(ctx, user).await?;
     let name = calendar.name.clone();
-    let text = tokio::task::spawn_blocking(move || {
-        let snapshot = ExportCalendar {
-            name: &name,
-            zone,
-            events: &events,
-        };
-        export_calendar(&snapshot, Utc::now())
-    })
-    .await
-    .map_err(AppError::internal)?;
+    let text = ctx
+        .cpu
+        .run("calendar export", move || {
+            let snapshot = ExportCalendar {
+                name: &name,
+                zone,
+                events: &events,
+            };
+            export_calendar(&snapshot, Utc::now())
+        })
+        .await?;
     let mut response = Response::new(text.into());
     let headers = response.headers_mut();
     headers.insert(

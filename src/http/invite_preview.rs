@@ -46,15 +46,40 @@ struct PreviewEvent {
 /// How far ahead a preview shows events.
 const PREVIEW_DAYS: i64 = 30;
 /// At most this many occurrences per recurring event in a preview.
-const PREVIEW_OCCURRENCES: u16 = 100;
+const PREVIEW_OCCURRENCES: usize = 100;
+/// At most this many summaries in a preview.
+const PREVIEW_SUMMARIES: usize = 500;
+/// The work one preview may spend expanding recurring events: instances looked at, and time.
+const PREVIEW_STEPS: u64 = 1_000_000;
+const PREVIEW_TIME: std::time::Duration = std::time::Duration::from_millis(500);
 
-/// The calendar's events in the next 30 days, recurring ones expanded.
+/// The calendar's events in the next 30 days, recurring ones expanded (off the async
+/// runtime, within a budget: what it does not reach is left out of the preview).
 async fn preview_events(ctx: &Ctx, calendar_id: uuid::Uuid) -> Result<Vec<PreviewEvent>, AppError> {
     let from = Utc::now();
     let to = from + chrono::Duration::days(PREVIEW_DAYS);
-    let events = event_reads::in_calendar(ctx.db.conn(), calendar_id, from, to).await?;
+    let rows = event_reads::for_preview(ctx.db.conn(), calendar_id, from, to).await?;
+    let (summaries, complete) = ctx
+        .cpu
+        .run("invite preview", move || summarize(rows, (from, to)))
+        .await?;
+    if !complete {
+        tracing::warn!(calendarId = %calendar_id, "invite_preview.expansion_cut_short");
+    }
+    Ok(summaries)
+}
+
+/// The summaries of `rows` in `window`, in order, and whether every recurring event was
+/// expanded in full.
+fn summarize(
+    rows: Vec<event_reads::PreviewRow>,
+    window: (DateTime<Utc>, DateTime<Utc>),
+) -> (Vec<PreviewEvent>, bool) {
+    let (from, to) = window;
+    let mut budget = recurrence::Budget::new(PREVIEW_STEPS, PREVIEW_TIME);
     let mut summaries = Vec::new();
-    for event in events {
+    let mut complete = true;
+    for event in rows {
         let summary = |id: String, start, end| PreviewEvent {
             id,
             title: event.title.clone(),
@@ -71,24 +96,30 @@ async fn preview_events(ctx: &Ctx, calendar_id: uuid::Uuid) -> Result<Vec<Previe
                 }
             }
             Some(rule) => {
-                let found = recurrence::occurrences(
+                let Some(found) = recurrence::occurrences(
                     event.start,
                     event.end,
                     rule,
-                    from,
-                    to,
+                    window,
                     PREVIEW_OCCURRENCES,
-                )
-                .unwrap_or_default();
-                for (start, end) in found {
+                    &mut budget,
+                ) else {
+                    continue;
+                };
+                complete &= found.complete;
+                for (start, end) in found.occurrences {
                     let id = format!("{}_{}", event.id, start.timestamp_millis());
                     summaries.push(summary(id, start, end));
                 }
             }
         }
+        if budget.is_spent() {
+            break;
+        }
     }
-    summaries.sort_by_key(|e| e.start);
-    Ok(summaries)
+    summaries.sort_by(|a, b| (a.start, &a.id).cmp(&(b.start, &b.id)));
+    summaries.truncate(PREVIEW_SUMMARIES);
+    (summaries, complete)
 }
 
 /// GET /api/v1/calendars/tokens/:token — public: calendar identity, member names and

@@ -15,9 +15,11 @@
 use chrono::{DateTime, Duration, NaiveTime, TimeZone, Utc};
 use chrono_tz::Tz;
 
+use crate::domain::recurrence::Budget;
+
 use super::lexer::{self, Component, Property};
 use super::overrides;
-use super::recurrence::{EventClock, Rule, Rules, check};
+use super::recurrence::{EventClock, Rule, Rules};
 use super::timezones::{ZoneResolver, named_zone};
 use super::values::{DateValue, parse_date_value, parse_duration, split_values, unescape_text};
 use super::{IcsError, ImportedEvent, vtimezone};
@@ -40,6 +42,11 @@ pub struct ParsedCalendar {
     /// VEVENTs skipped because they have no start.
     pub skipped: usize,
 }
+
+/// How many recurrence instances one import may look at (splitting series at
+/// `RANGE=THISANDFUTURE` overrides counts instances), and for how long.
+const IMPORT_RECURRENCE_STEPS: u64 = 2_000_000;
+const IMPORT_RECURRENCE_TIME: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Title of an event without SUMMARY.
 pub const UNTITLED: &str = "Untitled event";
@@ -97,15 +104,20 @@ pub fn parse_calendar(bytes: &[u8], options: &ImportOptions) -> Result<ParsedCal
             None => skipped += 1,
         }
     }
-    overrides::attach(&mut drafts, &mut resolver);
+    let mut budget = Budget::new(IMPORT_RECURRENCE_STEPS, IMPORT_RECURRENCE_TIME);
+    overrides::attach(&mut drafts, &mut resolver, &mut budget)?;
     let mut events = Vec::with_capacity(drafts.len());
     for draft in drafts.into_iter().filter(|d| !d.dropped) {
         let mut event = draft.event;
         event.recurrence = draft.rules.stored(event.start);
-        if let Some(text) = &event.recurrence {
-            let line = draft.rules.rrules.first().map_or(draft.line, |r| r.line);
-            check(text, event.start, line)?;
-        }
+        // The rules every stored event follows, whichever way it came.
+        event.content().check().map_err(|problem| {
+            let line = match problem.field {
+                "recurrence" => draft.rules.rrules.first().map_or(draft.line, |r| r.line),
+                _ => draft.line,
+            };
+            IcsError::at(line, problem.message)
+        })?;
         events.push(event);
     }
     Ok(ParsedCalendar {

@@ -36,6 +36,8 @@ pub mod writer;
 
 use chrono::{DateTime, Utc};
 
+use crate::domain::events::EventContent;
+
 pub use export::{ExportCalendar, export_calendar};
 pub use import::{ImportOptions, ParsedCalendar, parse_calendar};
 
@@ -63,6 +65,24 @@ pub struct ImportedEvent {
     pub recurrence: Option<String>,
     /// URL.
     pub url: Option<String>,
+}
+
+impl ImportedEvent {
+    /// The fields the domain's event rules check (organizer and colour are the importer's
+    /// and the calendar's, checked where they are chosen).
+    pub fn content(&self) -> EventContent<'_> {
+        EventContent {
+            title: &self.title,
+            organizer: "",
+            color: "",
+            start: self.start,
+            end: self.end,
+            description: self.description.as_deref(),
+            location: self.location.as_deref(),
+            recurrence: self.recurrence.as_deref(),
+            url: self.url.as_deref(),
+        }
+    }
 }
 
 /// Why a file could not be imported.

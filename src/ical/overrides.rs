@@ -21,8 +21,10 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Duration, Utc};
 
+use super::IcsError;
 use super::import::Draft;
 use super::timezones::ZoneResolver;
+use crate::domain::recurrence::Budget;
 
 /// One part of a (possibly split) series: its draft, the first original instance it
 /// holds, and how far its instances are moved from their original times.
@@ -33,8 +35,13 @@ struct Segment {
     shift: Duration,
 }
 
-/// Attaches every override in `drafts` to its series (see the module doc).
-pub fn attach(drafts: &mut [Draft], resolver: &mut ZoneResolver) {
+/// Attaches every override in `drafts` to its series (see the module doc). Splitting a
+/// series counts its instances, within `budget`: a file whose splits need more is refused.
+pub fn attach(
+    drafts: &mut [Draft],
+    resolver: &mut ZoneResolver,
+    budget: &mut Budget,
+) -> Result<(), IcsError> {
     let mut masters: HashMap<&str, usize> = HashMap::new();
     for (index, draft) in drafts.iter().enumerate() {
         if draft.recurrence_id.is_none()
@@ -64,11 +71,17 @@ pub fn attach(drafts: &mut [Draft], resolver: &mut ZoneResolver) {
     masters.sort_by_key(|(master, _)| *master);
     for (master, mut found) in masters {
         found.sort_by_key(|(index, original, _)| (*original, *index));
-        attach_to_series(drafts, master, &found);
+        attach_to_series(drafts, master, &found, budget)?;
     }
+    Ok(())
 }
 
-fn attach_to_series(drafts: &mut [Draft], master: usize, found: &[(usize, DateTime<Utc>, bool)]) {
+fn attach_to_series(
+    drafts: &mut [Draft],
+    master: usize,
+    found: &[(usize, DateTime<Utc>, bool)],
+    budget: &mut Budget,
+) -> Result<(), IcsError> {
     let mut segments = vec![Segment {
         draft: master,
         from: DateTime::<Utc>::MIN_UTC,
@@ -76,7 +89,7 @@ fn attach_to_series(drafts: &mut [Draft], master: usize, found: &[(usize, DateTi
     }];
     for &(index, original, _) in found.iter().filter(|(_, _, future)| *future) {
         let segment = covering(&segments, original);
-        split(drafts, segment, index, original);
+        split(drafts, segment, index, original, budget)?;
         segments.push(Segment {
             draft: index,
             from: original,
@@ -99,6 +112,7 @@ fn attach_to_series(drafts: &mut [Draft], master: usize, found: &[(usize, DateTi
                 .unwrap_or(override_event.start);
         }
     }
+    Ok(())
 }
 
 /// The segment holding the original instance `original` (segments are in `from` order).
@@ -118,15 +132,29 @@ fn covering(segments: &[Segment], original: DateTime<Utc>) -> Segment {
 
 /// Ends `segment` before the original instance `original` and makes draft `tail` the rest
 /// of the series from its own start.
-fn split(drafts: &mut [Draft], segment: Segment, tail: usize, original: DateTime<Utc>) {
+fn split(
+    drafts: &mut [Draft],
+    segment: Segment,
+    tail: usize,
+    original: DateTime<Utc>,
+    budget: &mut Budget,
+) -> Result<(), IcsError> {
     if segment.draft == tail {
-        return;
+        return Ok(());
     }
     let cut = original + segment.shift;
     let head = &drafts[segment.draft];
     let head_start = head.event.start;
     let delta = drafts[tail].event.start - cut;
-    let before = head.rules.count_before(head_start, cut);
+    let before = head
+        .rules
+        .count_before(head_start, cut, budget)
+        .ok_or_else(|| {
+            IcsError::at(
+                drafts[tail].line,
+                "this RANGE=THISANDFUTURE override splits a series with too many instances",
+            )
+        })?;
     let mut tail_rules = head.rules.clone();
     let mut head_rules = head.rules.clone();
 
@@ -152,6 +180,7 @@ fn split(drafts: &mut [Draft], segment: Segment, tail: usize, original: DateTime
     }
     head.rules = head_rules;
     drafts[tail].rules = tail_rules;
+    Ok(())
 }
 
 fn moved(instants: &[DateTime<Utc>], cut: DateTime<Utc>, delta: Duration) -> Vec<DateTime<Utc>> {

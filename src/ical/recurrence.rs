@@ -8,10 +8,11 @@
 //! midnight), identical repeated RRULEs collapse, EXDATEs without RRULE or RDATE are dropped
 //! (they exclude nothing), and an RDATE-only set gets DTSTART as an RDATE (RFC 5545 counts
 //! DTSTART as the first instance; the `rrule` crate would not). Every stored rule is checked
-//! with the `rrule` crate, so what cannot be expanded is refused at import, naming its line.
+//! by the domain's event rules, so what cannot be expanded is refused at import.
 
 use chrono::{DateTime, Duration, NaiveTime, TimeZone, Utc};
-use rrule::RRuleSet;
+
+use crate::domain::recurrence::{self, Budget};
 
 use super::IcsError;
 use super::timezones::ZoneResolver;
@@ -209,45 +210,19 @@ impl Rules {
         Some(lines.join("\n"))
     }
 
-    /// How many instances fall before `before` (for splitting a COUNT-bounded series).
-    pub fn count_before(&self, start: DateTime<Utc>, before: DateTime<Utc>) -> u32 {
+    /// How many instances fall before `before` (for splitting a COUNT-bounded series);
+    /// `None` when `budget` ran out first.
+    pub fn count_before(
+        &self,
+        start: DateTime<Utc>,
+        before: DateTime<Utc>,
+        budget: &mut Budget,
+    ) -> Option<u32> {
         let Some(text) = self.stored(start) else {
-            return 0;
+            return Some(0);
         };
-        let Some(set) = rule_set(start, &text) else {
-            return 0;
-        };
-        let before = (before - Duration::seconds(1)).with_timezone(&rrule::Tz::UTC);
-        let found = set.before(before).all(u16::MAX);
-        u32::try_from(found.dates.len()).unwrap_or(u32::MAX)
+        recurrence::count_before(start, &text, before, budget)
     }
-}
-
-/// Checks that `domain::recurrence` can expand the stored `text` of an event starting at
-/// `start`; the error names `line`.
-pub fn check(text: &str, start: DateTime<Utc>, line: usize) -> Result<(), IcsError> {
-    let set_text = set_text(start, text);
-    set_text
-        .parse::<RRuleSet>()
-        .map(|_| ())
-        .map_err(|err| IcsError::at(line, format!("the recurrence rule cannot be read ({err})")))
-}
-
-fn rule_set(start: DateTime<Utc>, text: &str) -> Option<RRuleSet> {
-    set_text(start, text).parse().ok()
-}
-
-/// The text `domain::recurrence` builds: DTSTART in UTC, then the lines.
-fn set_text(start: DateTime<Utc>, text: &str) -> String {
-    let mut set = format!("DTSTART:{}\n", format_utc(start));
-    for line in text.lines() {
-        if line.starts_with("FREQ=") {
-            set.push_str("RRULE:");
-        }
-        set.push_str(line);
-        set.push('\n');
-    }
-    set.trim_end().to_owned()
 }
 
 fn sorted_unique(mut instants: Vec<DateTime<Utc>>) -> Vec<DateTime<Utc>> {
@@ -305,16 +280,19 @@ mod tests {
     }
 
     #[test]
-    fn rules_the_rrule_crate_refuses_are_unreadable() {
-        let bad = Rule::read("FREQ=WEEKLY;UNTL=20191023;BYDAY=TH", 9).unwrap();
-        let err = check(&bad.text(), at(6, 9), bad.line).expect_err("unknown part");
-        assert_eq!(err.line(), Some(9));
-        assert!(check("FREQ=DAILY;COUNT=3", at(6, 9), 1).is_ok());
+    fn counting_instances_is_bounded() {
         assert!(Rule::read("BYDAY=MO", 2).is_err());
-        let weekly = Rules {
+        let daily = Rules {
             rrules: vec![Rule::read("FREQ=DAILY;COUNT=10", 1).unwrap()],
             ..Rules::default()
         };
-        assert_eq!(weekly.count_before(at(1, 9), at(4, 9)), 3);
+        let mut budget = Budget::new(1_000, std::time::Duration::from_secs(10));
+        assert_eq!(daily.count_before(at(1, 9), at(4, 9), &mut budget), Some(3));
+        let dense = Rules {
+            rrules: vec![Rule::read("FREQ=SECONDLY", 1).unwrap()],
+            ..Rules::default()
+        };
+        let mut budget = Budget::new(1_000, std::time::Duration::from_secs(10));
+        assert_eq!(dense.count_before(at(1, 9), at(4, 9), &mut budget), None);
     }
 }

@@ -16,8 +16,8 @@
 use chrono::{DateTime, Utc};
 use entities::{calendar_events, events};
 use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, DbBackend, DbErr, EntityTrait, QueryFilter, Statement,
-    Value,
+    ColumnTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, QueryFilter, QueryOrder,
+    QuerySelect, Statement, Value,
 };
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -37,29 +37,93 @@ pub enum Window {
     Range(DateTime<Utc>, DateTime<Utc>),
 }
 
-/// The live events of one calendar overlapping `[start, end)`, and its recurring ones.
-pub async fn in_calendar(
+/// What an invite preview shows of an event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreviewRow {
+    /// Id.
+    pub id: Uuid,
+    /// Title.
+    pub title: String,
+    /// Colour.
+    pub color: String,
+    /// Start.
+    pub start: DateTime<Utc>,
+    /// End.
+    pub end: DateTime<Utc>,
+    /// All-day.
+    pub is_all_day: bool,
+    /// Recurrence, if any.
+    pub recurrence: Option<String>,
+}
+
+/// Most single and most recurring events one preview reads (a preview is a glimpse of a
+/// calendar, and this bounds what one public request can make the server hold).
+pub const PREVIEW_ROWS: u64 = 500;
+
+/// The live events of one calendar overlapping `[start, end)` (the first [`PREVIEW_ROWS`]
+/// by start), and its recurring ones that start before `end` (as many), with only what a
+/// preview shows.
+pub async fn for_preview(
     db: &impl ConnectionTrait,
     calendar_id: Uuid,
     start: DateTime<Utc>,
     end: DateTime<Utc>,
-) -> Result<Vec<events::Model>, DbErr> {
-    let rows = calendar_events::Entity::find()
-        .find_also_related(events::Entity)
-        .filter(calendar_events::Column::CalendarId.eq(calendar_id))
-        .filter(events::Column::DeletedAt.is_null())
-        .filter(
-            Condition::any()
-                .add(
-                    Condition::all()
-                        .add(events::Column::Start.lt(end))
-                        .add(events::Column::End.gt(start)),
-                )
-                .add(events::Column::Recurrence.is_not_null()),
-        )
+) -> Result<Vec<PreviewRow>, DbErr> {
+    let in_calendar = || {
+        calendar_events::Entity::find()
+            .select_only()
+            .inner_join(events::Entity)
+            .columns([
+                events::Column::Id,
+                events::Column::Title,
+                events::Column::Color,
+                events::Column::Start,
+                events::Column::End,
+                events::Column::IsAllDay,
+                events::Column::Recurrence,
+            ])
+            .filter(calendar_events::Column::CalendarId.eq(calendar_id))
+            .filter(events::Column::DeletedAt.is_null())
+            .filter(events::Column::Start.lt(end))
+            .order_by_asc(events::Column::Start)
+            .order_by_asc(events::Column::Id)
+            .limit(PREVIEW_ROWS)
+    };
+    type Columns = (
+        Uuid,
+        String,
+        String,
+        DateTime<Utc>,
+        DateTime<Utc>,
+        bool,
+        Option<String>,
+    );
+    let single: Vec<Columns> = in_calendar()
+        .filter(events::Column::Recurrence.is_null())
+        .filter(events::Column::End.gt(start))
+        .into_tuple()
         .all(db)
         .await?;
-    Ok(rows.into_iter().filter_map(|(_, event)| event).collect())
+    let recurring: Vec<Columns> = in_calendar()
+        .filter(events::Column::Recurrence.is_not_null())
+        .into_tuple()
+        .all(db)
+        .await?;
+    Ok(single
+        .into_iter()
+        .chain(recurring)
+        .map(
+            |(id, title, color, start, end, is_all_day, recurrence)| PreviewRow {
+                id,
+                title,
+                color,
+                start,
+                end,
+                is_all_day,
+                recurrence,
+            },
+        )
+        .collect())
 }
 
 /// The columns packed per event, in the order of [`PackedEvent`].

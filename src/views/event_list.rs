@@ -6,18 +6,20 @@
 
 use std::fmt::Write;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Datelike, Utc};
 use serde_json::value::RawValue;
 use uuid::Uuid;
 
-use crate::domain::time::format_timestamp;
+use crate::domain::time::{YEARS, format_timestamp};
 use crate::error::AppError;
 use crate::store::event_reads::PackedEvent;
 
 /// Typical size of one rendered event beyond its text fields (keys, ids, timestamps).
 const EVENT_OVERHEAD: usize = 420;
 
-/// The events of a read as a JSON array.
+/// The events of a read as a JSON array. A row that cannot be rendered (a value no write
+/// path produces today, such as a year past 9999 stored before that was checked) is left
+/// out and logged: one such row must not fail every reader's read.
 pub fn events_array(events: &[PackedEvent<'_>]) -> Result<String, AppError> {
     let text: usize = events
         .iter()
@@ -25,15 +27,27 @@ pub fn events_array(events: &[PackedEvent<'_>]) -> Result<String, AppError> {
         .sum();
     let mut out = String::with_capacity(2 + text + events.len() * EVENT_OVERHEAD);
     out.push('[');
-    for (n, event) in events.iter().enumerate() {
-        if n > 0 {
+    let mut written = 0_usize;
+    for event in events {
+        let mark = out.len();
+        if written > 0 {
             out.push(',');
         }
-        push_event(&mut out, event)?;
+        match push_event(&mut out, event) {
+            Ok(()) => written += 1,
+            Err(unreadable) => {
+                out.truncate(mark);
+                tracing::error!(column = unreadable.0, "events.row_unreadable");
+            }
+        }
     }
     out.push(']');
     Ok(out)
 }
+
+/// A stored value that is not what its column must hold (the column's name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Unreadable(&'static str);
 
 /// The answer of `GET /api/v1/events`: `events` (a JSON array from [`events_array`]),
 /// `deletedIds` and `serverTime`.
@@ -57,13 +71,13 @@ pub fn events_response(events: &str, deleted_ids: &[Uuid], server_time: DateTime
 }
 
 /// One event document, keys in [`super::events::EventView`]'s order.
-fn push_event(out: &mut String, e: &PackedEvent<'_>) -> Result<(), AppError> {
+fn push_event(out: &mut String, e: &PackedEvent<'_>) -> Result<(), Unreadable> {
     out.push_str("{\"id\":");
-    push_uuid(out, e.0)?;
+    push_uuid(out, e.0).map_err(|()| Unreadable("id"))?;
     out.push_str(",\"createdAt\":");
-    push_timestamp(out, e.16)?;
+    push_timestamp(out, e.16).map_err(|()| Unreadable("created_at"))?;
     out.push_str(",\"updatedAt\":");
-    push_timestamp(out, e.17)?;
+    push_timestamp(out, e.17).map_err(|()| Unreadable("updated_at"))?;
     out.push_str(",\"creatorID\":");
     out.push_str(e.1.get());
     out.push_str(",\"title\":");
@@ -71,9 +85,9 @@ fn push_event(out: &mut String, e: &PackedEvent<'_>) -> Result<(), AppError> {
     out.push_str(",\"color\":");
     out.push_str(e.4.get());
     out.push_str(",\"start\":");
-    push_timestamp(out, e.5)?;
+    push_timestamp(out, e.5).map_err(|()| Unreadable("start"))?;
     out.push_str(",\"end\":");
-    push_timestamp(out, e.6)?;
+    push_timestamp(out, e.6).map_err(|()| Unreadable("end"))?;
     out.push_str(",\"isAllDay\":");
     push_bool(out, e.7.0);
     out.push_str(",\"description\":");
@@ -92,7 +106,7 @@ fn push_event(out: &mut String, e: &PackedEvent<'_>) -> Result<(), AppError> {
     push_optional(out, e.13);
     out.push_str(",\"originCalendarID\":");
     match e.14 {
-        Some(origin) => push_uuid(out, origin)?,
+        Some(origin) => push_uuid(out, origin).map_err(|()| Unreadable("origin_calendar_id"))?,
         None => out.push_str("null"),
     }
     // The read lists live events only.
@@ -103,7 +117,7 @@ fn push_event(out: &mut String, e: &PackedEvent<'_>) -> Result<(), AppError> {
         if n > 0 {
             out.push(',');
         }
-        push_uuid(out, calendar)?;
+        push_uuid(out, calendar).map_err(|()| Unreadable("calendar_id"))?;
     }
     out.push_str("]}");
     Ok(())
@@ -118,9 +132,8 @@ fn push_optional(out: &mut String, value: Option<&RawValue>) {
 }
 
 /// A stored id (hex or hyphenated, any case) as a quoted hyphenated lower-case UUID.
-fn push_uuid(out: &mut String, stored: &str) -> Result<(), AppError> {
-    let id = Uuid::try_parse(stored)
-        .map_err(|err| AppError::internal(format!("stored event id {stored:?}: {err}")))?;
+fn push_uuid(out: &mut String, stored: &str) -> Result<(), ()> {
+    let id = Uuid::try_parse(stored).map_err(|_| ())?;
     out.push('"');
     out.push_str(id.hyphenated().encode_lower(&mut Uuid::encode_buffer()));
     out.push('"');
@@ -128,8 +141,8 @@ fn push_uuid(out: &mut String, stored: &str) -> Result<(), AppError> {
 }
 
 /// A stored timestamp as a quoted wire timestamp (`2026-07-23T12:00:00.000Z`, milliseconds
-/// truncated like [`format_timestamp`]).
-fn push_timestamp(out: &mut String, stored: &str) -> Result<(), AppError> {
+/// truncated like [`format_timestamp`]); only the years 1 to 9999, which every client reads.
+fn push_timestamp(out: &mut String, stored: &str) -> Result<(), ()> {
     out.push('"');
     if let Some((seconds, fraction)) = utc_parts(stored) {
         out.push_str(seconds);
@@ -141,8 +154,12 @@ fn push_timestamp(out: &mut String, stored: &str) -> Result<(), AppError> {
         out.push('Z');
     } else {
         let at = DateTime::parse_from_rfc3339(stored)
-            .map_err(|err| AppError::internal(format!("stored timestamp {stored:?}: {err}")))?;
-        out.push_str(&format_timestamp(at.with_timezone(&Utc)));
+            .map_err(|_| ())?
+            .with_timezone(&Utc);
+        if !YEARS.contains(&at.year()) {
+            return Err(());
+        }
+        out.push_str(&format_timestamp(at));
     }
     out.push('"');
     Ok(())
@@ -156,6 +173,7 @@ fn utc_parts(stored: &str) -> Option<(&str, &str)> {
         .or_else(|| stored.strip_suffix('Z'))?;
     let (seconds, fraction) = rest.split_once('.').unwrap_or((rest, ""));
     let shaped = seconds.len() == 19
+        && !seconds.starts_with("0000")
         && seconds.bytes().enumerate().all(|(n, b)| match n {
             4 | 7 => b == b'-',
             10 => b == b'T',

@@ -1,0 +1,253 @@
+//! Recurrence rules cannot stall the server: rules that would repeat without bound are
+//! refused on every write path with a clear 400, and expanding what is stored (rows written
+//! before those rules, or rules that are merely expensive) is bounded in work and runs off
+//! the async runtime, so many public previews at once leave every other route answering.
+
+use std::time::{Duration, Instant};
+
+use chrono::{TimeZone, Utc};
+use reqwest::{Method, StatusCode};
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, sea_query::Expr};
+use serde_json::{Value, json};
+
+use crate::helpers::{TestApp, TestUser, event_body, spawn_app};
+use crate::support::ics::import;
+
+/// An event body starting at `start` (ISO), lasting `minutes`, with `rule`.
+fn recurring(calendar: &str, start: &str, minutes: i64, rule: &str) -> Value {
+    let start_at = chrono::DateTime::parse_from_rfc3339(start).expect("start");
+    let end = start_at + chrono::Duration::minutes(minutes);
+    let mut body = event_body(&[calendar], "Repeats", 9);
+    body["start"] = json!(start);
+    body["end"] = json!(end.to_rfc3339());
+    body["recurrence"] = json!(rule);
+    body
+}
+
+#[tokio::test]
+async fn rules_that_repeat_without_bound_are_refused_on_create_update_and_import() {
+    let app = spawn_app().await;
+    let user = app.sign_up("rules@example.com").await;
+    let calendar = app.create_calendar(&user, "Rules").await;
+    let calendar = calendar["id"].as_str().expect("id");
+    let exdates: Vec<String> = (0..1_001)
+        .map(|n| format!("2026{:02}{:02}T090000Z", 1 + n % 12, 1 + n % 28))
+        .collect();
+    let many_exdates = format!("RRULE:FREQ=DAILY\nEXDATE:{}", exdates.join(","));
+    let refused = [
+        (
+            "0001-01-01T00:00:00Z",
+            0,
+            "FREQ=SECONDLY",
+            "at most 1440 times a day",
+        ),
+        (
+            "2026-07-01T09:00:00Z",
+            60,
+            "FREQ=DAILY;INTERVAL=0",
+            "INTERVAL",
+        ),
+        (
+            "2026-07-01T09:00:00Z",
+            60,
+            "FREQ=DAILY;COUNT=100000",
+            "COUNT",
+        ),
+        (
+            "2026-07-01T09:00:00Z",
+            120,
+            "FREQ=HOURLY",
+            "longer than it takes to repeat",
+        ),
+        (
+            "2026-07-01T09:00:00Z",
+            60,
+            many_exdates.as_str(),
+            "RDATE and EXDATE",
+        ),
+        (
+            "2026-07-01T09:00:00Z",
+            60,
+            "FREQ=FORTNIGHTLY",
+            "Bowline can read",
+        ),
+    ];
+    for (start, minutes, rule, expected) in refused {
+        let body = recurring(calendar, start, minutes, rule);
+        let response = app.event_request(Method::POST, &user, &body).await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{rule:.60}");
+        let answer: Value = response.json().await.expect("JSON");
+        let message = answer["error"].as_str().expect("message");
+        assert!(message.contains(expected), "{rule:.60}: {message}");
+        assert!(!message.contains(rule), "the rule is not echoed: {message}");
+    }
+    // The same rules on an update.
+    let created = app
+        .create_event(
+            &user,
+            &recurring(calendar, "2026-07-01T09:00:00Z", 60, "FREQ=WEEKLY"),
+        )
+        .await;
+    let mut update = created.clone();
+    update["recurrence"] = json!("FREQ=MINUTELY");
+    let response = app.event_request(Method::PUT, &user, &update).await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    let events = app.read_events(&user, "").await;
+    assert_eq!(
+        events["events"][0]["recurrence"], "FREQ=WEEKLY",
+        "unchanged"
+    );
+
+    // And in a file: every second since 1601.
+    let file = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nBEGIN:VEVENT\r\nUID:a\r\n\
+                DTSTART:16010101T000000Z\r\nRRULE:FREQ=SECONDLY\r\nSUMMARY:Tick\r\n\
+                END:VEVENT\r\nEND:VCALENDAR\r\n";
+    let response = import(&app, &user, "", file.as_bytes().to_vec()).await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    let answer: Value = response.json().await.expect("JSON");
+    let message = answer["error"].as_str().expect("message");
+    assert!(
+        message.contains("line 6"),
+        "names the RRULE's line: {message}"
+    );
+    assert!(message.contains("times a day"), "{message}");
+}
+
+#[tokio::test]
+async fn sane_rules_far_from_their_start_still_expand_in_previews() {
+    let app = spawn_app().await;
+    let owner = app.sign_up("far@example.com").await;
+    let calendar = app.create_calendar(&owner, "Far").await;
+    let calendar = calendar["id"].as_str().expect("id");
+    // Every day at 09:00 since the year 1, an hour long.
+    let daily = app
+        .create_event(
+            &owner,
+            &recurring(calendar, "0001-01-01T09:00:00Z", 60, "FREQ=DAILY"),
+        )
+        .await;
+    let token = invite_token(&app, &owner, calendar).await;
+    let preview = preview(&app, &token).await;
+    let events = preview["events"].as_array().expect("events");
+    assert!(
+        (29..=31).contains(&events.len()),
+        "one a day: {}",
+        events.len()
+    );
+    let prefix = format!("{}_", daily["id"].as_str().expect("id"));
+    for event in events {
+        assert!(event["id"].as_str().expect("id").starts_with(&prefix));
+        assert!(
+            event["start"]
+                .as_str()
+                .expect("start")
+                .ends_with("T09:00:00.000Z"),
+            "{event}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn many_previews_of_hostile_stored_rules_leave_the_server_answering() {
+    let app = spawn_app().await;
+    let owner = app.sign_up("hostile@example.com").await;
+    // Rules no write path accepts today, stored as an older server could have: every
+    // second since the year 1, a count of four billion seconds, a yearly rule firing every
+    // second of January, and a weekly rule on an event lasting a thousand years.
+    let hostile = [
+        ("FREQ=SECONDLY", Utc.with_ymd_and_hms(1, 1, 1, 0, 0, 0), 0),
+        (
+            "FREQ=SECONDLY;COUNT=4000000000",
+            Utc.with_ymd_and_hms(1, 1, 1, 0, 0, 0),
+            0,
+        ),
+        (
+            "FREQ=YEARLY;BYMONTH=1;BYHOUR=0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23;\
+             BYMINUTE=0,5,10,15,20,25,30,35,40,45,50,55;BYSECOND=0,10,20,30,40,50",
+            Utc.with_ymd_and_hms(1601, 1, 1, 0, 0, 0),
+            0,
+        ),
+        (
+            "FREQ=WEEKLY",
+            Utc.with_ymd_and_hms(1200, 1, 1, 0, 0, 0),
+            1_000 * 365,
+        ),
+    ];
+    let mut tokens = Vec::new();
+    for n in 0..3 {
+        let calendar = app.create_calendar(&owner, &format!("Hostile {n}")).await;
+        let calendar = calendar["id"].as_str().expect("id").to_owned();
+        for (rule, start, days) in &hostile {
+            let created = app
+                .create_event(&owner, &event_body(&[&calendar], "Stored long ago", 9))
+                .await;
+            store_rule(&app, &created, rule, start.single().expect("start"), *days).await;
+        }
+        tokens.push(invite_token(&app, &owner, &calendar).await);
+    }
+
+    let previews: Vec<_> = (0..12)
+        .map(|n| {
+            let client = app.client.clone();
+            let url = app.url(&format!("/api/v1/calendars/tokens/{}", tokens[n % 3]));
+            tokio::spawn(async move { client.get(url).send().await.expect("preview").status() })
+        })
+        .collect();
+    // While they run, the server answers everything else at once.
+    let mut slowest = Duration::ZERO;
+    for _ in 0..20 {
+        let started = Instant::now();
+        let ok = tokio::time::timeout(Duration::from_secs(2), app.get("/api/v1/server/ok"))
+            .await
+            .expect("/server/ok answers while previews expand");
+        assert_eq!(ok.status(), StatusCode::OK);
+        slowest = slowest.max(started.elapsed());
+    }
+    assert!(
+        slowest < Duration::from_secs(1),
+        "/server/ok took {slowest:?} at worst"
+    );
+    for preview in previews {
+        let status = tokio::time::timeout(Duration::from_secs(30), preview)
+            .await
+            .expect("every preview ends")
+            .expect("task");
+        assert_eq!(status, StatusCode::OK);
+    }
+}
+
+/// Stores `rule` on `event` as if an older server had accepted it, starting at `start` and
+/// lasting `days`.
+async fn store_rule(
+    app: &TestApp,
+    event: &Value,
+    rule: &str,
+    start: chrono::DateTime<Utc>,
+    days: i64,
+) {
+    use entities::events;
+    let id: uuid::Uuid = event["id"].as_str().expect("id").parse().expect("uuid");
+    let db = app.db_connection().await;
+    events::Entity::update_many()
+        .col_expr(events::Column::Recurrence, Expr::value(rule))
+        .col_expr(events::Column::Start, Expr::value(start))
+        .col_expr(
+            events::Column::End,
+            Expr::value(start + chrono::Duration::days(days)),
+        )
+        .filter(events::Column::Id.eq(id))
+        .exec(&db)
+        .await
+        .expect("stored");
+}
+
+async fn invite_token(app: &TestApp, owner: &TestUser, calendar: &str) -> String {
+    let invite = app.create_invite(owner, calendar, None).await;
+    invite["id"].as_str().expect("token").to_owned()
+}
+
+async fn preview(app: &TestApp, token: &str) -> Value {
+    let response = app.get(&format!("/api/v1/calendars/tokens/{token}")).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    response.json().await.expect("JSON")
+}
