@@ -44,6 +44,9 @@ pub enum AppError {
         /// The current document.
         current: Option<Value>,
     },
+    /// 408: the request's body did not arrive in time.
+    #[error("{0}")]
+    RequestTimeout(Message),
     /// 413: the body is over the route's limit.
     #[error("{0}")]
     PayloadTooLarge(Message),
@@ -114,6 +117,7 @@ impl AppError {
                 message: message.clone(),
                 current: current.clone(),
             },
+            Self::RequestTimeout(m) => Self::RequestTimeout(m.clone()),
             Self::PayloadTooLarge(m) => Self::PayloadTooLarge(m.clone()),
             Self::UnsupportedMediaType(m) => Self::UnsupportedMediaType(m.clone()),
             Self::TooManyRequests { retry_after_secs } => Self::TooManyRequests {
@@ -174,6 +178,7 @@ impl AppError {
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::Conflict { .. } => StatusCode::CONFLICT,
+            Self::RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::TooManyRequests { .. } | Self::AuthRateLimited { .. } => {

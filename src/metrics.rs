@@ -40,6 +40,12 @@ pub const EVENT_COMMIT_BATCH_SIZE: &str = "svc_event_commit_batch_size";
 pub const EVENT_READ_CACHE_TOTAL: &str = "svc_event_read_cache_total";
 /// Users with at least one open `/api/stream` connection.
 pub const SSE_USERS: &str = "svc_sse_users";
+/// Gauge: open HTTP connections.
+pub const HTTP_CONNECTIONS: &str = "svc_http_connections";
+/// Counter: connections the listener closed or refused, by `reason` (`idle`: nothing moved
+/// for the idle timeout; `evicted`: the oldest idle one, to make room; `refused`: every
+/// connection was busy).
+pub const HTTP_CONNECTIONS_CLOSED_TOTAL: &str = "svc_http_connections_closed_total";
 /// Prefix of the standard process metrics (`svc_process_cpu_seconds_total`, ...).
 pub const PROCESS_PREFIX: &str = "svc_";
 
@@ -127,6 +133,11 @@ impl Metrics {
             describe_gauge!(ACTORS, "Live actors.");
             describe_gauge!(SSE_CONNECTIONS, "Open /api/stream connections.");
             describe_gauge!(SSE_USERS, "Users with an open /api/stream connection.");
+            describe_gauge!(HTTP_CONNECTIONS, "Open HTTP connections.");
+            describe_counter!(
+                HTTP_CONNECTIONS_CLOSED_TOTAL,
+                "HTTP connections closed by the listener (idle, evicted) or refused."
+            );
             describe_counter!(
                 EVENT_READ_CACHE_TOTAL,
                 "Full events reads by cache outcome."
@@ -224,6 +235,16 @@ impl Metrics {
             gauge!(SSE_CONNECTIONS).set(connections as f64);
             gauge!(SSE_USERS).set(users as f64);
         });
+    }
+
+    /// Sets the open-connections gauge.
+    pub fn http_connections(&self, open: usize) {
+        self.scoped(|| gauge!(HTTP_CONNECTIONS).set(open as f64));
+    }
+
+    /// The listener closed or refused a connection for `reason`.
+    pub fn http_connection_closed(&self, reason: &'static str) {
+        self.scoped(|| counter!(HTTP_CONNECTIONS_CLOSED_TOTAL, "reason" => reason).increment(1));
     }
 
     /// A scheduled task's tick was skipped because its previous run was still active.

@@ -141,13 +141,20 @@ impl ApplicationBuilder {
         ctx.actors.root.set(Some(root.clone()));
         ctx.metrics.actor_alive(ActorKind::Root.label(), 1.0);
 
-        let grace = Duration::from_millis(ctx.settings.server.shutdown_grace_ms);
+        let server = &ctx.settings.server;
+        let limits = http::server::Limits {
+            header_read_timeout: Duration::from_millis(server.header_read_timeout_ms),
+            idle_timeout: Duration::from_millis(server.idle_timeout_ms),
+            capacity: http::connections::capacity(server.max_connections),
+            grace: Duration::from_millis(server.shutdown_grace_ms),
+        };
         let pipeline = http::pipeline::Pipeline::new(ctx.clone(), http::routes(ctx.clone()));
         let http_task = tokio::spawn(http::server::serve(
             http_listener,
             pipeline,
             ctx.shutdown.clone(),
-            grace,
+            ctx.metrics.clone(),
+            limits,
         ));
         let metrics_task = metrics_listener.map(|listener| {
             let shutdown = ctx.shutdown.clone();

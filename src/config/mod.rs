@@ -19,12 +19,13 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use ipnet::IpNet;
 pub use load::{ConfigError, DEFAULT_TOML, TEST_TOML};
 pub use providers::{
     AppleSettings, CaldavSettings, FederationSettings, GoogleSettings, MicrosoftSettings,
 };
 pub use values::Secret;
-use values::{optional_secret, optional_string, string_list};
+use values::{network_list, optional_secret, optional_string, string_list};
 
 /// All of Bowline's configuration.
 #[derive(Debug, Clone, Deserialize)]
@@ -78,6 +79,15 @@ pub struct ServerSettings {
     pub app_scheme: String,
     /// `SHUTDOWN_GRACE_MS`
     pub shutdown_grace_ms: u64,
+    /// `HEADER_READ_TIMEOUT_MS`: a request's head must arrive within this of the
+    /// connection being ready for one (also how long an idle kept-alive connection stays).
+    pub header_read_timeout_ms: u64,
+    /// `BODY_READ_TIMEOUT_MS`: a request's body must arrive within this of its head.
+    pub body_read_timeout_ms: u64,
+    /// `IDLE_TIMEOUT_MS`: a connection on which no byte moves for this long is closed.
+    pub idle_timeout_ms: u64,
+    /// `MAX_CONNECTIONS`: open connections at most; 0 sizes it to the open-file limit.
+    pub max_connections: u32,
 }
 
 /// `[metrics]`
@@ -179,6 +189,9 @@ pub struct AuthSettings {
     pub password_hash_concurrency: u32,
     /// `TRUST_PROXY_HEADERS`
     pub trust_proxy_headers: bool,
+    /// `TRUSTED_PROXIES`: the reverse proxies' networks.
+    #[serde(deserialize_with = "network_list")]
+    pub trusted_proxies: Vec<IpNet>,
 }
 
 /// `[mail]`

@@ -104,6 +104,15 @@ impl Settings {
             ("mail.batch_delay_ms", self.mail.batch_delay_ms),
             ("mail.retry_ms", self.mail.retry_ms),
             ("stream.keepalive_ms", self.stream.keepalive_ms),
+            (
+                "server.header_read_timeout_ms",
+                self.server.header_read_timeout_ms,
+            ),
+            (
+                "server.body_read_timeout_ms",
+                self.server.body_read_timeout_ms,
+            ),
+            ("server.idle_timeout_ms", self.server.idle_timeout_ms),
             ("stream.buffer", u64::from(self.stream.buffer)),
             (
                 "auth.password_hash_concurrency",
@@ -113,6 +122,18 @@ impl Settings {
             if value == 0 {
                 return invalid(key, "must be greater than 0".into());
             }
+        }
+        if self.stream.keepalive_ms >= self.server.idle_timeout_ms {
+            return invalid(
+                "stream.keepalive_ms",
+                "must be shorter than server.idle_timeout_ms (open streams would be closed)".into(),
+            );
+        }
+        if self.auth.trust_proxy_headers && self.auth.trusted_proxies.is_empty() {
+            return invalid(
+                "auth.trusted_proxies",
+                "must name at least one network when auth.trust_proxy_headers is on".into(),
+            );
         }
         if self.actors.restart_backoff_max_ms < self.actors.restart_backoff_ms {
             return invalid(

@@ -56,3 +56,20 @@ pub(super) fn string_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>
         .filter(|s| !s.is_empty())
         .collect())
 }
+
+/// A list of networks (`10.0.0.0/8`, `::1/128`; a bare address is a network of one), as
+/// [`string_list`] reads lists.
+pub(super) fn network_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<ipnet::IpNet>, D::Error> {
+    string_list(d)?
+        .iter()
+        .map(|item| {
+            item.parse::<ipnet::IpNet>()
+                .or_else(|_| item.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+                .map_err(|_| {
+                    serde::de::Error::custom(format!(
+                        "`{item}` is not a network (address/prefix length) or an address"
+                    ))
+                })
+        })
+        .collect()
+}

@@ -42,15 +42,16 @@ pub fn route(pattern: &'static str) -> impl Filter<Extract = (), Error = Infalli
 }
 
 /// Reads the body, refusing more than `limit` bytes with 413 (by `Content-Length` before
-/// reading, and while reading for chunked bodies).
+/// reading, and while reading for chunked bodies; the rest is read and thrown away first,
+/// [`super::body::discard`]) and a body past its deadline with 408.
 pub fn body_bytes(limit: u64) -> impl Filter<Extract = (Bytes,), Error = Rejection> + Clone {
-    warp::header::optional::<u64>("content-length")
+    warp::header::headers_cloned()
         .and(warp::body::stream())
-        .and_then(move |length, stream| collect_limited(length, stream, limit))
+        .and_then(move |headers, stream| collect_limited(headers, stream, limit))
 }
 
 async fn collect_limited<S, B>(
-    length: Option<u64>,
+    headers: http::HeaderMap,
     stream: S,
     limit: u64,
 ) -> Result<Bytes, Rejection>
@@ -58,17 +59,25 @@ where
     S: futures::Stream<Item = Result<B, warp::Error>>,
     B: Buf,
 {
+    let mut stream = std::pin::pin!(stream);
+    let length = headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<u64>().ok());
     if length.is_some_and(|length| length > limit) {
+        super::body::discard(&headers, stream).await;
         return Err(reject(too_large(limit)));
     }
     let mut body = BytesMut::new();
-    let mut stream = std::pin::pin!(stream);
-    while let Some(mut chunk) = stream
-        .try_next()
-        .await
-        .map_err(|_| reject(AppError::bad_request("The request body could not be read.")))?
-    {
+    while let Some(mut chunk) = stream.try_next().await.map_err(|err| {
+        if super::body::is_timeout(&err) {
+            reject(super::body::timed_out())
+        } else {
+            reject(AppError::bad_request("The request body could not be read."))
+        }
+    })? {
         if body.len() as u64 + chunk.remaining() as u64 > limit {
+            super::body::discard(&headers, stream).await;
             return Err(reject(too_large(limit)));
         }
         while chunk.has_remaining() {

@@ -7,7 +7,9 @@
 //! that could collide with them.
 
 pub mod avatars;
+pub mod body;
 pub mod calendars;
+pub mod connections;
 pub mod cors;
 pub mod event_read_cache;
 pub mod event_reads;

@@ -18,16 +18,18 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
+use futures::StreamExt;
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
 use http::{Method, Request};
-use http_body_util::{BodyExt, Either, Full, LengthLimitError, Limited};
+use http_body_util::{BodyExt, BodyStream, Either, Full};
 use hyper::body::Incoming;
 use tower_service::Service;
 use tracing::Instrument;
 use warp::filters::BoxedFilter;
 use warp::reply::Response;
 
+use super::body::{self, BodyError, Deadline};
 use super::cors::{CorsDecision, CorsPolicy};
 use super::extract::JSON_BODY_LIMIT;
 use super::json_text::{self, JsonProblem, NUL_MESSAGE};
@@ -66,11 +68,13 @@ impl Pipeline {
             requestId = %request_id,
             userId = tracing::field::Empty
         );
-        let ip = client_ip(
-            client_addr.ip(),
-            request.headers(),
-            self.ctx.settings.auth.trust_proxy_headers,
-        );
+        let auth = &self.ctx.settings.auth;
+        let proxies: &[ipnet::IpNet] = if auth.trust_proxy_headers {
+            &auth.trusted_proxies
+        } else {
+            &[]
+        };
+        let ip = client_ip(client_addr.ip(), request.headers(), proxies);
         let rctx = RequestCtx::new(request_id, client_addr, ip, span.clone());
         let mut completion = Completion::start(self.ctx.clone(), method, rctx.clone());
 
@@ -106,6 +110,9 @@ impl Pipeline {
             CorsDecision::NotCors => None,
         };
         let is_auth = is_auth_path(request.uri().path());
+        let due = tokio::time::Instant::now()
+            + Duration::from_millis(self.ctx.settings.server.body_read_timeout_ms);
+        let request = request.map(|body| Deadline::new(body, due));
         let checked = match refuse_nul_in_uri(request.uri()) {
             Ok(()) => read_json_body(request).await,
             Err(problem) => Err(problem),
@@ -127,14 +134,17 @@ impl Pipeline {
     }
 }
 
-/// The body warp sees: untouched, or the JSON already read by stage 4.
-type RequestBody = Either<Incoming, Full<Bytes>>;
+/// The body warp sees: untouched (but due by its deadline), or the JSON already read by
+/// stage 4.
+type RequestBody = Either<Deadline<Incoming>, Full<Bytes>>;
 
 /// What stage 4 refuses.
 #[derive(Debug)]
 enum BodyProblem {
     /// Over [`JSON_BODY_LIMIT`].
     TooLarge,
+    /// The body did not arrive by its deadline.
+    TimedOut,
     /// The connection failed while the body was read.
     Unreadable,
     /// Not JSON (the parser's message).
@@ -148,6 +158,7 @@ impl BodyProblem {
     fn into_error(self, auth: bool) -> AppError {
         match (self, auth) {
             (Self::TooLarge, _) => AppError::PayloadTooLarge("request entity too large".into()),
+            (Self::TimedOut, _) => body::timed_out(),
             (Self::Unreadable, true) => AuthError::unreadable_body().into(),
             (Self::Unreadable, false) => {
                 AppError::bad_request("The request body could not be read.")
@@ -178,8 +189,11 @@ fn refuse_nul_in_uri(uri: &http::Uri) -> Result<(), BodyProblem> {
 }
 
 /// Stage 4: reads and checks a JSON body (see the module doc); other bodies pass untouched
-/// for their routes to read with their own limits.
-async fn read_json_body(request: Request<Incoming>) -> Result<Request<RequestBody>, BodyProblem> {
+/// for their routes to read with their own limits. A body over the limit is read to its end
+/// and thrown away (within bounds, [`body::discard`]) before it is refused.
+async fn read_json_body(
+    request: Request<Deadline<Incoming>>,
+) -> Result<Request<RequestBody>, BodyProblem> {
     let declares_json = request
         .headers()
         .get(CONTENT_TYPE)
@@ -198,16 +212,32 @@ async fn read_json_body(request: Request<Incoming>) -> Result<Request<RequestBod
         .get(CONTENT_LENGTH)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.parse::<u64>().ok());
-    if declared_length.is_some_and(|length| length > JSON_BODY_LIMIT) {
-        return Err(BodyProblem::TooLarge);
-    }
-    let (parts, body) = request.into_parts();
-    let limit = usize::try_from(JSON_BODY_LIMIT).unwrap_or(usize::MAX);
-    let bytes = match Limited::new(body, limit).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(err) if err.is::<LengthLimitError>() => return Err(BodyProblem::TooLarge),
-        Err(_) => return Err(BodyProblem::Unreadable),
+    let (parts, mut body) = request.into_parts();
+    let too_large = |body| async {
+        body::discard(
+            &parts.headers,
+            BodyStream::new(body).map(|frame| frame.map(|f| f.into_data().unwrap_or_default())),
+        )
+        .await;
+        BodyProblem::TooLarge
     };
+    if declared_length.is_some_and(|length| length > JSON_BODY_LIMIT) {
+        return Err(too_large(body).await);
+    }
+    let mut bytes = BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|err| match err {
+            BodyError::TimedOut => BodyProblem::TimedOut,
+            BodyError::Broken(_) => BodyProblem::Unreadable,
+        })?;
+        if let Ok(data) = frame.into_data() {
+            if (bytes.len() + data.len()) as u64 > JSON_BODY_LIMIT {
+                return Err(too_large(body).await);
+            }
+            bytes.extend_from_slice(&data);
+        }
+    }
+    let bytes = bytes.freeze();
     if !bytes.iter().all(u8::is_ascii_whitespace) {
         json_text::check(&bytes).map_err(|problem| match problem {
             JsonProblem::Malformed(err) => BodyProblem::Malformed(err),

@@ -8,6 +8,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, OnceLock};
 
 use http::HeaderMap;
+use ipnet::IpNet;
 
 use crate::metrics::UNMATCHED_ROUTE;
 
@@ -101,38 +102,35 @@ pub fn request_id_from(headers: &HeaderMap) -> String {
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
 }
 
-/// The client address: the peer itself, unless the peer is infrastructure (loopback,
-/// private, link-local, unique-local) and `trust_proxy` is on; then `X-Forwarded-For` is read
-/// from the right, skipping such addresses, and the first other one is the client.
-pub fn client_ip(peer: IpAddr, headers: &HeaderMap, trust_proxy: bool) -> IpAddr {
-    if !trust_proxy || !is_infrastructure(peer) {
+/// The client address: the peer itself, unless the peer is one of the `trusted` proxies'
+/// networks (empty unless `TRUST_PROXY_HEADERS` is on). Then `X-Forwarded-For` is read from
+/// the right, the hop each proxy added: an address in `trusted` is one more proxy, the first
+/// other one is the client. A hop that is not an address ends the walk at the last proxy
+/// before it (what lies further left is the client's to write), as does a list of proxies
+/// only.
+pub fn client_ip(peer: IpAddr, headers: &HeaderMap, trusted: &[IpNet]) -> IpAddr {
+    let is_proxy = |ip: IpAddr| trusted.iter().any(|net| net.contains(&ip));
+    let peer = peer.to_canonical();
+    if !is_proxy(peer) {
         return peer;
     }
-    let forwarded: Vec<IpAddr> = headers
-        .get_all("x-forwarded-for")
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(','))
-        .filter_map(|part| part.trim().parse().ok())
-        .collect();
-    forwarded
-        .iter()
-        .rev()
-        .find(|ip| !is_infrastructure(**ip))
-        .or_else(|| forwarded.first())
-        .copied()
-        .unwrap_or(peer)
-}
-
-/// Loopback, private, link-local and unique-local addresses.
-pub fn is_infrastructure(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => v4.is_loopback() || v4.is_private() || v4.is_link_local(),
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => is_infrastructure(IpAddr::V4(v4)),
-            None => v6.is_loopback() || v6.is_unique_local() || v6.is_unicast_link_local(),
-        },
+    let mut nearest = peer;
+    for value in headers.get_all("x-forwarded-for").iter().rev() {
+        let Ok(text) = value.to_str() else {
+            return nearest;
+        };
+        for hop in text.rsplit(',') {
+            let Ok(hop) = hop.trim().parse::<IpAddr>() else {
+                return nearest;
+            };
+            let hop = hop.to_canonical();
+            if !is_proxy(hop) {
+                return hop;
+            }
+            nearest = hop;
+        }
     }
+    nearest
 }
 
 fn is_valid_request_id(id: &str) -> bool {
@@ -158,22 +156,55 @@ mod tests {
         headers
     }
 
-    #[test]
-    fn forwarded_for_is_trusted_only_from_infrastructure() {
+    fn forwarded(values: &[&str]) -> HeaderMap {
         let mut headers = HeaderMap::new();
-        headers.insert(
-            "x-forwarded-for",
-            HeaderValue::from_static("203.0.113.9, 10.0.0.2"),
-        );
-        let loopback: IpAddr = "127.0.0.1".parse().expect("ip");
-        let public: IpAddr = "198.51.100.1".parse().expect("ip");
+        for value in values {
+            headers.append(
+                "x-forwarded-for",
+                HeaderValue::from_str(value).expect("header"),
+            );
+        }
+        headers
+    }
+
+    fn ip(text: &str) -> IpAddr {
+        text.parse().expect("ip")
+    }
+
+    #[test]
+    fn forwarded_for_is_read_only_from_trusted_proxies_right_to_left() {
+        let proxies: Vec<IpNet> = vec![
+            "127.0.0.1/32".parse().expect("net"),
+            "10.0.0.0/8".parse().expect("net"),
+        ];
+        let loopback = ip("127.0.0.1");
+        let public = ip("198.51.100.1");
+        let chain = forwarded(&["203.0.113.9, 10.0.0.2"]);
+        assert_eq!(client_ip(loopback, &chain, &proxies), ip("203.0.113.9"));
+        // Off (no trusted networks) or from an untrusted peer: the peer.
+        assert_eq!(client_ip(loopback, &chain, &[]), loopback);
+        assert_eq!(client_ip(public, &chain, &proxies), public);
         assert_eq!(
-            client_ip(loopback, &headers, true).to_string(),
-            "203.0.113.9"
+            client_ip(ip("192.168.1.5"), &chain, &proxies),
+            ip("192.168.1.5")
         );
-        assert_eq!(client_ip(loopback, &headers, false), loopback);
-        assert_eq!(client_ip(public, &headers, true), public);
-        assert_eq!(client_ip(loopback, &HeaderMap::new(), true), loopback);
+        assert_eq!(client_ip(loopback, &HeaderMap::new(), &proxies), loopback);
+        // What the client wrote itself lies left of the first untrusted hop: ignored.
+        let spoofed = forwarded(&["1.2.3.4, 203.0.113.9"]);
+        assert_eq!(client_ip(loopback, &spoofed, &proxies), ip("203.0.113.9"));
+        let two_headers = forwarded(&["1.2.3.4", "203.0.113.9, 10.1.1.1"]);
+        assert_eq!(
+            client_ip(loopback, &two_headers, &proxies),
+            ip("203.0.113.9")
+        );
+        // Garbage ends the walk at the last proxy.
+        let garbage = forwarded(&["1.2.3.4, nonsense, 10.0.0.7"]);
+        assert_eq!(client_ip(loopback, &garbage, &proxies), ip("10.0.0.7"));
+        // A v4-mapped peer is its IPv4 address.
+        assert_eq!(
+            client_ip(ip("::ffff:127.0.0.1"), &chain, &proxies),
+            ip("203.0.113.9")
+        );
     }
 
     #[test]

@@ -5,25 +5,58 @@
 //! Connection tasks are the one kind of task spawned outside `actors/`: one per TCP
 //! connection, owned by hyper's graceful-shutdown watcher.
 //!
+//! No connection holds its place for nothing ([`super::connections`]): its request head must
+//! arrive within `HEADER_READ_TIMEOUT_MS` of the connection being ready for one (hyper's
+//! header timer, which also ends kept-alive connections left idle that long), it is closed
+//! once no byte moved either way for `IDLE_TIMEOUT_MS` (open streams send keep-alives), and
+//! at `MAX_CONNECTIONS` the oldest connection without a request in progress gives its place
+//! to a new one; when all are busy the new one is answered 503 and closed.
+//!
 //! The protocol is chosen by peeking at the first bytes (the HTTP/2 preface means
-//! prior-knowledge h2c) and the connection is then served by hyper's HTTP/1 or HTTP/2
-//! connection alone. hyper-util's auto-detecting connection holds room for both in every
-//! connection's task, about 9 KiB more per open stream.
+//! prior-knowledge h2c), within the header timeout, and the connection is then served by
+//! hyper's HTTP/1 or HTTP/2 connection alone. hyper-util's auto-detecting connection holds
+//! room for both in every connection's task, about 9 KiB more per open stream, and waits
+//! for the preface without a timeout.
 
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::Duration;
 
 use hyper::server::conn::{http1, http2};
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
+use super::connections::{Registry, Slot, Tracked, Watched, silent_for};
 use super::pipeline::Pipeline;
 use crate::context::Shutdown;
+use crate::metrics::Metrics;
 
-/// Serves `listener` until `shutdown` fires, then drains open connections for up to `grace`.
-pub async fn serve(listener: TcpListener, pipeline: Pipeline, shutdown: Shutdown, grace: Duration) {
+/// How the listener treats connections.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// A request head must arrive within this.
+    pub header_read_timeout: Duration,
+    /// A connection on which nothing moved this long is closed.
+    pub idle_timeout: Duration,
+    /// Open connections at most.
+    pub capacity: usize,
+    /// How long shutdown waits for open requests.
+    pub grace: Duration,
+}
+
+/// Serves `listener` until `shutdown` fires, then drains open connections for up to the
+/// grace period.
+pub async fn serve(
+    listener: TcpListener,
+    pipeline: Pipeline,
+    shutdown: Shutdown,
+    metrics: Arc<Metrics>,
+    limits: Limits,
+) {
     let graceful = GracefulShutdown::new();
+    let registry = Registry::new(limits.capacity);
     loop {
         let accepted = tokio::select! {
             () = shutdown.triggered() => break,
@@ -40,39 +73,105 @@ pub async fn serve(listener: TcpListener, pipeline: Pipeline, shutdown: Shutdown
             }
         };
         let _ = stream.set_nodelay(true);
+        let Some(slot) = registry.admit() else {
+            metrics.http_connection_closed("refused");
+            tokio::spawn(refuse(stream));
+            continue;
+        };
+        if slot.evicted {
+            metrics.http_connection_closed("evicted");
+        }
+        metrics.http_connections(registry.len());
         let pipeline = pipeline.clone();
-        // The request's future is boxed: it is large (the whole pipeline and its routes) and
-        // done once the response head is ready, while a connection's task lives as long as
-        // the connection (an open stream would otherwise carry it for hours).
-        let service = hyper::service::service_fn(move |request| {
-            let pipeline = pipeline.clone();
-            Box::pin(
-                async move { Ok::<_, Infallible>(pipeline.handle(request, client_addr).await) },
-            )
-        });
         let watcher = graceful.watcher();
+        let metrics = metrics.clone();
+        let registry = registry.clone();
         tokio::spawn(async move {
-            let h2 = opens_with_h2_preface(&stream).await;
-            let io = TokioIo::new(stream);
-            let served = if h2 {
-                let builder = http2::Builder::new(TokioExecutor::new());
-                watcher.watch(builder.serve_connection(io, service)).await
-            } else {
-                watcher
-                    .watch(http1::Builder::new().serve_connection(io, service))
-                    .await
-            };
-            if let Err(err) = served {
-                // Clients going away mid-response (an SSE tab closed) end up here.
-                tracing::debug!(error = %err, "http.connection.error");
+            let connection = slot.connection.clone();
+            tokio::select! {
+                () = serve_connection(stream, client_addr, pipeline, &slot, watcher, limits) => {}
+                () = connection.closing() => tracing::debug!("http.connection.evicted"),
+                () = silent_for(&connection, limits.idle_timeout) => {
+                    metrics.http_connection_closed("idle");
+                    tracing::debug!("http.connection.idle");
+                }
             }
+            drop(slot);
+            metrics.http_connections(registry.len());
         });
     }
     drop(listener);
     tokio::select! {
         () = graceful.shutdown() => tracing::debug!("http.drained"),
-        () = tokio::time::sleep(grace) => tracing::warn!(grace_ms = grace.as_millis() as u64, "http.shutdown.grace_expired"),
+        () = tokio::time::sleep(limits.grace) => tracing::warn!(grace_ms = limits.grace.as_millis() as u64, "http.shutdown.grace_expired"),
     }
+}
+
+/// Serves one admitted connection until it ends.
+async fn serve_connection(
+    stream: TcpStream,
+    client_addr: std::net::SocketAddr,
+    pipeline: Pipeline,
+    slot: &Slot,
+    watcher: hyper_util::server::graceful::Watcher,
+    limits: Limits,
+) {
+    let Ok(h2) =
+        tokio::time::timeout(limits.header_read_timeout, opens_with_h2_preface(&stream)).await
+    else {
+        tracing::debug!("http.connection.silent");
+        return;
+    };
+    let connection = slot.connection.clone();
+    // The request's future is boxed: it is large (the whole pipeline and its routes) and
+    // done once the response head is ready, while a connection's task lives as long as
+    // the connection (an open stream would otherwise carry it for hours).
+    let service = hyper::service::service_fn(move |request| {
+        let pipeline = pipeline.clone();
+        let in_progress = connection.request_started();
+        Box::pin(async move {
+            let response = pipeline.handle(request, client_addr).await;
+            Ok::<_, Infallible>(response.map(|body| Tracked::new(body, in_progress)))
+        })
+    });
+    let io = TokioIo::new(Watched::new(stream, slot.connection.clone()));
+    let served = if h2 {
+        let mut builder = http2::Builder::new(TokioExecutor::new());
+        builder
+            .timer(TokioTimer::new())
+            .keep_alive_interval(limits.idle_timeout / 2)
+            .keep_alive_timeout(limits.header_read_timeout);
+        watcher.watch(builder.serve_connection(io, service)).await
+    } else {
+        let mut builder = http1::Builder::new();
+        builder
+            .timer(TokioTimer::new())
+            .header_read_timeout(limits.header_read_timeout);
+        watcher.watch(builder.serve_connection(io, service)).await
+    };
+    if let Err(err) = served {
+        // Clients going away mid-response (an SSE tab closed), and heads that did not
+        // arrive in time, end up here.
+        tracing::debug!(error = %err, "http.connection.error");
+    }
+}
+
+/// Answers a connection the listener has no room for (every open one is busy) with 503.
+async fn refuse(mut stream: TcpStream) {
+    let body = format!(
+        "{{\"error\":\"The server is at its connection limit. Try again shortly.\",\"requestId\":\"{}\"}}",
+        uuid::Uuid::new_v4()
+    );
+    let answer = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\nretry-after: 1\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        let _ = stream.write_all(answer.as_bytes()).await;
+        let _ = stream.shutdown().await;
+    })
+    .await;
 }
 
 /// What a prior-knowledge HTTP/2 client sends first (RFC 9113, section 3.4).
@@ -80,7 +179,7 @@ const H2_PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 /// Whether the client opens with the HTTP/2 preface, read without consuming it. A client
 /// that sends the start of it and stalls is given a second, then served as HTTP/1 (which
-/// refuses it).
+/// refuses it). The caller bounds the wait for the first bytes.
 async fn opens_with_h2_preface(stream: &TcpStream) -> bool {
     let mut first = [0_u8; H2_PREFACE.len()];
     for _ in 0..200 {

@@ -346,7 +346,12 @@ async fn unknown_auth_paths_are_404_and_health_is_ok() {
 
 #[tokio::test]
 async fn better_auth_rate_limits_sign_in_per_address() {
-    let app = spawn_app_with(|s| s.auth.rate_limit = true).await;
+    // Behind a trusted proxy (loopback), which names each client in X-Forwarded-For.
+    let app = spawn_app_with(|s| {
+        s.auth.rate_limit = true;
+        s.auth.trust_proxy_headers = true;
+    })
+    .await;
     let attempt = |ip: &'static str| {
         app.client
             .post(app.url("/api/auth/sign-in/email"))

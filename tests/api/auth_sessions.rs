@@ -39,7 +39,12 @@ async fn sign_in_from(app: &TestApp, ip: &str, email: &str) -> reqwest::Response
 
 #[tokio::test]
 async fn sign_up_and_sign_in_have_separate_budgets_per_address() {
-    let app = spawn_app_with(|s| s.auth.rate_limit = true).await;
+    // Behind a trusted proxy (loopback), which names each client in X-Forwarded-For.
+    let app = spawn_app_with(|s| {
+        s.auth.rate_limit = true;
+        s.auth.trust_proxy_headers = true;
+    })
+    .await;
     let ip = "203.0.113.20";
     for n in 0..3 {
         let response = sign_up_from(&app, ip, &format!("limit{n}@example.com")).await;

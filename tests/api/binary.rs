@@ -17,7 +17,20 @@ struct Process {
 
 impl Process {
     fn start(db: &TestDb, env: &[(&str, &str)]) -> Self {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_bowline"));
+        Self::spawn(Command::new(env!("CARGO_BIN_EXE_bowline")), db, env)
+    }
+
+    /// The binary with its open-file limit lowered to `files` (`ulimit -n`).
+    fn start_with_file_limit(db: &TestDb, env: &[(&str, &str)], files: u32) -> Self {
+        let mut command = Command::new("sh");
+        command
+            .arg("-c")
+            .arg(format!("ulimit -n {files} && exec \"$0\""))
+            .arg(env!("CARGO_BIN_EXE_bowline"));
+        Self::spawn(command, db, env)
+    }
+
+    fn spawn(mut command: Command, db: &TestDb, env: &[(&str, &str)]) -> Self {
         command
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -158,6 +171,39 @@ async fn the_binary_serves_logs_json_and_stops_gracefully_on_sigterm() {
     let raw = access.to_string() + &warn.to_string();
     assert!(!raw.contains("do-not-log-me"));
     assert!(!raw.contains("secret-in-query"));
+}
+
+#[tokio::test]
+async fn silent_connections_past_the_open_file_limit_leave_the_server_reachable() {
+    init();
+    let db = TestDb::create().await;
+    let process = Process::start_with_file_limit(&db, &[("LOG_LEVEL", "info")], 256);
+    let started = process.expect_line("server.started", |l| l["message"] == "server.started");
+    let http = started["http"].as_str().expect("bound address").to_owned();
+    // More silent connections than the server has descriptors.
+    let mut silent = Vec::new();
+    for _ in 0..300 {
+        silent.push(
+            tokio::net::TcpStream::connect(&http)
+                .await
+                .expect("connect"),
+        );
+    }
+    for _ in 0..5 {
+        let started = std::time::Instant::now();
+        let response = tokio::time::timeout(
+            std::time::Duration::from_secs(3),
+            reqwest::Client::new()
+                .get(format!("http://{http}/api/v1/server/ok"))
+                .send(),
+        )
+        .await
+        .expect("/server/ok answers")
+        .expect("request");
+        assert!(response.status().is_success());
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+    }
+    drop(silent);
 }
 
 #[test]

@@ -102,6 +102,47 @@ async fn invite_links_are_mailed_by_members_with_the_invite_right() {
 }
 
 #[tokio::test]
+async fn forwarded_addresses_count_only_from_trusted_proxies() {
+    let preview = |app: &crate::helpers::TestApp, forwarded: String| {
+        app.client
+            .get(app.url(&format!(
+                "/api/v1/calendars/tokens/{}",
+                uuid::Uuid::new_v4()
+            )))
+            .header("x-forwarded-for", forwarded)
+            .send()
+    };
+    // Off by default: a header per request changes nothing, the peer is the client.
+    let app = spawn_app().await;
+    for n in 0..30 {
+        let response = preview(&app, format!("198.51.100.{n}"))
+            .await
+            .expect("request");
+        assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    }
+    let limited = preview(&app, "198.51.100.200".into())
+        .await
+        .expect("request");
+    assert_eq!(limited.status(), StatusCode::TOO_MANY_REQUESTS);
+
+    // Behind a trusted proxy, the hop it added names the client; what the client wrote
+    // itself to the left of it does not.
+    let app = spawn_app_with(|s| s.auth.trust_proxy_headers = true).await;
+    for n in 0..30 {
+        let response = preview(&app, format!("10.9.9.{n}, 203.0.113.50"))
+            .await
+            .expect("request");
+        assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    }
+    let limited = preview(&app, "10.9.9.200, 203.0.113.50".into())
+        .await
+        .expect("request");
+    assert_eq!(limited.status(), StatusCode::TOO_MANY_REQUESTS);
+    let another = preview(&app, "203.0.113.51".into()).await.expect("request");
+    assert_eq!(another.status(), StatusCode::NOT_FOUND, "another client");
+}
+
+#[tokio::test]
 async fn the_preview_is_rate_limited_per_address() {
     let app = spawn_app().await;
     let token = uuid::Uuid::new_v4();
