@@ -2,14 +2,33 @@
 //! connections. A frame goes to every connection of the user; a connection whose bounded
 //! queue is full (a slow client) or closed is dropped at once, never awaited, and reported
 //! to the registry, which stops the actor when its last connection is gone.
+//!
+//! Each connection remembers the credential it was opened with (a session, or a federation
+//! member token). When the user's credentials change (sign-out, revocation, a password
+//! change or reset, deletion, a member token revoked) and when the earliest of them expires,
+//! the actor checks them again and drops the connections whose credential is gone: a stream
+//! ends with its session.
+
+use std::time::Duration;
 
 use bytes::Bytes;
+use chrono::{DateTime, Utc};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::sync::mpsc;
 
 use super::sessions::RegistryMsg;
 use super::{ActorKind, MessageTimer};
 use crate::context::Ctx;
+use crate::store::{member_tokens, sessions};
+
+/// What a stream was opened with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamCredential {
+    /// A session, by id.
+    Session(String),
+    /// A federation member token, by the SHA-256 of it.
+    MemberToken(String),
+}
 
 /// A user's session actor.
 #[derive(Debug)]
@@ -25,12 +44,22 @@ pub struct SessionArgs {
     pub registry: ActorRef<RegistryMsg>,
 }
 
+/// One open connection.
+struct Connection {
+    id: u64,
+    queue: mpsc::Sender<Bytes>,
+    credential: StreamCredential,
+    expires_at: DateTime<Utc>,
+}
+
 /// The actor's state.
 pub struct SessionState {
     ctx: Ctx,
     user_id: String,
     registry: ActorRef<RegistryMsg>,
-    connections: Vec<(u64, mpsc::Sender<Bytes>)>,
+    connections: Vec<Connection>,
+    /// When a check is already scheduled for.
+    next_check: Option<DateTime<Utc>>,
 }
 
 /// Messages to a session actor.
@@ -42,6 +71,12 @@ pub enum SessionMsg {
         connection: u64,
         /// Its queue.
         frames: mpsc::Sender<Bytes>,
+        /// What it was opened with.
+        credential: StreamCredential,
+        /// When that credential expires.
+        expires_at: DateTime<Utc>,
+        /// The count of credential changes before the credential was resolved.
+        credentials_seen: u64,
     },
     /// A connection closed.
     Detach {
@@ -53,6 +88,9 @@ pub enum SessionMsg {
         /// One frame, or one change's frames, as the stream writes them.
         frames: Bytes,
     },
+    /// The user's credentials changed, or one expired: drop the connections whose
+    /// credential is gone.
+    CheckCredentials,
 }
 
 impl Actor for SessionActor {
@@ -70,42 +108,134 @@ impl Actor for SessionActor {
             user_id: args.user_id,
             registry: args.registry,
             connections: Vec::new(),
+            next_check: None,
         })
     }
 
     async fn handle(
         &self,
-        _myself: ActorRef<Self::Msg>,
+        myself: ActorRef<Self::Msg>,
         message: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         let ctx = state.ctx.clone();
         let _timer = MessageTimer::start(&ctx.metrics, ActorKind::Session);
         match message {
-            SessionMsg::Attach { connection, frames } => {
-                state.connections.push((connection, frames));
+            SessionMsg::Attach {
+                connection,
+                frames,
+                credential,
+                expires_at,
+                credentials_seen,
+            } => {
+                state.connections.push(Connection {
+                    id: connection,
+                    queue: frames,
+                    credential,
+                    expires_at,
+                });
+                if ctx.db.credential_changes().count() != credentials_seen {
+                    // A change was committed after the credential was read: look again.
+                    let _ = myself.send_message(SessionMsg::CheckCredentials);
+                } else {
+                    state.schedule_check(&myself);
+                }
             }
             SessionMsg::Detach { connection } => {
-                state.connections.retain(|(id, _)| *id != connection);
+                state.connections.retain(|c| c.id != connection);
             }
             SessionMsg::Deliver { frames } => {
-                let mut dropped = Vec::new();
-                state.connections.retain(|(id, queue)| {
-                    let kept = queue.try_send(frames.clone()).is_ok();
-                    if !kept {
-                        dropped.push(*id);
-                    }
-                    kept
-                });
-                for connection in dropped {
-                    tracing::debug!(connection, "stream.connection_dropped");
-                    let _ = state.registry.send_message(RegistryMsg::Detach {
-                        user_id: state.user_id.clone(),
-                        connection,
-                    });
-                }
+                state.drop_where(|c| c.queue.try_send(frames.clone()).is_err());
+            }
+            SessionMsg::CheckCredentials => {
+                state.next_check = None;
+                state.check_credentials().await;
+                state.schedule_check(&myself);
             }
         }
         Ok(())
+    }
+}
+
+/// How long after a failed check the actor tries again.
+const RETRY_CHECK: Duration = Duration::from_secs(5);
+
+impl SessionState {
+    /// Drops the connections `gone` picks (their streams end) and tells the registry.
+    fn drop_where(&mut self, mut gone: impl FnMut(&Connection) -> bool) {
+        let mut dropped = Vec::new();
+        self.connections.retain(|c| {
+            let keep = !gone(c);
+            if !keep {
+                dropped.push(c.id);
+            }
+            keep
+        });
+        for connection in dropped {
+            tracing::debug!(connection, "stream.connection_dropped");
+            let _ = self.registry.send_message(RegistryMsg::Detach {
+                user_id: self.user_id.clone(),
+                connection,
+            });
+        }
+    }
+
+    /// Reads which credentials are still live and drops the connections of the others.
+    async fn check_credentials(&mut self) {
+        let now = Utc::now();
+        let mut session_ids = Vec::new();
+        let mut token_hashes = Vec::new();
+        for connection in &self.connections {
+            match &connection.credential {
+                StreamCredential::Session(id) => session_ids.push(id.clone()),
+                StreamCredential::MemberToken(hash) => token_hashes.push(hash.clone()),
+            }
+        }
+        let db = &self.ctx.db;
+        let live = match sessions::live(db, &session_ids, now).await {
+            Ok(mut live) => match member_tokens::live(db, &token_hashes, now).await {
+                Ok(tokens) => {
+                    live.extend(tokens);
+                    live
+                }
+                Err(err) => return self.retry_later(&err),
+            },
+            Err(err) => return self.retry_later(&err),
+        };
+        for connection in &mut self.connections {
+            let key = match &connection.credential {
+                StreamCredential::Session(id) | StreamCredential::MemberToken(id) => id,
+            };
+            if let Some((_, expires_at)) = live.iter().find(|(id, _)| id == key) {
+                connection.expires_at = *expires_at;
+            }
+        }
+        self.drop_where(|c| {
+            let key = match &c.credential {
+                StreamCredential::Session(id) | StreamCredential::MemberToken(id) => id,
+            };
+            !live.iter().any(|(id, _)| id == key)
+        });
+    }
+
+    fn retry_later(&mut self, err: &sea_orm::DbErr) {
+        tracing::warn!(error = %err, "stream.credential_check_failed");
+        let at = Utc::now() + RETRY_CHECK;
+        for connection in &mut self.connections {
+            connection.expires_at = connection.expires_at.min(at);
+        }
+    }
+
+    /// Schedules a check for when the earliest credential expires, unless one is due sooner.
+    fn schedule_check(&mut self, myself: &ActorRef<SessionMsg>) {
+        let Some(earliest) = self.connections.iter().map(|c| c.expires_at).min() else {
+            return;
+        };
+        if self.next_check.is_some_and(|at| at <= earliest) {
+            return;
+        }
+        self.next_check = Some(earliest);
+        let wait = (earliest - Utc::now()).to_std().unwrap_or_default();
+        myself.send_after(wait, || SessionMsg::CheckCredentials);
     }
 }

@@ -2,17 +2,21 @@
 //! on their first stream connection, counts connections, and stops the user's actor when the
 //! last one closes. Attach and detach both pass through here, so a stop and a new attach can
 //! never race. Broadcasts do not: [`Sessions::broadcast`] and [`Sessions::deliver`] read the
-//! shared user → actor map and send straight to the session actors, once per user.
+//! shared user → actor map and send straight to the session actors, once per user. The
+//! registry also follows the committed credential changes and has the session actor of each
+//! user concerned check its streams' credentials.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use bytes::Bytes;
+use chrono::{DateTime, Utc};
 use parking_lot::RwLock;
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{broadcast, mpsc, watch};
+use tokio_util::task::AbortOnDropHandle;
 
-use super::session::{SessionActor, SessionArgs, SessionMsg};
+use super::session::{SessionActor, SessionArgs, SessionMsg, StreamCredential};
 use super::{ActorKind, ChildSlot, MessageTimer, reply};
 use crate::context::Ctx;
 use crate::domain::frames::{Frame, FrameBatch};
@@ -73,6 +77,20 @@ impl Sessions {
         self.counts.subscribe()
     }
 
+    /// Has `user`'s session actor check the credentials of their open streams.
+    pub fn check_credentials_of(&self, user: &str) {
+        if let Some(actor) = self.live.read().get(user) {
+            let _ = actor.send_message(SessionMsg::CheckCredentials);
+        }
+    }
+
+    /// Has every session actor check its streams' credentials.
+    pub fn check_all_credentials(&self) {
+        for actor in self.live.read().values() {
+            let _ = actor.send_message(SessionMsg::CheckCredentials);
+        }
+    }
+
     /// Whether `user` has an open stream.
     pub fn is_connected(&self, user: &str) -> bool {
         self.live.read().contains_key(user)
@@ -103,6 +121,12 @@ pub enum RegistryMsg {
     Attach {
         /// The user.
         user_id: String,
+        /// What the stream was opened with.
+        credential: StreamCredential,
+        /// When that credential expires.
+        expires_at: DateTime<Utc>,
+        /// The count of credential changes before the credential was resolved.
+        credentials_seen: u64,
         /// Receives the connection.
         reply: RpcReplyPort<Result<Attached, AppError>>,
     },
@@ -119,6 +143,21 @@ pub enum RegistryMsg {
 #[derive(Debug)]
 pub struct SessionRegistryActor;
 
+/// Tells the session actor of each user whose credentials changed to check its streams (all
+/// of them, if this fell behind the changes).
+async fn follow_credential_changes(ctx: Ctx) {
+    let mut changes = ctx.db.credential_changes().subscribe();
+    loop {
+        match changes.recv().await {
+            Ok(user) => ctx.actors.sessions.check_credentials_of(&user),
+            Err(broadcast::error::RecvError::Lagged(_)) => {
+                ctx.actors.sessions.check_all_credentials();
+            }
+            Err(broadcast::error::RecvError::Closed) => return,
+        }
+    }
+}
+
 struct UserEntry {
     actor: ActorRef<SessionMsg>,
     connections: HashSet<u64>,
@@ -130,6 +169,9 @@ pub struct RegistryState {
     users: HashMap<String, UserEntry>,
     actors: HashMap<ActorId, String>,
     next_connection: u64,
+    /// Passes committed credential changes on to the users' session actors (stopped with
+    /// the registry, however it ends).
+    _follower: AbortOnDropHandle<()>,
 }
 
 impl RegistryState {
@@ -161,11 +203,13 @@ impl Actor for SessionRegistryActor {
         _myself: ActorRef<Self::Msg>,
         ctx: Self::Arguments,
     ) -> Result<Self::State, ActorProcessingErr> {
+        let follower = AbortOnDropHandle::new(tokio::spawn(follow_credential_changes(ctx.clone())));
         let state = RegistryState {
             ctx,
             users: HashMap::new(),
             actors: HashMap::new(),
             next_connection: 0,
+            _follower: follower,
         };
         state.update_gauges();
         Ok(state)
@@ -204,6 +248,9 @@ impl Actor for SessionRegistryActor {
         match message {
             RegistryMsg::Attach {
                 user_id,
+                credential,
+                expires_at,
+                credentials_seen,
                 reply: port,
             } => {
                 if !state.users.contains_key(&user_id) {
@@ -240,6 +287,9 @@ impl Actor for SessionRegistryActor {
                     let _ = entry.actor.send_message(SessionMsg::Attach {
                         connection,
                         frames: queue,
+                        credential,
+                        expires_at,
+                        credentials_seen,
                     });
                     entry.connections.insert(connection);
                 }

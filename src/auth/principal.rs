@@ -83,6 +83,10 @@ pub enum Identity {
     Member {
         /// The shadow user.
         user: users::Model,
+        /// SHA-256 of the member token presented.
+        token_hash: String,
+        /// When that token stops authenticating.
+        expires_at: DateTime<Utc>,
     },
 }
 
@@ -91,7 +95,7 @@ impl Identity {
     pub fn user(&self) -> &users::Model {
         match self {
             Self::Session(session) => &session.user,
-            Self::Member { user } => user,
+            Self::Member { user, .. } => user,
         }
     }
 }
@@ -148,10 +152,15 @@ pub async fn resolve(
             None => stale = true,
         }
     }
-    if let Some(bearer) = &presented.bearer
-        && let Some(user) = member_tokens::find_user(db, &sha256_hex(bearer), now).await?
-    {
-        return Ok(Resolution::Authenticated(Identity::Member { user }));
+    if let Some(bearer) = &presented.bearer {
+        let token_hash = sha256_hex(bearer);
+        if let Some((user, expires_at)) = member_tokens::find_user(db, &token_hash, now).await? {
+            return Ok(Resolution::Authenticated(Identity::Member {
+                user,
+                token_hash,
+                expires_at,
+            }));
+        }
     }
     Ok(Resolution::Anonymous { stale })
 }

@@ -79,10 +79,13 @@ pub async fn leave(ctx: &Ctx, calendar_id: Uuid, user: &str) -> Result<(), AppEr
         Some(_) => {}
     }
     let lost = event_visibility::on_membership_lost(&txn, calendar_id, user, now).await?;
-    members::remove(&txn, calendar_id, user).await?;
+    let removed = members::remove(&txn, calendar_id, user).await?;
     calendar_store::touch(&txn, calendar_id, now).await?;
     let remaining = members::list(&txn, calendar_id).await?;
     txn.commit().await?;
+    if removed.member_tokens {
+        ctx.db.credentials_changed(user);
+    }
     announce_removed(ctx, user, calendar_id);
     let mut frames = FrameBatch::default();
     for event in lost {
@@ -172,10 +175,13 @@ pub async fn remove(
         return Err(member_not_found());
     }
     let lost = event_visibility::on_membership_lost(&txn, calendar_id, target, now).await?;
-    members::remove(&txn, calendar_id, target).await?;
+    let removed = members::remove(&txn, calendar_id, target).await?;
     calendar_store::touch(&txn, calendar_id, now).await?;
     let remaining = members::list(&txn, calendar_id).await?;
     txn.commit().await?;
+    if removed.member_tokens {
+        ctx.db.credentials_changed(target);
+    }
     announce_removed(ctx, target, calendar_id);
     let mut frames = FrameBatch::default();
     for event in lost {

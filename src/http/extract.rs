@@ -126,6 +126,9 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8], invalid: &str) -> Result<T,
 pub struct AuthUser {
     /// Who it is, and how they authenticated.
     pub identity: Identity,
+    /// How many credential changes the database had announced before the identity was
+    /// resolved: what is opened with it (a stream) checks it again if that moved.
+    pub credentials_seen: u64,
 }
 
 impl AuthUser {
@@ -155,6 +158,7 @@ pub fn authenticated(ctx: Ctx) -> impl Filter<Extract = (AuthUser,), Error = Rej
         .and_then(
             |ctx: Ctx, rctx: RequestCtx, method: http::Method, headers: http::HeaderMap| async move {
                 let presented = principal::presented(&headers, ctx.auth.secret());
+                let credentials_seen = ctx.db.credential_changes().count();
                 let resolution = principal::resolve(&ctx.db, &presented, chrono::Utc::now())
                     .await
                     .map_err(reject)?;
@@ -174,7 +178,10 @@ pub fn authenticated(ctx: Ctx) -> impl Filter<Extract = (AuthUser,), Error = Rej
                     )));
                 }
                 rctx.set_user(&identity.user().id);
-                Ok(AuthUser { identity })
+                Ok(AuthUser {
+                    identity,
+                    credentials_seen,
+                })
             },
         )
 }

@@ -6,7 +6,8 @@
 //! `retry: 3000`, sends a `: ping` comment when idle (every `STREAM_KEEPALIVE_MS`), writes
 //! the queued frames, and ends when the client
 //! goes away (the connection is detached), when the session actor dropped the connection
-//! for falling behind, or when the server shuts down.
+//! (for falling behind, or because the session or member token it was opened with ended),
+//! or when the server shuts down.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -26,8 +27,10 @@ use warp::reply::Response;
 use warp::{Filter, Reply};
 
 use super::extract::{AuthUser, authenticated, respond, route, with_ctx};
+use crate::actors::session::StreamCredential;
 use crate::actors::sessions::{Attached, RegistryMsg};
 use crate::actors::{ActorKind, ask_slot};
+use crate::auth::principal::Identity;
 use crate::context::Ctx;
 use crate::error::AppError;
 
@@ -62,6 +65,20 @@ impl Drop for DetachOnDrop {
 
 async fn open_stream(ctx: Ctx, user: AuthUser) -> Result<Response, AppError> {
     let user_id = user.id().to_owned();
+    let (credential, expires_at) = match &user.identity {
+        Identity::Session(session) => (
+            StreamCredential::Session(session.session.id.clone()),
+            session.session.expires_at,
+        ),
+        Identity::Member {
+            token_hash,
+            expires_at,
+            ..
+        } => (
+            StreamCredential::MemberToken(token_hash.clone()),
+            *expires_at,
+        ),
+    };
     let registry = &ctx.actors.sessions.registry;
     let Attached { connection, frames } = ask_slot(
         registry,
@@ -69,6 +86,9 @@ async fn open_stream(ctx: Ctx, user: AuthUser) -> Result<Response, AppError> {
         ctx.settings.call_timeout(),
         |reply| RegistryMsg::Attach {
             user_id: user_id.clone(),
+            credential,
+            expires_at,
+            credentials_seen: user.credentials_seen,
             reply,
         },
     )

@@ -61,7 +61,7 @@ pub async fn save(
         .exec_without_returning(&txn)
         .await?;
     txn.commit().await?;
-    db.forget_sessions_of(user_id);
+    db.credentials_changed(user_id);
     Ok(Some(url))
 }
 

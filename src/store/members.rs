@@ -184,13 +184,23 @@ pub async fn set_role(
     Ok(result.rows_affected == 1)
 }
 
+/// What removing a membership removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Removed {
+    /// The membership was there.
+    pub membership: bool,
+    /// The user, a federated shadow left with no calendar, lost its member tokens (tell
+    /// [`super::Database::credentials_changed`] once committed).
+    pub member_tokens: bool,
+}
+
 /// Removes a membership. A federated shadow user left with no calendar loses its member
 /// tokens in the same transaction.
 pub async fn remove(
     txn: &impl ConnectionTrait,
     calendar_id: Uuid,
     user_id: &str,
-) -> Result<bool, DbErr> {
+) -> Result<Removed, DbErr> {
     let removed = calendar_members::Entity::delete_many()
         .filter(calendar_members::Column::CalendarId.eq(calendar_id))
         .filter(calendar_members::Column::UserId.eq(user_id))
@@ -208,11 +218,18 @@ pub async fn remove(
             .await?
             .is_some_and(|user| user.is_external);
         if remaining == 0 && external {
-            member_tokens::Entity::delete_many()
+            let revoked = member_tokens::Entity::delete_many()
                 .filter(member_tokens::Column::UserId.eq(user_id))
                 .exec(txn)
                 .await?;
+            return Ok(Removed {
+                membership: true,
+                member_tokens: revoked.rows_affected > 0,
+            });
         }
     }
-    Ok(removed)
+    Ok(Removed {
+        membership: removed,
+        member_tokens: false,
+    })
 }

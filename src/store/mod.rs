@@ -11,6 +11,7 @@ pub mod attendance;
 pub mod avatars;
 pub mod batch_roles;
 pub mod calendars;
+pub mod credentials;
 pub mod event_history;
 pub mod event_inserts;
 pub mod event_reads;
@@ -52,6 +53,7 @@ use sea_orm::{
 };
 
 use crate::config::StorageSettings;
+use credentials::CredentialChanges;
 pub use final_write::FinalWrite;
 use read_lane::ReadLane;
 use session_cache::SessionCache;
@@ -89,6 +91,8 @@ pub struct Database {
     file: Option<PathBuf>,
     /// Sessions recently found by their token ([`session_cache`]).
     sessions: Arc<SessionCache>,
+    /// Committed changes to users' credentials ([`credentials`]).
+    credentials: Arc<CredentialChanges>,
     /// PostgreSQL: connections beside the pool for the cached reads' version checks
     /// ([`read_lane`]); `None` on SQLite.
     read_lane: Option<Arc<ReadLane>>,
@@ -196,6 +200,7 @@ impl Database {
             sessions: Arc::new(SessionCache::new(Duration::from_millis(
                 settings.session_cache_ms,
             ))),
+            credentials: Arc::new(CredentialChanges::default()),
             read_lane,
             backend,
         })
@@ -245,10 +250,17 @@ impl Database {
         self.conn.begin_with_options(options).await
     }
 
-    /// Forgets the cached sessions of `user_id`: call it once a change to the user or their
-    /// sessions is committed (the store functions given a [`Database`] do it themselves).
-    pub fn forget_sessions_of(&self, user_id: &str) {
+    /// A change to `user_id` or their credentials (sessions, member tokens) was committed:
+    /// forgets their cached sessions and tells the listeners of [`Self::credential_changes`]
+    /// (the store functions given a [`Database`] call it themselves).
+    pub fn credentials_changed(&self, user_id: &str) {
         self.sessions.forget_user(user_id);
+        self.credentials.publish(user_id);
+    }
+
+    /// Committed changes to users' credentials, to follow.
+    pub fn credential_changes(&self) -> &CredentialChanges {
+        &self.credentials
     }
 
     /// Checks that the database answers.

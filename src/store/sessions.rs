@@ -86,7 +86,7 @@ pub async fn extend(
         .filter(sessions::Column::Id.eq(id))
         .exec(db.conn())
         .await?;
-    db.forget_sessions_of(user_id);
+    db.credentials_changed(user_id);
     Ok(())
 }
 
@@ -104,6 +104,23 @@ pub async fn list_active(
         .await
 }
 
+/// Which of the sessions `ids` are live at `now`, with when each expires.
+pub async fn live(
+    db: &Database,
+    ids: &[String],
+    now: DateTime<Utc>,
+) -> Result<Vec<(String, DateTime<Utc>)>, DbErr> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let rows = sessions::Entity::find()
+        .filter(sessions::Column::Id.is_in(ids.iter().cloned()))
+        .filter(sessions::Column::ExpiresAt.gt(now))
+        .all(db.conn())
+        .await?;
+    Ok(rows.into_iter().map(|s| (s.id, s.expires_at)).collect())
+}
+
 /// Deletes one session of `user_id` by id; `false` if there was none.
 pub async fn delete_for_user(db: &Database, user_id: &str, id: &str) -> Result<bool, DbErr> {
     let result = sessions::Entity::delete_many()
@@ -111,7 +128,7 @@ pub async fn delete_for_user(db: &Database, user_id: &str, id: &str) -> Result<b
         .filter(sessions::Column::Id.eq(id))
         .exec(db.conn())
         .await?;
-    db.forget_sessions_of(user_id);
+    db.credentials_changed(user_id);
     Ok(result.rows_affected > 0)
 }
 
@@ -126,7 +143,7 @@ pub async fn delete_by_token_hash_for_user(
         .filter(sessions::Column::TokenHash.eq(token_hash))
         .exec(db.conn())
         .await?;
-    db.forget_sessions_of(user_id);
+    db.credentials_changed(user_id);
     Ok(result.rows_affected > 0)
 }
 
@@ -135,13 +152,13 @@ pub async fn delete(db: &Database, user_id: &str, id: &str) -> Result<(), DbErr>
     sessions::Entity::delete_by_id(id.to_owned())
         .exec(db.conn())
         .await?;
-    db.forget_sessions_of(user_id);
+    db.credentials_changed(user_id);
     Ok(())
 }
 
 /// Deletes every session of `user_id`, except `keep` when given, in the caller's
 /// transaction: the caller forgets the cached sessions once it commits
-/// ([`Database::forget_sessions_of`]). Outside a transaction, [`end_all_for_user`].
+/// ([`Database::credentials_changed`]). Outside a transaction, [`end_all_for_user`].
 pub async fn delete_all_for_user(
     db: &impl ConnectionTrait,
     user_id: &str,
@@ -162,7 +179,7 @@ pub async fn end_all_for_user(
     keep: Option<&str>,
 ) -> Result<u64, DbErr> {
     let ended = delete_all_for_user(db.conn(), user_id, keep).await?;
-    db.forget_sessions_of(user_id);
+    db.credentials_changed(user_id);
     Ok(ended)
 }
 

@@ -162,7 +162,7 @@ pub async fn update_profile(
     }
     active.updated_at = Set(now);
     let user = active.update(db.conn()).await?;
-    db.forget_sessions_of(id);
+    db.credentials_changed(id);
     Ok(Some(user))
 }
 
@@ -174,7 +174,7 @@ pub async fn set_email_verified(db: &Database, id: &str, now: DateTime<Utc>) -> 
         .filter(users::Column::Id.eq(id))
         .exec(db.conn())
         .await?;
-    db.forget_sessions_of(id);
+    db.credentials_changed(id);
     Ok(())
 }
 
@@ -191,7 +191,7 @@ pub async fn set_email(
         .filter(users::Column::Id.eq(id))
         .exec(db.conn())
         .await;
-    db.forget_sessions_of(id);
+    db.credentials_changed(id);
     match result {
         Ok(result) => Ok(result.rows_affected == 1),
         Err(err) if matches!(err.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => {
@@ -203,7 +203,7 @@ pub async fn set_email(
 
 /// Deletes the user; sessions, accounts, memberships, owned calendars and settings go with
 /// it (foreign keys cascade). Runs in the caller's transaction (one that consumes a token, say):
-/// the caller forgets the cached sessions once it commits ([`Database::forget_sessions_of`]).
+/// the caller forgets the cached sessions once it commits ([`Database::credentials_changed`]).
 /// Outside a transaction, [`delete_now`].
 pub async fn delete(db: &impl ConnectionTrait, id: &str) -> Result<bool, DbErr> {
     let result = users::Entity::delete_by_id(id.to_owned()).exec(db).await?;
@@ -213,6 +213,6 @@ pub async fn delete(db: &impl ConnectionTrait, id: &str) -> Result<bool, DbErr> 
 /// [`delete`] outside a transaction, forgetting the user's cached sessions.
 pub async fn delete_now(db: &Database, id: &str) -> Result<bool, DbErr> {
     let deleted = delete(db.conn(), id).await?;
-    db.forget_sessions_of(id);
+    db.credentials_changed(id);
     Ok(deleted)
 }

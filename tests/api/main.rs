@@ -57,5 +57,6 @@ mod sharing;
 mod storage;
 mod stored_values;
 mod stream;
+mod stream_credentials;
 mod stress;
 mod support;

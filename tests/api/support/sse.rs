@@ -28,7 +28,11 @@ pub enum SseEvent {
 impl SseClient {
     /// Opens the stream with `request` (already carrying credentials); panics unless 200.
     pub async fn open(request: reqwest::RequestBuilder) -> Self {
-        let response = request.send().await.expect("stream request");
+        Self::from_response(request.send().await.expect("stream request"))
+    }
+
+    /// The stream `response` opened; panics unless it is one.
+    pub fn from_response(response: reqwest::Response) -> Self {
         assert_eq!(response.status(), StatusCode::OK, "stream opens");
         let content_type = response.headers()["content-type"].to_str().expect("text");
         assert!(
@@ -79,13 +83,12 @@ impl SseClient {
         }
     }
 
-    /// Waits for the stream to end (server shutdown, or the connection dropped).
+    /// Waits for the stream to end (server shutdown, or the connection dropped), within the
+    /// wait as a whole (keep-alives do not extend it).
     pub async fn expect_end(&mut self) {
-        loop {
-            if self.next_event().await.is_none() {
-                return;
-            }
-        }
+        tokio::time::timeout(WAIT, async { while self.read_event().await.is_some() {} })
+            .await
+            .expect("the stream ends within the wait");
     }
 }
 
