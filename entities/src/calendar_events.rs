@@ -14,6 +14,9 @@ pub struct Model {
     pub calendar_id: Uuid,
     /// When the event was linked (delta reads).
     pub created_at: DateTimeUtc,
+    /// Who linked it here; `None` for the event's home (and for links older than the
+    /// column).
+    pub linked_by: Option<String>,
 }
 
 /// Relations of a link.

@@ -21,6 +21,7 @@ mod m20261122_000010_add_calendar_events_version;
 mod m20261123_000011_add_calendar_members_version;
 mod m20261124_000012_add_calendar_members_version_postgres;
 mod m20261124_000013_repair_event_times_out_of_range;
+mod m20261124_000014_add_calendar_events_linked_by;
 
 /// The ordered list of every migration Bowline has shipped.
 pub struct Migrator;
@@ -42,6 +43,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261123_000011_add_calendar_members_version::Migration),
             Box::new(m20261124_000012_add_calendar_members_version_postgres::Migration),
             Box::new(m20261124_000013_repair_event_times_out_of_range::Migration),
+            Box::new(m20261124_000014_add_calendar_events_linked_by::Migration),
         ]
     }
 }

@@ -92,7 +92,7 @@ pub async fn link(
     let event = if links.contains(&target) {
         event
     } else {
-        event_store::add_links(&txn, event_id, &[target], clock.now).await?;
+        event_store::add_links(&txn, event_id, &[target], actor, clock.now).await?;
         links.push(target);
         event_store::touch(&txn, event, clock.now).await?
     };

@@ -4,7 +4,10 @@
 //! their remaining calendars.
 //! Leaving a calendar, or being removed from it, takes the events the user saw only there
 //! out of their view (visibility losses) and records a view change for those they still see
-//! through another calendar. Both return what to tell whom after commit.
+//! through another calendar. The home calendar governs its events: a member who loses it
+//! also loses the links they made from its events into other calendars, and with them the
+//! events, for themselves and for whoever saw them only there. All return what to tell whom
+//! after commit.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
@@ -157,4 +160,62 @@ pub async fn on_membership_lost(
     event_history::record_loss_pairs(txn, &losses, now).await?;
     event_history::record_view_changes(txn, &changed, now).await?;
     Ok(lost)
+}
+
+/// The links a member's departure from an event's home calendar undid, sent by
+/// [`LinksUndone::announce`].
+#[derive(Debug, Default)]
+pub struct LinksUndone {
+    /// Each event unlinked, who still sees it (`event_updated`), and who no longer does
+    /// (`event_removed`).
+    changed: Vec<(events::Model, Readers, Vec<String>)>,
+}
+
+impl LinksUndone {
+    /// Sends the frames (after commit), each user's together.
+    pub fn announce(&self, ctx: &Ctx) {
+        let mut batch = FrameBatch::default();
+        for (event, readers, lost) in &self.changed {
+            super::events::add_event(ctx, &mut batch, "event_updated", event, readers);
+            super::events::add_removed(ctx, &mut batch, event.id, lost.iter().map(String::as_str));
+        }
+        ctx.actors.sessions.deliver(batch);
+    }
+}
+
+/// `user` is no longer a member of `home` (after their membership row went): the links they
+/// made from events homed there into other calendars are removed, each event one revision
+/// up, with the losses of everyone who saw it only through them.
+pub async fn on_home_membership_lost(
+    txn: &impl ConnectionTrait,
+    home: Uuid,
+    user: &str,
+    now: DateTime<Utc>,
+) -> Result<LinksUndone, AppError> {
+    let made = event_store::links_made_from(txn, home, user).await?;
+    let mut undone = LinksUndone::default();
+    let mut losses = Vec::new();
+    for (event_id, unlinked) in made {
+        let Some(event) = event_store::lock(txn, event_id).await? else {
+            continue;
+        };
+        let links = event_store::links(txn, event_id).await?;
+        let remaining: Vec<Uuid> = links
+            .iter()
+            .filter(|c| !unlinked.contains(c))
+            .copied()
+            .collect();
+        let before = super::events::readers(txn, &links).await?;
+        let after = super::events::readers(txn, &remaining).await?;
+        event_store::remove_links(txn, event_id, &unlinked).await?;
+        let event = event_store::touch(txn, event, now).await?;
+        let lost: Vec<String> = super::events::lost_readers(&before, &after)
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        losses.extend(lost.iter().map(|reader| (reader.clone(), event_id)));
+        undone.changed.push((event, after, lost));
+    }
+    event_history::record_loss_pairs(txn, &losses, now).await?;
+    Ok(undone)
 }

@@ -194,7 +194,7 @@ pub async fn update(
     );
     let previous_start = event.start;
     let updated = event_store::update_content(&txn, event, &input, clock.now).await?;
-    event_store::add_links(&txn, updated.id, &added, clock.now).await?;
+    event_store::add_links(&txn, updated.id, &added, actor, clock.now).await?;
     event_store::remove_links(&txn, updated.id, &removed).await?;
     let links = event_store::links(&txn, updated.id).await?;
     let after = readers(&txn, &links).await?;
@@ -264,9 +264,11 @@ async fn queue_news(
     Ok(earliest)
 }
 
-/// Deletes an event, or with `unlink` removes it from that one calendar. Without `unlink`,
-/// an editor of the home calendar removes it everywhere; otherwise it leaves the calendars
-/// the actor may edit. `removed` is `true` when no calendar keeps it (it is tombstoned).
+/// Deletes an event, or with `unlink` removes it from that one calendar. Whoever governs
+/// the event (an editor of its home calendar; its creator once the home is gone) removes it
+/// everywhere, or unlinks it from any calendar; anyone else only from the calendars they may
+/// edit, and without `unlink` it leaves those. `removed` is `true` when no calendar keeps it
+/// (it is tombstoned).
 pub async fn delete(
     ctx: &Ctx,
     actor: &str,
@@ -285,33 +287,35 @@ pub async fn delete(
         .filter(|c| roles.get(c).is_some_and(|r| r.allows(Action::EditEvents)))
         .copied()
         .collect();
+    let governs = match event.origin_calendar_id {
+        Some(home) => match roles.get(&home) {
+            Some(role) => role.allows(Action::EditEvents),
+            // The home calendar governs even where the event is no longer linked into it.
+            None => members::role_of(&txn, home, actor)
+                .await?
+                .is_some_and(|role| role.allows(Action::EditEvents)),
+        },
+        None => event.creator_id == actor && !roles.is_empty(),
+    };
     let targets: Vec<Uuid> = match unlink {
         Some(calendar) => {
             if !links.contains(&calendar) {
                 return Err(AppError::bad_request("Event isn't in that calendar..."));
             }
-            if !editable.contains(&calendar) {
+            if !governs && !editable.contains(&calendar) {
                 return Err(AppError::forbidden(
                     "You can't remove this event from that calendar.",
                 ));
             }
             vec![calendar]
         }
-        None => {
-            let governs = match event.origin_calendar_id {
-                Some(home) => editable.contains(&home),
-                None => event.creator_id == actor && !roles.is_empty(),
-            };
-            if governs {
-                links.clone()
-            } else if editable.is_empty() {
-                return Err(AppError::forbidden(
-                    "You can't remove this event from any of your calendars.",
-                ));
-            } else {
-                editable
-            }
+        None if governs => links.clone(),
+        None if editable.is_empty() => {
+            return Err(AppError::forbidden(
+                "You can't remove this event from any of your calendars.",
+            ));
         }
+        None => editable,
     };
     let remaining: Vec<Uuid> = links
         .iter()

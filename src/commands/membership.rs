@@ -80,6 +80,7 @@ pub async fn leave(ctx: &Ctx, calendar_id: Uuid, user: &str) -> Result<(), AppEr
     }
     let lost = event_visibility::on_membership_lost(&txn, calendar_id, user, now).await?;
     let removed = members::remove(&txn, calendar_id, user).await?;
+    let undone = event_visibility::on_home_membership_lost(&txn, calendar_id, user, now).await?;
     calendar_store::touch(&txn, calendar_id, now).await?;
     let remaining = members::list(&txn, calendar_id).await?;
     txn.commit().await?;
@@ -87,6 +88,7 @@ pub async fn leave(ctx: &Ctx, calendar_id: Uuid, user: &str) -> Result<(), AppEr
         ctx.db.credentials_changed(user);
     }
     announce_removed(ctx, user, calendar_id);
+    undone.announce(ctx);
     let mut frames = FrameBatch::default();
     for event in lost {
         events::add_removed(ctx, &mut frames, event, [user]);
@@ -176,6 +178,7 @@ pub async fn remove(
     }
     let lost = event_visibility::on_membership_lost(&txn, calendar_id, target, now).await?;
     let removed = members::remove(&txn, calendar_id, target).await?;
+    let undone = event_visibility::on_home_membership_lost(&txn, calendar_id, target, now).await?;
     calendar_store::touch(&txn, calendar_id, now).await?;
     let remaining = members::list(&txn, calendar_id).await?;
     txn.commit().await?;
@@ -183,6 +186,7 @@ pub async fn remove(
         ctx.db.credentials_changed(target);
     }
     announce_removed(ctx, target, calendar_id);
+    undone.announce(ctx);
     let mut frames = FrameBatch::default();
     for event in lost {
         events::add_removed(ctx, &mut frames, event, [target]);

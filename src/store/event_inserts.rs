@@ -152,6 +152,7 @@ fn chunk_inserts(
                     event_id: Set(n.input.id),
                     calendar_id: Set(*calendar),
                     created_at: Set(now),
+                    linked_by: Set((*calendar != n.home).then(|| n.creator.to_owned())),
                 })
         })
         .collect();

@@ -5,7 +5,7 @@
 //! visibility loss for them (see [`super::event_history`]), which delta reads report as
 //! `deletedIds`. New events are inserted by [`super::event_inserts`].
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use entities::{calendar_events, calendar_members, events};
@@ -44,11 +44,13 @@ pub async fn links(db: &impl ConnectionTrait, event_id: Uuid) -> Result<Vec<Uuid
         .collect())
 }
 
-/// Links an event into calendars (already linked ones are left alone).
+/// Links an event into calendars on behalf of `linked_by` (already linked ones are left
+/// alone).
 pub async fn add_links(
     txn: &impl ConnectionTrait,
     event_id: Uuid,
     calendars: &[Uuid],
+    linked_by: &str,
     now: DateTime<Utc>,
 ) -> Result<(), DbErr> {
     if calendars.is_empty() {
@@ -60,6 +62,7 @@ pub async fn add_links(
             event_id: Set(event_id),
             calendar_id: Set(*calendar),
             created_at: Set(now),
+            linked_by: Set(Some(linked_by.to_owned())),
         });
     calendar_events::Entity::insert_many(rows)
         .on_conflict_do_nothing_on([
@@ -223,6 +226,30 @@ pub async fn homed_in(
         .filter(events::Column::DeletedAt.is_null())
         .all(txn)
         .await
+}
+
+/// The links `user` made from live events homed in `home` into other calendars (event → those
+/// calendars).
+pub async fn links_made_from(
+    txn: &impl ConnectionTrait,
+    home: Uuid,
+    user: &str,
+) -> Result<BTreeMap<Uuid, Vec<Uuid>>, DbErr> {
+    let links = calendar_events::Entity::find()
+        .inner_join(events::Entity)
+        .filter(calendar_events::Column::LinkedBy.eq(user))
+        .filter(calendar_events::Column::CalendarId.ne(home))
+        .filter(events::Column::OriginCalendarId.eq(home))
+        .filter(events::Column::DeletedAt.is_null())
+        .all(txn)
+        .await?;
+    let mut made: BTreeMap<Uuid, Vec<Uuid>> = BTreeMap::new();
+    for link in links {
+        made.entry(link.event_id)
+            .or_default()
+            .push(link.calendar_id);
+    }
+    Ok(made)
 }
 
 /// Every link of the events linked to `calendar_id` (event → its calendars).

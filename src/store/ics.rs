@@ -87,6 +87,7 @@ pub async fn create_imported(
             event_id: Set(*id),
             calendar_id: Set(calendar.id),
             created_at: Set(now),
+            linked_by: Set(None),
         });
         calendar_events::Entity::insert_many(rows)
             .exec_without_returning(&txn)

@@ -31,6 +31,7 @@ mod event_read_cache;
 mod event_updates;
 mod events;
 mod helpers;
+mod home_governs;
 mod html_pages;
 mod ics;
 mod ics_corpus;

@@ -278,7 +278,18 @@ async fn the_repair_migration_moves_stored_times_into_range_one_revision_up() {
     app.stop_in_place().await.expect("stopped");
 
     // Run the repair again, as a server that had stored these rows would at its upgrade.
-    Migrator::down(&db, Some(1)).await.expect("down one");
+    let migrations: Vec<String> = Migrator::migrations()
+        .iter()
+        .map(|m| m.name().to_owned())
+        .collect();
+    let repair = migrations
+        .iter()
+        .position(|name| name == "m20261124_000013_repair_event_times_out_of_range")
+        .expect("the repair migration");
+    let since_repair = u32::try_from(migrations.len() - repair).expect("count");
+    Migrator::down(&db, Some(since_repair))
+        .await
+        .expect("back to before the repair");
     Migrator::up(&db, None).await.expect("up");
     let stored = |id: &Value| {
         let id: uuid::Uuid = id["id"].as_str().expect("id").parse().expect("uuid");

@@ -73,14 +73,21 @@ impl SseClient {
         }
     }
 
-    /// The next frame (`{type, payload}`), skipping retry and keep-alive lines.
+    /// The next frame (`{type, payload}`), skipping retry and keep-alive lines, within the
+    /// wait as a whole (keep-alives do not extend it).
     pub async fn next_frame(&mut self) -> Value {
-        loop {
-            match self.next_event().await.expect("stream still open") {
-                SseEvent::Data(data) => return serde_json::from_str(&data).expect("frame is JSON"),
-                SseEvent::Retry(_) | SseEvent::Comment(_) => continue,
+        tokio::time::timeout(WAIT, async {
+            loop {
+                match self.read_event().await.expect("stream still open") {
+                    SseEvent::Data(data) => {
+                        return serde_json::from_str(&data).expect("frame is JSON");
+                    }
+                    SseEvent::Retry(_) | SseEvent::Comment(_) => continue,
+                }
             }
-        }
+        })
+        .await
+        .expect("a frame within the wait")
     }
 
     /// Waits for the stream to end (server shutdown, or the connection dropped), within the
