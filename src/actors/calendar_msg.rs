@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use ractor::RpcReplyPort;
 
-use crate::commands::{calendar::CalendarChange, membership::RoleChanged};
+use crate::commands::calendar::CalendarChange;
 use crate::domain::events::{Attendance, EventInput};
 use crate::domain::roles::Role;
 use crate::error::AppError;
@@ -59,7 +59,7 @@ pub enum CalendarMsg {
         /// New role.
         role: Role,
         /// `{id, role}`.
-        reply: Reply<RoleChanged>,
+        reply: Reply<()>,
     },
     /// Remove a member.
     RemoveMember {

@@ -85,6 +85,22 @@ codes! {
     change_email_disabled: BAD_REQUEST, "CHANGE_EMAIL_DISABLED", "Change email is disabled";
 }
 
+impl From<crate::domain::profile::ProfileProblem> for AuthError {
+    /// The profile rules' refusals, in better-auth's validation shape.
+    fn from(problem: crate::domain::profile::ProfileProblem) -> Self {
+        use crate::domain::profile::{MAX_NAME_CHARS, ProfileProblem};
+        match problem {
+            ProfileProblem::NameTooLong => Self::validation(
+                "name",
+                &format!("Too big: expected string to have <={MAX_NAME_CHARS} characters"),
+            ),
+            ProfileProblem::ImageNotWebUrl => {
+                Self::validation("image", "Invalid URL: expected an http(s) URL")
+            }
+        }
+    }
+}
+
 impl AuthError {
     /// `400 VALIDATION_ERROR` with better-auth's `[body.<field>] <problem>` message
     /// (`[body] <problem>` for the body itself).

@@ -4,7 +4,6 @@
 //! each event they saw only through that calendar.
 
 use chrono::Utc;
-use serde::Serialize;
 use uuid::Uuid;
 
 use super::{
@@ -98,15 +97,6 @@ pub async fn leave(ctx: &Ctx, calendar_id: Uuid, user: &str) -> Result<(), AppEr
     Ok(())
 }
 
-/// The answer to a role change: `{id, role}`.
-#[derive(Debug, Clone, Serialize)]
-pub struct RoleChanged {
-    /// The member whose role changed.
-    pub id: String,
-    /// Their role now.
-    pub role: &'static str,
-}
-
 /// Changes `target`'s role (needs manageMembers). `owner` transfers ownership of a
 /// non-default calendar, demoting the previous owner to editor in the same transaction.
 pub async fn set_role(
@@ -115,7 +105,7 @@ pub async fn set_role(
     actor: &str,
     target: &str,
     role: Role,
-) -> Result<RoleChanged, AppError> {
+) -> Result<(), AppError> {
     let now = Utc::now();
     let txn = ctx.db.begin_write().await?;
     let (calendar, _) = authorize(&txn, calendar_id, actor, Action::ManageMembers).await?;
@@ -145,10 +135,7 @@ pub async fn set_role(
     let members = members::list(&txn, calendar_id).await?;
     txn.commit().await?;
     announce_calendar(ctx, &calendar, &members);
-    Ok(RoleChanged {
-        id: target.to_owned(),
-        role: role.as_str(),
-    })
+    Ok(())
 }
 
 /// Removes `target` (owner only; the owner cannot be removed).

@@ -207,8 +207,10 @@ impl EventContent<'_> {
 impl EventInput {
     /// Validates an Event body; `invalid` prefixes shape errors.
     pub fn parse(body: &Value, invalid: &str) -> Result<Self, AppError> {
-        let raw: EventBody = serde_json::from_value(body.clone())
-            .map_err(|err| AppError::bad_request(format!("{invalid} ({err})")))?;
+        let raw: EventBody = serde_json::from_value(body.clone()).map_err(|_| {
+            let problem = super::input::shape_problem::<EventBody>(body);
+            AppError::bad_request(format!("{invalid} ({problem})"))
+        })?;
         let id = canonical_uuid(&raw.id)
             .ok_or_else(|| AppError::bad_request("event.id must be a valid UUID."))?;
         let start = raw

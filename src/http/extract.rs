@@ -15,6 +15,7 @@ use super::request::RequestCtx;
 use crate::auth::csrf;
 use crate::auth::principal::{self, Identity, Resolution, Transport};
 use crate::context::Ctx;
+use crate::domain::input;
 use crate::error::AppError;
 
 /// The JSON body cap of the spec's pipeline (512 KB).
@@ -113,10 +114,18 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8], invalid: &str) -> Result<T,
         return Err(AppError::bad_request(NUL_MESSAGE));
     }
     serde_json::from_slice(bytes).map_err(|err| match err.classify() {
-        serde_json::error::Category::Data => AppError::bad_request(format!("{invalid} ({err})")),
+        serde_json::error::Category::Data => {
+            // Valid JSON of the wrong shape: say where, never what (see `domain::input`).
+            let problem = serde_json::from_slice(bytes).map_or_else(
+                |_| "the body does not have the expected shape".to_owned(),
+                |body| input::shape_problem::<T>(&body),
+            );
+            AppError::bad_request(format!("{invalid} ({problem})"))
+        }
         _ if bytes.iter().all(u8::is_ascii_whitespace) => {
             AppError::bad_request(format!("{invalid} (the request body is empty)"))
         }
+        // A syntax error's message is its position and what the parser expected.
         _ => AppError::bad_request(format!("Request body is not valid JSON: {err}")),
     })
 }

@@ -180,8 +180,7 @@ async fn set_role_handler(
     let id = require_uuid("calendarId", id)?;
     let target = target_user(target)?;
     let actor = user.id().to_owned();
-    let changed = ctx
-        .actors
+    ctx.actors
         .calendars
         .ask(ctx.settings.call_timeout(), id, |reply| {
             CalendarMsg::SetRole {
@@ -192,7 +191,9 @@ async fn set_role_handler(
             }
         })
         .await?;
-    Ok(warp::reply::json(&changed).into_response())
+    // Side-effect only, like leave and remove: the original's web client reads a JSON body
+    // here as an error (the mobile client ignores the body).
+    Ok(ok_text())
 }
 
 /// DELETE /api/v1/calendars/:calendarId/members/:userId — removes a member (owner).

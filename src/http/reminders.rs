@@ -4,7 +4,6 @@
 //! /api/v1/reminders/events/:eventId {rule}` (the event must be visible; null clears) and
 //! `DELETE /api/v1/reminders/events/:eventId`. Writes answer 204.
 
-use http::StatusCode;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 use warp::filters::BoxedFilter;
@@ -46,8 +45,9 @@ fn parse_body(body: &Value) -> Result<Option<Value>, AppError> {
     }
 }
 
-fn no_content() -> Response {
-    warp::reply::with_status(warp::reply(), StatusCode::NO_CONTENT).into_response()
+/// The spec's empty 200 of a side-effect-only route.
+fn empty_ok() -> Response {
+    warp::reply().into_response()
 }
 
 /// GET /api/v1/reminders.
@@ -95,7 +95,7 @@ fn set_calendar_rule(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rej
                         let calendar = require_uuid("calendarId", &id)?;
                         let rule = parse_body(&body)?;
                         commands::set_calendar_rule(&ctx, user.id(), calendar, rule).await?;
-                        Ok(no_content())
+                        Ok(empty_ok())
                     }
                     .await,
                 )
@@ -118,7 +118,7 @@ fn set_event_rule(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Reject
                         let event = require_uuid("eventId", &id)?;
                         let rule = parse_body(&body)?;
                         commands::set_event_rule(&ctx, user.id(), event, rule).await?;
-                        Ok(no_content())
+                        Ok(empty_ok())
                     }
                     .await,
                 )
@@ -138,7 +138,7 @@ fn clear_event_rule(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Reje
                 async {
                     let event = require_uuid("eventId", &id)?;
                     commands::set_event_rule(&ctx, user.id(), event, None).await?;
-                    Ok(no_content())
+                    Ok(empty_ok())
                 }
                 .await,
             )

@@ -237,12 +237,7 @@ fn read_end(
         .first("DURATION")
         .filter(|p| !p.value.trim().is_empty())
     {
-        let unreadable = || {
-            IcsError::at(
-                p.line,
-                format!("DURATION `{}` cannot be read", p.value.trim()),
-            )
-        };
+        let unreadable = || IcsError::at(p.line, "DURATION is not a duration".to_owned());
         let duration = parse_duration(&p.value).ok_or_else(unreadable)?;
         let duration = if clock.all_day {
             Duration::days((duration.num_days() - 1).max(0))
@@ -269,7 +264,7 @@ fn instants(
             let value = parse_date_value(item).ok_or_else(|| {
                 IcsError::at(
                     property.line,
-                    format!("{name} value `{item}` is not a date"),
+                    format!("a value of {name} is not a date or date-time"),
                 )
             })?;
             found.push(clock.instant(resolver, value, property.param("TZID")));
@@ -283,11 +278,7 @@ fn date_value(property: &Property) -> Result<DateValue, IcsError> {
     parse_date_value(&property.value).ok_or_else(|| {
         IcsError::at(
             property.line,
-            format!(
-                "{} `{}` is not a date or date-time",
-                property.name,
-                property.value.trim()
-            ),
+            format!("{} is not a date or date-time", property.name),
         )
     })
 }

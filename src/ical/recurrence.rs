@@ -80,7 +80,7 @@ impl Rule {
         for part in value.split(';').map(str::trim).filter(|p| !p.is_empty()) {
             let (key, value) = part
                 .split_once('=')
-                .ok_or_else(|| IcsError::at(line, format!("RRULE part `{part}` has no value")))?;
+                .ok_or_else(|| IcsError::at(line, "an RRULE part has no value"))?;
             parts.push((
                 key.trim().to_ascii_uppercase(),
                 value.trim().to_ascii_uppercase(),
@@ -146,7 +146,7 @@ impl Rule {
             return Ok(());
         };
         let value = parse_date_value(&raw)
-            .ok_or_else(|| IcsError::at(self.line, format!("RRULE UNTIL `{raw}` is not a date")))?;
+            .ok_or_else(|| IcsError::at(self.line, "RRULE UNTIL is not a date or date-time"))?;
         let until = match value {
             DateValue::Date(date) if !clock.all_day => {
                 let end_of_day = date.and_time(NaiveTime::MIN) + Duration::seconds(86_399);

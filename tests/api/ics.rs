@@ -190,7 +190,7 @@ async fn unreadable_files_are_400s_naming_the_line_and_leave_nothing_behind() {
             "",
             fixture("bad-date.ics"),
             400,
-            "That file isn't valid iCalendar data (line 7: DTSTART `tomorrow morning` is not a date or date-time).",
+            "That file isn't valid iCalendar data (line 7: DTSTART is not a date or date-time).",
         ),
         (
             "",

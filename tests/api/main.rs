@@ -50,6 +50,7 @@ mod pages_default;
 mod permissions;
 mod pipeline;
 mod pipeline_input;
+mod profiles;
 mod recurrence_bounds;
 mod reminders;
 mod server;

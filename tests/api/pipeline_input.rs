@@ -193,3 +193,65 @@ async fn malformed_json_on_auth_routes_gets_better_auths_answer_and_elsewhere_th
     assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
     assert!(body["requestId"].is_string(), "{body}");
 }
+
+#[tokio::test]
+async fn a_body_of_the_wrong_shape_is_named_by_field_and_expectation_never_by_value() {
+    let app = spawn_app().await;
+    let user = app.sign_up("shape@example.com").await;
+    let calendar = app.create_calendar(&user, "Plans").await;
+    let calendar_id = calendar["id"].as_str().expect("id");
+    let secret = 987_654_321_012_u64;
+    let mut wrong_calendars = event_body(&[calendar_id], "Standup", 9);
+    wrong_calendars["calendars"] = json!([calendar_id, secret]);
+    let cases = [
+        (
+            Method::POST,
+            "/api/v1/events".to_owned(),
+            json!({ "id": secret }),
+            "id must be a string",
+        ),
+        (
+            Method::POST,
+            "/api/v1/events".to_owned(),
+            wrong_calendars,
+            "calendars[1] must be a string",
+        ),
+        (
+            Method::POST,
+            "/api/v1/calendars".to_owned(),
+            json!({ "name": secret, "color": "#fff" }),
+            "name must be a string",
+        ),
+        (
+            Method::POST,
+            format!("/api/v1/calendars/members/{calendar_id}"),
+            json!({ "token": secret }),
+            "token must be a string",
+        ),
+        (
+            Method::PUT,
+            format!("/api/v1/calendars/{calendar_id}/members/{}", user.id),
+            json!({ "role": secret }),
+            "role must be",
+        ),
+        (
+            Method::POST,
+            "/api/v1/pages".to_owned(),
+            json!({ "name": secret, "config": {} }),
+            "page data",
+        ),
+        (
+            Method::POST,
+            "/api/v1/users/avatar".to_owned(),
+            json!({ "data": secret }),
+            "data must be a string",
+        ),
+    ];
+    for (method, path, body, expected) in cases {
+        let (status, answer) = app.call(method, &path, &user, Some(&body)).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{path}: {answer}");
+        let message = answer["error"].as_str().expect("message");
+        assert!(message.contains(expected), "{path}: {message}");
+        assert!(!message.contains(&secret.to_string()), "{path}: {message}");
+    }
+}

@@ -7,6 +7,7 @@ use super::wire;
 use crate::auth::error::AuthError;
 use crate::auth::password::{MAX_PASSWORD_LENGTH, check_length};
 use crate::auth::session::{AuthReply, issue};
+use crate::domain::profile;
 use crate::error::AppError;
 use crate::store::accounts::{self, CREDENTIAL};
 use crate::store::users::{self, CreateUserError, NewAccount, NewUser};
@@ -18,6 +19,10 @@ pub async fn sign_up(req: &AuthRequest) -> Result<AuthReply, AppError> {
     let password = req.required_str("password")?;
     check_length(password)?;
     let image = req.str_field("image")?.map(str::to_owned);
+    profile::check_name(&name).map_err(AuthError::from)?;
+    if let Some(image) = &image {
+        profile::check_image(image).map_err(AuthError::from)?;
+    }
     let remember = req.bool_field("rememberMe")?.unwrap_or(true);
     let ctx = &req.ctx;
     if users::find_by_email(&ctx.db, &email).await?.is_some() {

@@ -15,6 +15,7 @@ use crate::auth::error::AuthError;
 use crate::auth::id_token::{ProviderSpec, VerifiedToken};
 use crate::auth::session::{AuthReply, issue};
 use crate::context::Ctx;
+use crate::domain::profile;
 use crate::error::AppError;
 use crate::store::accounts;
 use crate::store::users::{self, CreateUserError, NewAccount, NewUser};
@@ -125,10 +126,10 @@ pub async fn sign_in(req: &AuthRequest) -> Result<AuthReply, AppError> {
             }
             None => {
                 let new_user = NewUser {
-                    name: display_name(req, &verified),
+                    name: profile::claimed_name(&display_name(req, &verified)),
                     email,
                     email_verified: verified.email_verified,
-                    image: verified.picture.clone(),
+                    image: profile::claimed_image(verified.picture.as_deref()),
                 };
                 let account = NewAccount {
                     provider_id: provider_id.to_owned(),

@@ -10,6 +10,7 @@ use super::wire;
 use crate::auth::deletion;
 use crate::auth::error::AuthError;
 use crate::auth::session::AuthReply;
+use crate::domain::profile;
 use crate::error::AppError;
 use crate::store::{accounts, users};
 
@@ -32,6 +33,12 @@ pub async fn update_user(req: &AuthRequest) -> Result<AuthReply, AppError> {
             .into());
         }
     };
+    if let Some(name) = &name {
+        profile::check_name(name).map_err(AuthError::from)?;
+    }
+    if let Some(Some(image)) = &image {
+        profile::check_image(image).map_err(AuthError::from)?;
+    }
     if name.is_none() && image.is_none() {
         return Err(AuthError::message_only(StatusCode::BAD_REQUEST, "No fields to update").into());
     }
