@@ -148,6 +148,17 @@ pub fn occurrences(
     start: DateTime<Utc>,
     end: DateTime<Utc>,
     recurrence: &str,
+    window: (DateTime<Utc>, DateTime<Utc>),
+    limit: usize,
+    budget: &mut Budget,
+) -> Option<Expansion> {
+    guarded(|| expand(start, end, recurrence, window, limit, budget)).flatten()
+}
+
+fn expand(
+    start: DateTime<Utc>,
+    end: DateTime<Utc>,
+    recurrence: &str,
     (from, to): (DateTime<Utc>, DateTime<Utc>),
     limit: usize,
     budget: &mut Budget,
@@ -226,6 +237,15 @@ pub fn count_before(
     before: DateTime<Utc>,
     budget: &mut Budget,
 ) -> Option<u32> {
+    guarded(|| count_instances(start, recurrence, before, budget)).flatten()
+}
+
+fn count_instances(
+    start: DateTime<Utc>,
+    recurrence: &str,
+    before: DateTime<Utc>,
+    budget: &mut Budget,
+) -> Option<u32> {
     let set = read(recurrence, start)?.limit();
     let mut count: u32 = 0;
     for at in &set {
@@ -240,8 +260,20 @@ pub fn count_before(
     Some(count)
 }
 
-/// The rule set of `recurrence` from `start`, as the `rrule` crate reads it.
+/// Runs `work`, which calls into the `rrule` crate; `None` if that panicked. Rules are read
+/// from clients and files, and a panic there (the fuzz target finds them: its panic hook
+/// aborts before this catches anything) must end in a refusal, not a dropped connection.
+fn guarded<T>(work: impl FnOnce() -> T) -> Option<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).ok()
+}
+
+/// The rule set of `recurrence` from `start`, as the `rrule` crate reads it. Rules are
+/// ASCII (RFC 5545's RRULE, RDATE and EXDATE values are); other text is unreadable before
+/// the crate sees it (it slices some values by bytes, and panics inside a character).
 fn read(recurrence: &str, start: DateTime<Utc>) -> Option<RRuleSet> {
+    if !recurrence.is_ascii() {
+        return None;
+    }
     let mut text = format!("DTSTART:{}\n", start.format("%Y%m%dT%H%M%SZ"));
     for line in recurrence.lines().map(str::trim).filter(|l| !l.is_empty()) {
         if line.to_ascii_uppercase().starts_with("FREQ=") {

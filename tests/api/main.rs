@@ -51,6 +51,7 @@ mod permissions;
 mod pipeline;
 mod pipeline_input;
 mod profiles;
+mod random_bodies;
 mod recurrence_bounds;
 mod reminders;
 mod server;
