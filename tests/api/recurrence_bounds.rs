@@ -71,6 +71,13 @@ async fn rules_that_repeat_without_bound_are_refused_on_create_update_and_import
             "FREQ=FORTNIGHTLY",
             "Bowline can read",
         ),
+        // Found by the fuzz target: the rrule crate panicked slicing inside a character.
+        (
+            "2026-07-01T09:00:00Z",
+            60,
+            "FREQ=WEEKLY;BYDAY=M\u{b1}\u{4e8}\u{b1},FR;INTERVAL=2",
+            "Bowline can read",
+        ),
     ];
     for (start, minutes, rule, expected) in refused {
         let body = recurring(calendar, start, minutes, rule);
