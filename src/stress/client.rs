@@ -71,6 +71,18 @@ impl Reply {
         }
     }
 
+    /// Nothing if the status is `expected` (whatever the body), else an error naming `what`.
+    pub fn expect_status(&self, expected: StatusCode, what: &str) -> Result<(), StressError> {
+        if self.is(expected) {
+            Ok(())
+        } else {
+            Err(StressError::Server {
+                what: what.to_owned(),
+                answer: self.describe(),
+            })
+        }
+    }
+
     /// The JSON body if the status is `expected`, else an error naming `what`.
     pub fn expect_json(&self, expected: StatusCode, what: &str) -> Result<Value, StressError> {
         match self.json() {

@@ -224,7 +224,7 @@ pub async fn calendars(
                         client
                             .call(promote.json(&json!({ "role": "editor" })))
                             .await
-                            .expect_json(StatusCode::OK, "making a member editor")?;
+                            .expect_status(StatusCode::OK, "making a member editor")?;
                     }
                     Ok::<(), StressError>(())
                 }
