@@ -63,7 +63,10 @@ impl Auth {
         };
         Ok(Self {
             secret,
-            hasher: password::PasswordHasher::new(settings.auth.password_hash_concurrency),
+            hasher: password::PasswordHasher::new(
+                settings.auth.password_hash_concurrency,
+                settings.call_timeout(),
+            ),
             origins: TrustedOrigins::new(settings.trusted_origins(base_url)),
             cookies: cookies::CookiePolicy::new(base_url),
             id_tokens: id_token::IdTokenVerifier::new(http),

@@ -1,5 +1,6 @@
-//! Password hashing: argon2id, computed on the blocking pool behind a small semaphore so
-//! that a burst of sign-ins never stalls other requests.
+//! Password hashing: argon2id, computed on the blocking pool a few at a time
+//! ([`CpuWork`] of its own, `PASSWORD_HASH_CONCURRENCY`) so that a burst of sign-ins never
+//! stalls other requests.
 //!
 //! Parameters: 7 MiB of memory, 5 passes, 1 lane — one of OWASP's equivalent argon2id
 //! configurations (the crate's default is 19 MiB and 2 passes), about 20 ms of CPU here. The
@@ -8,11 +9,12 @@
 //! other parameters still verify.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use argon2::{Algorithm, Argon2, Params, PasswordHasher as _, PasswordVerifier as _, Version};
-use tokio::sync::Semaphore;
 
 use super::error::AuthError;
+use crate::cpu::CpuWork;
 use crate::error::AppError;
 
 /// better-auth's password length rules.
@@ -47,14 +49,15 @@ fn argon2() -> Result<Argon2<'static>, AppError> {
 /// Hashes and verifies passwords off the async runtime.
 #[derive(Debug, Clone)]
 pub struct PasswordHasher {
-    permits: Arc<Semaphore>,
+    work: Arc<CpuWork>,
 }
 
 impl PasswordHasher {
-    /// A hasher computing at most `concurrency` hashes at once.
-    pub fn new(concurrency: u32) -> Self {
+    /// A hasher computing at most `concurrency` hashes at once; a hash that waits longer
+    /// than `queue_timeout` for its turn is refused (503).
+    pub fn new(concurrency: u32, queue_timeout: Duration) -> Self {
         Self {
-            permits: Arc::new(Semaphore::new(concurrency.max(1) as usize)),
+            work: Arc::new(CpuWork::new(concurrency as usize, queue_timeout)),
         }
     }
 
@@ -90,14 +93,7 @@ impl PasswordHasher {
         &self,
         work: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, AppError> {
-        let _permit = self
-            .permits
-            .acquire()
-            .await
-            .map_err(|_| AppError::Unavailable("password hasher closed".into()))?;
-        tokio::task::spawn_blocking(work)
-            .await
-            .map_err(|err| AppError::internal(format!("password hashing task failed: {err}")))
+        self.work.run("password hashing", work).await
     }
 }
 
@@ -108,7 +104,7 @@ mod tests {
 
     #[tokio::test]
     async fn hashes_verify_and_are_salted() {
-        let hasher = PasswordHasher::new(2);
+        let hasher = PasswordHasher::new(2, Duration::from_secs(10));
         let first = hasher.hash("correct horse".into()).await.expect("hash");
         let second = hasher.hash("correct horse".into()).await.expect("hash");
         assert!(

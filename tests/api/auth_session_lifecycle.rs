@@ -264,37 +264,9 @@ async fn get_session_slides_a_day_old_session_and_hands_out_the_cookie_again() {
 
 #[tokio::test]
 async fn a_member_token_authenticates_its_shadow_user_for_90_days() {
-    use entities::{member_tokens, users};
-    use sea_orm::{ActiveModelTrait, ActiveValue::Set};
-
     let app = spawn_app().await;
-    let conn = app.db_connection().await;
-    let now = chrono::Utc::now();
-    users::ActiveModel {
-        id: Set("fed_shadow".into()),
-        name: Set("Remote Ruth".into()),
-        email: Set("ruth@remote.example".into()),
-        email_verified: Set(false),
-        image: Set(None),
-        is_external: Set(true),
-        home_server: Set(Some("https://remote.example".into())),
-        created_at: Set(now),
-        updated_at: Set(now),
-    }
-    .insert(&conn)
-    .await
-    .expect("shadow user");
-    for (token, age_days) in [("mt1_current", 1), ("mt1_expired", 91)] {
-        member_tokens::ActiveModel {
-            id: Set(uuid::Uuid::new_v4()),
-            user_id: Set("fed_shadow".into()),
-            token_hash: Set(bowline::auth::tokens::sha256_hex(token)),
-            created_at: Set(now - chrono::Duration::days(age_days)),
-        }
-        .insert(&conn)
-        .await
-        .expect("member token");
-    }
+    app.store_shadow_user("fed_shadow", &[("mt1_current", 1), ("mt1_expired", 91)])
+        .await;
     let stream = app
         .client
         .get(app.url("/api/stream"))

@@ -33,6 +33,19 @@ async fn read_to_close(stream: &mut TcpStream, within: Duration) -> Vec<u8> {
     seen
 }
 
+/// A connection that sent a request head announcing 100 bytes of body, and 6 of them.
+async fn stalled_post(app: &TestApp) -> TcpStream {
+    let mut stream = TcpStream::connect(addr(app)).await.expect("connect");
+    stream
+        .write_all(
+            b"POST /api/v1/events HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n\
+              content-length: 100\r\n\r\n{\"id\":",
+        )
+        .await
+        .expect("write");
+    stream
+}
+
 /// `/api/v1/server/ok` on a new connection answers 200 within a second.
 async fn answers_at_once(app: &TestApp) {
     let client = reqwest::Client::new();
@@ -142,14 +155,7 @@ async fn a_body_that_stops_arriving_gets_408_and_a_silent_one_is_closed_when_idl
         s.server.idle_timeout_ms = 60_000;
     })
     .await;
-    let mut stream = TcpStream::connect(addr(&app)).await.expect("connect");
-    stream
-        .write_all(
-            b"POST /api/v1/events HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n\
-              content-length: 100\r\n\r\n{\"id\":",
-        )
-        .await
-        .expect("write");
+    let mut stream = stalled_post(&app).await;
     let answer = read_to_close(&mut stream, Duration::from_secs(5)).await;
     let text = String::from_utf8_lossy(&answer);
     assert!(text.starts_with("HTTP/1.1 408 "), "{text}");
@@ -160,14 +166,7 @@ async fn a_body_that_stops_arriving_gets_408_and_a_silent_one_is_closed_when_idl
         s.stream.keepalive_ms = 200;
     })
     .await;
-    let mut stream = TcpStream::connect(addr(&app)).await.expect("connect");
-    stream
-        .write_all(
-            b"POST /api/v1/events HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n\
-              content-length: 100\r\n\r\n{\"id\":",
-        )
-        .await
-        .expect("write");
+    let mut stream = stalled_post(&app).await;
     let started = Instant::now();
     assert!(
         read_to_close(&mut stream, Duration::from_secs(5))

@@ -6,8 +6,8 @@
 use std::time::{Duration, Instant};
 
 use chrono::{TimeZone, Utc};
+use entities::events;
 use reqwest::{Method, StatusCode};
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, sea_query::Expr};
 use serde_json::{Value, json};
 
 use crate::helpers::{TestApp, TestUser, event_body, spawn_app};
@@ -188,7 +188,18 @@ async fn many_previews_of_hostile_stored_rules_leave_the_server_answering() {
             let created = app
                 .create_event(&owner, &event_body(&[&calendar], "Stored long ago", 9))
                 .await;
-            store_rule(&app, &created, rule, start.single().expect("start"), *days).await;
+            // Stored as an older server could have accepted it.
+            let start = start.single().expect("start");
+            let end = start + chrono::Duration::days(*days);
+            app.overwrite_event(
+                &created,
+                vec![
+                    (events::Column::Recurrence, (*rule).into()),
+                    (events::Column::Start, start.into()),
+                    (events::Column::End, end.into()),
+                ],
+            )
+            .await;
         }
         tokens.push(invite_token(&app, &owner, &calendar).await);
     }
@@ -221,31 +232,6 @@ async fn many_previews_of_hostile_stored_rules_leave_the_server_answering() {
             .expect("task");
         assert_eq!(status, StatusCode::OK);
     }
-}
-
-/// Stores `rule` on `event` as if an older server had accepted it, starting at `start` and
-/// lasting `days`.
-async fn store_rule(
-    app: &TestApp,
-    event: &Value,
-    rule: &str,
-    start: chrono::DateTime<Utc>,
-    days: i64,
-) {
-    use entities::events;
-    let id: uuid::Uuid = event["id"].as_str().expect("id").parse().expect("uuid");
-    let db = app.db_connection().await;
-    events::Entity::update_many()
-        .col_expr(events::Column::Recurrence, Expr::value(rule))
-        .col_expr(events::Column::Start, Expr::value(start))
-        .col_expr(
-            events::Column::End,
-            Expr::value(start + chrono::Duration::days(days)),
-        )
-        .filter(events::Column::Id.eq(id))
-        .exec(&db)
-        .await
-        .expect("stored");
 }
 
 async fn invite_token(app: &TestApp, owner: &TestUser, calendar: &str) -> String {

@@ -6,8 +6,9 @@
 //! repaired such rows moves them into range.
 
 use chrono::{DateTime, TimeZone, Utc};
+use entities::events;
 use reqwest::{Method, StatusCode};
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, sea_query::Expr};
+use sea_orm::EntityTrait;
 use serde_json::{Value, json};
 
 use crate::helpers::{TestApp, TestUser, event_body, spawn_app};
@@ -184,14 +185,8 @@ async fn a_row_no_write_path_produces_is_left_out_of_reads_not_fatal_to_them() {
         .create_event(&owner, &event_body(&[&shared], "Stored long ago", 10))
         .await;
     // What an import of `DTSTART:99991231T230000Z` with `DURATION:PT2H` used to store.
-    set_end(
-        &app,
-        &bad,
-        Utc.with_ymd_and_hms(10_000, 1, 1, 1, 0, 0)
-            .single()
-            .expect("end"),
-    )
-    .await;
+    app.overwrite_event(&bad, vec![(events::Column::End, year_10000().into())])
+        .await;
     for query in ["".to_owned(), format!("?since={since}")] {
         let read = app.read_events(&member, &query).await;
         let ids: Vec<&str> = read["events"]
@@ -221,21 +216,15 @@ async fn a_row_no_write_path_produces_is_left_out_of_reads_not_fatal_to_them() {
     );
 }
 
-async fn set_end(app: &TestApp, event: &Value, end: DateTime<Utc>) {
-    use entities::events;
-    let id: uuid::Uuid = event["id"].as_str().expect("id").parse().expect("uuid");
-    let db = app.db_connection().await;
-    events::Entity::update_many()
-        .col_expr(events::Column::End, Expr::value(end))
-        .filter(events::Column::Id.eq(id))
-        .exec(&db)
-        .await
-        .expect("stored");
+/// What an import of `DTSTART:99991231T230000Z` with `DURATION:PT2H` used to store.
+fn year_10000() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(10_000, 1, 1, 1, 0, 0)
+        .single()
+        .expect("instant")
 }
 
 #[tokio::test]
 async fn the_repair_migration_moves_stored_times_into_range_one_revision_up() {
-    use entities::events;
     use migration::{Migrator, MigratorTrait};
     let mut app = spawn_app().await;
     let owner = app.sign_up("repair@example.com").await;
@@ -252,29 +241,15 @@ async fn the_repair_migration_moves_stored_times_into_range_one_revision_up() {
     let fine = app
         .create_event(&owner, &event_body(&[&home], "Fine", 11))
         .await;
-    set_end(
-        &app,
-        &late,
-        Utc.with_ymd_and_hms(10_000, 1, 1, 1, 0, 0)
-            .single()
-            .expect("end"),
-    )
-    .await;
+    app.overwrite_event(&late, vec![(events::Column::End, year_10000().into())])
+        .await;
+    let year_zero = Utc
+        .with_ymd_and_hms(0, 6, 1, 0, 0, 0)
+        .single()
+        .expect("start");
+    app.overwrite_event(&early, vec![(events::Column::Start, year_zero.into())])
+        .await;
     let db = app.db_connection().await;
-    let early_id: uuid::Uuid = early["id"].as_str().expect("id").parse().expect("uuid");
-    events::Entity::update_many()
-        .col_expr(
-            events::Column::Start,
-            Expr::value(
-                Utc.with_ymd_and_hms(0, 6, 1, 0, 0, 0)
-                    .single()
-                    .expect("start"),
-            ),
-        )
-        .filter(events::Column::Id.eq(early_id))
-        .exec(&db)
-        .await
-        .expect("stored");
     app.stop_in_place().await.expect("stopped");
 
     // Run the repair again, as a server that had stored these rows would at its upgrade.

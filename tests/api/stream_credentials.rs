@@ -144,50 +144,13 @@ async fn a_session_that_expires_ends_its_stream_when_it_does() {
 
 #[tokio::test]
 async fn a_member_tokens_stream_ends_when_the_token_is_revoked() {
-    use entities::{calendar_members, member_tokens, users};
-    use sea_orm::{ActiveModelTrait, ActiveValue::Set};
-
     let app = spawn_app().await;
     let owner = app.sign_up("origin@example.com").await;
     let calendar = app.create_calendar(&owner, "Shared far").await;
-    let calendar_id: uuid::Uuid = calendar["id"].as_str().expect("id").parse().expect("uuid");
-    let conn = app.db_connection().await;
-    let now = chrono::Utc::now();
-    users::ActiveModel {
-        id: Set("fed_stream".into()),
-        name: Set("Remote Rita".into()),
-        email: Set("rita@remote.example".into()),
-        email_verified: Set(false),
-        image: Set(None),
-        is_external: Set(true),
-        home_server: Set(Some("https://remote.example".into())),
-        created_at: Set(now),
-        updated_at: Set(now),
-    }
-    .insert(&conn)
-    .await
-    .expect("shadow user");
-    member_tokens::ActiveModel {
-        id: Set(uuid::Uuid::new_v4()),
-        user_id: Set("fed_stream".into()),
-        token_hash: Set(bowline::auth::tokens::sha256_hex("mt1_stream")),
-        created_at: Set(now),
-    }
-    .insert(&conn)
-    .await
-    .expect("member token");
-    calendar_members::ActiveModel {
-        id: Set(uuid::Uuid::new_v4()),
-        calendar_id: Set(calendar_id),
-        user_id: Set("fed_stream".into()),
-        role: Set("viewer".into()),
-        reminder: Set(None),
-        created_at: Set(now),
-        updated_at: Set(now),
-    }
-    .insert(&conn)
-    .await
-    .expect("membership");
+    let calendar_id = calendar["id"].as_str().expect("id");
+    app.store_shadow_user("fed_stream", &[("mt1_stream", 0)])
+        .await;
+    app.store_membership(calendar_id, "fed_stream").await;
     let mut stream = SseClient::open(
         app.client
             .get(app.url("/api/stream"))

@@ -5,6 +5,7 @@
 //! `resources`). Nothing is shared between tests.
 
 mod resources;
+mod stored;
 
 use std::net::SocketAddr;
 use std::sync::Once;

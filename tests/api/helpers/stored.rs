@@ -1,0 +1,79 @@
+//! Rows a test arranges in the server's database directly: what no route writes yet (a
+//! federated shadow user and its member tokens, until federation issues them) or no longer
+//! writes (values an older server stored).
+
+use entities::{calendar_members, events, member_tokens, users};
+use sea_orm::sea_query::Expr;
+use sea_orm::{ActiveModelTrait, ActiveValue::Set, ColumnTrait, EntityTrait, QueryFilter};
+
+use super::TestApp;
+
+impl TestApp {
+    /// Stores a federated shadow user `id` (as an accepted invite will) with the member
+    /// tokens `tokens`, each issued that many days ago.
+    pub async fn store_shadow_user(&self, id: &str, tokens: &[(&str, i64)]) {
+        let conn = self.db_connection().await;
+        let now = chrono::Utc::now();
+        users::ActiveModel {
+            id: Set(id.to_owned()),
+            name: Set("Remote Ruth".into()),
+            email: Set(format!("{id}@remote.example")),
+            email_verified: Set(false),
+            image: Set(None),
+            is_external: Set(true),
+            home_server: Set(Some("https://remote.example".into())),
+            created_at: Set(now),
+            updated_at: Set(now),
+        }
+        .insert(&conn)
+        .await
+        .expect("shadow user");
+        for (token, age_days) in tokens {
+            member_tokens::ActiveModel {
+                id: Set(uuid::Uuid::new_v4()),
+                user_id: Set(id.to_owned()),
+                token_hash: Set(bowline::auth::tokens::sha256_hex(token)),
+                created_at: Set(now - chrono::Duration::days(*age_days)),
+            }
+            .insert(&conn)
+            .await
+            .expect("member token");
+        }
+    }
+
+    /// Makes `user_id` a viewer of `calendar_id` without an invite.
+    pub async fn store_membership(&self, calendar_id: &str, user_id: &str) {
+        let now = chrono::Utc::now();
+        calendar_members::ActiveModel {
+            id: Set(uuid::Uuid::new_v4()),
+            calendar_id: Set(calendar_id.parse().expect("calendar id")),
+            user_id: Set(user_id.to_owned()),
+            role: Set("viewer".into()),
+            reminder: Set(None),
+            created_at: Set(now),
+            updated_at: Set(now),
+        }
+        .insert(&self.db_connection().await)
+        .await
+        .expect("membership");
+    }
+
+    /// Overwrites columns of the stored `event` (its JSON), as an older server could have
+    /// written them.
+    pub async fn overwrite_event(
+        &self,
+        event: &serde_json::Value,
+        columns: Vec<(events::Column, sea_orm::Value)>,
+    ) {
+        let id: uuid::Uuid = event["id"].as_str().expect("id").parse().expect("uuid");
+        let mut update = events::Entity::update_many();
+        for (column, value) in columns {
+            update = update.col_expr(column, Expr::value(value));
+        }
+        update
+            .filter(events::Column::Id.eq(id))
+            .exec(&self.db_connection().await)
+            .await
+            .expect("stored");
+    }
+}
