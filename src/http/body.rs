@@ -61,10 +61,13 @@ pub fn is_timeout(err: &(dyn StdError + 'static)) -> bool {
     false
 }
 
-/// A request body that fails with [`BodyError::TimedOut`] once its deadline passed.
+/// A request body that fails with [`BodyError::TimedOut`] once its deadline passed. Its
+/// timer starts only when the body is first waited for: most requests have no body, or one
+/// that has already arrived.
 pub struct Deadline<B> {
     body: B,
-    deadline: Pin<Box<Sleep>>,
+    due: Instant,
+    timer: Option<Pin<Box<Sleep>>>,
 }
 
 impl<B> Deadline<B> {
@@ -72,7 +75,8 @@ impl<B> Deadline<B> {
     pub fn new(body: B, at: Instant) -> Self {
         Self {
             body,
-            deadline: Box::pin(tokio::time::sleep_until(at)),
+            due: at,
+            timer: None,
         }
     }
 }
@@ -92,7 +96,11 @@ where
         if let Poll::Ready(frame) = Pin::new(&mut self.body).poll_frame(cx) {
             return Poll::Ready(frame.map(|frame| frame.map_err(|e| BodyError::Broken(e.into()))));
         }
-        match self.deadline.as_mut().poll(cx) {
+        let due = self.due;
+        let timer = self
+            .timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(due)));
+        match timer.as_mut().poll(cx) {
             Poll::Ready(()) => Poll::Ready(Some(Err(BodyError::TimedOut))),
             Poll::Pending => Poll::Pending,
         }
