@@ -58,7 +58,7 @@ pub enum CalendarMsg {
         target: String,
         /// New role.
         role: Role,
-        /// `{id, role}`.
+        /// Done, or why not.
         reply: Reply<()>,
     },
     /// Remove a member.

@@ -30,6 +30,15 @@ pub enum StreamCredential {
     MemberToken(String),
 }
 
+impl StreamCredential {
+    /// The session id or token hash.
+    fn key(&self) -> &str {
+        match self {
+            Self::Session(id) | Self::MemberToken(id) => id,
+        }
+    }
+}
+
 /// A user's session actor.
 #[derive(Debug)]
 pub struct SessionActor;
@@ -203,19 +212,12 @@ impl SessionState {
             Err(err) => return self.retry_later(&err),
         };
         for connection in &mut self.connections {
-            let key = match &connection.credential {
-                StreamCredential::Session(id) | StreamCredential::MemberToken(id) => id,
-            };
+            let key = connection.credential.key();
             if let Some((_, expires_at)) = live.iter().find(|(id, _)| id == key) {
                 connection.expires_at = *expires_at;
             }
         }
-        self.drop_where(|c| {
-            let key = match &c.credential {
-                StreamCredential::Session(id) | StreamCredential::MemberToken(id) => id,
-            };
-            !live.iter().any(|(id, _)| id == key)
-        });
+        self.drop_where(|c| !live.iter().any(|(id, _)| id == c.credential.key()));
     }
 
     fn retry_later(&mut self, err: &sea_orm::DbErr) {
