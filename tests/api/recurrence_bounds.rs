@@ -221,6 +221,7 @@ async fn many_previews_of_hostile_stored_rules_leave_the_server_answering() {
         assert_eq!(ok.status(), StatusCode::OK);
         slowest = slowest.max(started.elapsed());
     }
+    println!("while 12 previews expanded, /server/ok took {slowest:?} at worst");
     assert!(
         slowest < Duration::from_secs(1),
         "/server/ok took {slowest:?} at worst"
