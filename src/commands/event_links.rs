@@ -6,7 +6,8 @@ use uuid::Uuid;
 
 use super::events::{WriteClock, readers, send_event};
 use crate::context::Ctx;
-use crate::domain::events::{Attendance, EventContent, EventInput};
+use crate::domain::event_content::EventContent;
+use crate::domain::events::{Attendance, EventInput};
 use crate::domain::roles::Action;
 use crate::error::AppError;
 use crate::store::event_inserts::{self, InsertEventError, NewEvent};

@@ -4,6 +4,7 @@
 pub mod avatars;
 pub mod capabilities;
 pub mod email;
+pub mod event_content;
 pub mod events;
 pub mod frames;
 pub mod ids;

@@ -12,7 +12,7 @@ use super::rate_limit::INVITE_PREVIEW;
 use super::request::RequestCtx;
 use crate::context::Ctx;
 use crate::domain::ids::canonical_uuid;
-use crate::domain::recurrence;
+use crate::domain::recurrence::expansion;
 use crate::error::AppError;
 use crate::store::{calendars as calendar_store, event_reads, invites, members};
 use crate::views::calendars::PreviewMember;
@@ -76,7 +76,7 @@ fn summarize(
     window: (DateTime<Utc>, DateTime<Utc>),
 ) -> (Vec<PreviewEvent>, bool) {
     let (from, to) = window;
-    let mut budget = recurrence::Budget::new(PREVIEW_STEPS, PREVIEW_TIME);
+    let mut budget = expansion::Budget::new(PREVIEW_STEPS, PREVIEW_TIME);
     let mut summaries = Vec::new();
     let mut complete = true;
     for event in rows {
@@ -96,7 +96,7 @@ fn summarize(
                 }
             }
             Some(rule) => {
-                let Some(found) = recurrence::occurrences(
+                let Some(found) = expansion::occurrences(
                     event.start,
                     event.end,
                     rule,

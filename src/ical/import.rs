@@ -15,7 +15,7 @@
 use chrono::{DateTime, Duration, NaiveTime, TimeZone, Utc};
 use chrono_tz::Tz;
 
-use crate::domain::recurrence::Budget;
+use crate::domain::recurrence::expansion::Budget;
 
 use super::lexer::{self, Component, Property};
 use super::overrides;

@@ -36,7 +36,7 @@ pub mod writer;
 
 use chrono::{DateTime, Utc};
 
-use crate::domain::events::EventContent;
+use crate::domain::event_content::EventContent;
 
 pub use export::{ExportCalendar, export_calendar};
 pub use import::{ImportOptions, ParsedCalendar, parse_calendar};

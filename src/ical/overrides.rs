@@ -24,7 +24,7 @@ use chrono::{DateTime, Duration, Utc};
 use super::IcsError;
 use super::import::Draft;
 use super::timezones::ZoneResolver;
-use crate::domain::recurrence::Budget;
+use crate::domain::recurrence::expansion::Budget;
 
 /// One part of a (possibly split) series: its draft, the first original instance it
 /// holds, and how far its instances are moved from their original times.

@@ -12,7 +12,7 @@
 
 use chrono::{DateTime, Duration, NaiveTime, TimeZone, Utc};
 
-use crate::domain::recurrence::{self, Budget};
+use crate::domain::recurrence::expansion::{self, Budget};
 
 use super::IcsError;
 use super::timezones::ZoneResolver;
@@ -221,7 +221,7 @@ impl Rules {
         let Some(text) = self.stored(start) else {
             return Some(0);
         };
-        recurrence::count_before(start, &text, before, budget)
+        expansion::count_before(start, &text, before, budget)
     }
 }
 

@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use bowline::domain::recurrence::{self, Budget};
+use bowline::domain::recurrence::{self, expansion, expansion::Budget};
 use chrono::{DateTime, TimeZone, Utc};
 use libfuzzer_sys::fuzz_target;
 
@@ -33,7 +33,7 @@ fuzz_target!(|data: &[u8]| {
     let started = Instant::now();
     let _ = recurrence::check(&rule, start, end);
     let mut budget = Budget::new(200_000, Duration::from_millis(250));
-    if let Some(found) = recurrence::occurrences(start, end, &rule, (from, to), 100, &mut budget) {
+    if let Some(found) = expansion::occurrences(start, end, &rule, (from, to), 100, &mut budget) {
         assert!(found.occurrences.len() <= 100);
         assert!(
             found
@@ -47,7 +47,7 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     let mut budget = Budget::new(200_000, Duration::from_millis(250));
-    let _ = recurrence::count_before(start, &rule, from, &mut budget);
+    let _ = expansion::count_before(start, &rule, from, &mut budget);
     assert!(
         started.elapsed() < Duration::from_secs(2),
         "took {:?}",
