@@ -7,13 +7,14 @@
 //! request counts as in progress from its head until its response body has been written (an
 //! open stream is busy for as long as it is open).
 //!
-//! [`Watched`] wraps a connection's socket and notes when bytes last moved either way, so the
-//! connection's task can close it once nothing moved for the idle timeout.
+//! [`Watched`] wraps a connection's socket and notes when bytes last moved either way;
+//! [`Registry::close_silent`], run by one sweeper for all connections, closes those on which
+//! nothing moved for the idle timeout (one timer for the listener, not one per connection).
 
 use std::collections::BTreeMap;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -21,8 +22,8 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use parking_lot::Mutex;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::sync::Notify;
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 /// Descriptors kept free beside the connections when the capacity follows the open-file
 /// limit: the database pool, SQLite's files, logs, outgoing requests, the metrics listener.
@@ -53,7 +54,8 @@ pub struct Connection {
     requests: AtomicUsize,
     last_io_ms: AtomicU64,
     epoch: Instant,
-    close: CancellationToken,
+    closed: AtomicBool,
+    close: Notify,
 }
 
 impl Connection {
@@ -69,7 +71,19 @@ impl Connection {
 
     /// Resolves when the registry wants this connection closed.
     pub async fn closing(&self) {
-        self.close.cancelled().await;
+        self.close.notified().await;
+    }
+
+    /// Tells the connection's task to close it (once; a later wait still sees it).
+    fn close(&self) {
+        if !self.closed.swap(true, Ordering::Relaxed) {
+            self.close.notify_one();
+        }
+    }
+
+    /// Whether it was told to close.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Relaxed)
     }
 
     /// Marks a request in progress until the returned guard is dropped.
@@ -127,6 +141,23 @@ impl Registry {
         self.len() == 0
     }
 
+    /// Closes the connections on which nothing moved for `idle`; how many.
+    pub fn close_silent(&self, idle: Duration) -> usize {
+        let now = Instant::now();
+        let mut open = self.open.lock();
+        let silent: Vec<u64> = open
+            .iter()
+            .filter(|(_, c)| now.saturating_duration_since(c.last_io()) >= idle)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in &silent {
+            if let Some(connection) = open.remove(id) {
+                connection.close();
+            }
+        }
+        silent.len()
+    }
+
     /// A place for a new connection, closing the oldest idle one at capacity (then
     /// `evicted` is set); `None` when every open connection is busy.
     pub fn admit(self: &Arc<Self>) -> Option<Slot> {
@@ -138,7 +169,7 @@ impl Registry {
                 .find(|(_, c)| c.requests.load(Ordering::Relaxed) == 0)
                 .map(|(id, _)| *id)?;
             if let Some(oldest) = open.remove(&idle) {
-                oldest.close.cancel();
+                oldest.close();
                 evicted = true;
             }
         }
@@ -147,7 +178,8 @@ impl Registry {
             requests: AtomicUsize::new(0),
             last_io_ms: AtomicU64::new(0),
             epoch: self.epoch,
-            close: CancellationToken::new(),
+            closed: AtomicBool::new(false),
+            close: Notify::new(),
         });
         connection.touch();
         open.insert(id, connection.clone());
@@ -157,17 +189,6 @@ impl Registry {
             connection,
             evicted,
         })
-    }
-}
-
-/// Resolves once nothing moved on `connection` for `idle`.
-pub async fn silent_for(connection: &Connection, idle: Duration) {
-    loop {
-        let deadline = connection.last_io() + idle;
-        if Instant::now() >= deadline {
-            return;
-        }
-        tokio::time::sleep_until(deadline).await;
     }
 }
 
@@ -286,15 +307,37 @@ mod tests {
         let second = registry.admit().expect("room");
         let busy = first.connection.request_started();
         let third = registry.admit().expect("the idle second makes room");
-        assert!(second.connection.close.is_cancelled());
-        assert!(!first.connection.close.is_cancelled());
+        assert!(second.connection.is_closed());
+        assert!(!first.connection.is_closed());
         let _also_busy = third.connection.request_started();
         assert!(registry.admit().is_none(), "every connection is busy");
         drop(busy);
         let _fourth = registry.admit().expect("the first is idle again");
-        assert!(first.connection.close.is_cancelled());
+        assert!(first.connection.is_closed());
         drop(second);
         drop(first);
         assert_eq!(registry.len(), 2, "third and fourth");
+    }
+
+    #[tokio::test]
+    async fn connections_on_which_nothing_moved_are_closed() {
+        let registry = Arc::new(Registry {
+            capacity: 10,
+            epoch: Instant::now() - Duration::from_secs(7_200),
+            next_id: AtomicU64::new(0),
+            open: Mutex::new(BTreeMap::new()),
+        });
+        let quiet = registry.admit().expect("room");
+        let busy = registry.admit().expect("room");
+        // Nothing moved on `quiet` since two hours ago.
+        quiet.connection.last_io_ms.store(0, Ordering::Relaxed);
+        assert_eq!(registry.close_silent(Duration::from_secs(3_600)), 1);
+        assert!(quiet.connection.is_closed());
+        assert!(!busy.connection.is_closed());
+        assert_eq!(registry.len(), 1);
+        // The task waiting for it is told even if it only starts waiting now.
+        tokio::time::timeout(Duration::from_secs(1), quiet.connection.closing())
+            .await
+            .expect("told");
     }
 }

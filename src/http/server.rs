@@ -3,7 +3,8 @@
 //! (SSE streams end on the same signal), give up after the grace period.
 //!
 //! Connection tasks are the one kind of task spawned outside `actors/`: one per TCP
-//! connection, owned by hyper's graceful-shutdown watcher.
+//! connection, owned by hyper's graceful-shutdown watcher, and the listener's one sweeper of
+//! silent connections.
 //!
 //! No connection holds its place for nothing ([`super::connections`]): its request head must
 //! arrive within `HEADER_READ_TIMEOUT_MS` of the connection being ready for one (hyper's
@@ -28,7 +29,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
-use super::connections::{Registry, Slot, Tracked, Watched, silent_for};
+use super::connections::{Registry, Slot, Tracked, Watched};
 use super::pipeline::Pipeline;
 use crate::context::Shutdown;
 use crate::metrics::Metrics;
@@ -57,6 +58,11 @@ pub async fn serve(
 ) {
     let graceful = GracefulShutdown::new();
     let registry = Registry::new(limits.capacity);
+    let sweeper = tokio::spawn(close_silent_connections(
+        registry.clone(),
+        limits.idle_timeout,
+        metrics.clone(),
+    ));
     loop {
         let accepted = tokio::select! {
             () = shutdown.triggered() => break,
@@ -90,20 +96,31 @@ pub async fn serve(
             let connection = slot.connection.clone();
             tokio::select! {
                 () = serve_connection(stream, client_addr, pipeline, &slot, watcher, limits) => {}
-                () = connection.closing() => tracing::debug!("http.connection.evicted"),
-                () = silent_for(&connection, limits.idle_timeout) => {
-                    metrics.http_connection_closed("idle");
-                    tracing::debug!("http.connection.idle");
-                }
+                () = connection.closing() => tracing::debug!("http.connection.closed"),
             }
             drop(slot);
             metrics.http_connections(registry.len());
         });
     }
     drop(listener);
+    sweeper.abort();
     tokio::select! {
         () = graceful.shutdown() => tracing::debug!("http.drained"),
         () = tokio::time::sleep(limits.grace) => tracing::warn!(grace_ms = limits.grace.as_millis() as u64, "http.shutdown.grace_expired"),
+    }
+}
+
+/// Closes, every quarter of the idle timeout (at least every 100 ms, at most every 5 s), the
+/// connections on which nothing moved for the idle timeout.
+async fn close_silent_connections(registry: Arc<Registry>, idle: Duration, metrics: Arc<Metrics>) {
+    let every = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(5));
+    let mut ticks = tokio::time::interval(every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        for _ in 0..registry.close_silent(idle) {
+            metrics.http_connection_closed("idle");
+        }
     }
 }
 
