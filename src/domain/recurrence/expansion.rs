@@ -225,13 +225,8 @@ fn moved_start(rule: &RRule, start: DateTime<Utc>, earliest: DateTime<Utc>) -> D
 #[cfg(test)]
 #[allow(clippy::expect_used, clippy::unwrap_used)]
 mod tests {
+    use super::super::tests::at;
     use super::*;
-
-    fn at(d: u32, h: u32) -> DateTime<Utc> {
-        Utc.with_ymd_and_hms(2026, 7, d, h, 0, 0)
-            .single()
-            .expect("t")
-    }
 
     fn budget() -> Budget {
         Budget::new(1_000_000, StdDuration::from_secs(10))

@@ -171,7 +171,8 @@ mod tests {
 
     use super::*;
 
-    fn at(d: u32, h: u32) -> DateTime<Utc> {
+    /// 2026-07-`d` at `h`:00 UTC.
+    pub(super) fn at(d: u32, h: u32) -> DateTime<Utc> {
         Utc.with_ymd_and_hms(2026, 7, d, h, 0, 0)
             .single()
             .expect("t")
