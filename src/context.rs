@@ -13,10 +13,9 @@ use crate::auth::Auth;
 use crate::config::Settings;
 use crate::cpu::CpuWork;
 use crate::domain::capabilities::Capabilities;
-use crate::http::event_read_cache::EventReadCache;
-use crate::http::rate_limit::RateLimiter;
 use crate::mail::MailService;
 use crate::metrics::Metrics;
+use crate::rate_limit::RateLimiter;
 use crate::store::Database;
 
 /// Everything one server shares between its requests and its actors.
@@ -40,8 +39,6 @@ pub struct AppContext {
     pub mail: Arc<MailService>,
     /// In-memory rate limits.
     pub limits: RateLimiter,
-    /// Full events reads, validated against the database on every read.
-    pub event_reads: EventReadCache,
     /// Outgoing HTTP (JWKS, providers, federation), rustls with compiled-in roots.
     pub http_client: reqwest::Client,
     /// CPU-heavy request work, off the async runtime and a few pieces at a time.

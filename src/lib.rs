@@ -30,6 +30,8 @@ pub mod ical;
 pub mod mail;
 /// Metric names and the per-server registry.
 pub mod metrics;
+/// In-memory, per-process rate limits.
+pub mod rate_limit;
 /// Building and running a server.
 pub mod startup;
 /// Persistence: the only code that touches the database.

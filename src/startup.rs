@@ -23,10 +23,9 @@ use crate::cpu::CpuWork;
 use crate::domain::capabilities::Capabilities;
 use crate::domain::version::{IMPLEMENTATION, WIRE_VERSION};
 use crate::http;
-use crate::http::event_read_cache::EventReadCache;
-use crate::http::rate_limit::RateLimiter;
 use crate::mail::MailService;
 use crate::metrics::Metrics;
+use crate::rate_limit::RateLimiter;
 use crate::store::Database;
 
 /// Why a server could not start or stopped with an error.
@@ -119,7 +118,6 @@ impl ApplicationBuilder {
             auth,
             mail: Arc::new(mail),
             limits: RateLimiter::default(),
-            event_reads: EventReadCache::new(settings.storage.read_cache_bytes),
             http_client,
             cpu: CpuWork::per_core(settings.call_timeout()),
             settings,

@@ -22,6 +22,7 @@ mod m20261123_000011_add_calendar_members_version;
 mod m20261124_000012_add_calendar_members_version_postgres;
 mod m20261124_000013_repair_event_times_out_of_range;
 mod m20261124_000014_add_calendar_events_linked_by;
+mod m20261124_000015_add_calendar_members_seen_codes_postgres;
 
 /// The ordered list of every migration Bowline has shipped.
 pub struct Migrator;
@@ -44,6 +45,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261124_000012_add_calendar_members_version_postgres::Migration),
             Box::new(m20261124_000013_repair_event_times_out_of_range::Migration),
             Box::new(m20261124_000014_add_calendar_events_linked_by::Migration),
+            Box::new(m20261124_000015_add_calendar_members_seen_codes_postgres::Migration),
         ]
     }
 }

@@ -16,9 +16,9 @@ use uuid::Uuid;
 use super::calendars::CalendarsMsg;
 use super::{ActorKind, MessageTimer, reply};
 use crate::commands::event_batch::PendingCreate;
-use crate::commands::known_roles::KnownRoles;
 use crate::commands::{self, refuse_constraint, retry_transient};
 use crate::context::Ctx;
+use crate::store::events::remembered_roles::KnownRoles;
 
 pub use super::calendar_msg::{CalendarMsg, Reply};
 

@@ -4,25 +4,11 @@
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE, URL_SAFE_NO_PAD};
 use hmac::{Hmac, KeyInit, Mac};
-use rand::Rng;
-use rand::distr::Alphanumeric;
 use sha2::{Digest, Sha256};
 
 type HmacSha256 = Hmac<Sha256>;
 
-/// `len` random characters from `[A-Za-z0-9]`.
-pub fn random_alphanumeric(len: usize) -> String {
-    rand::rng()
-        .sample_iter(&Alphanumeric)
-        .take(len)
-        .map(char::from)
-        .collect()
-}
-
-/// A new user, session, account or verification id (better-auth's 32-character format).
-pub fn new_id() -> String {
-    random_alphanumeric(32)
-}
+pub use crate::domain::ids::{new_id, random_alphanumeric};
 
 /// A new session token.
 pub fn new_session_token() -> String {

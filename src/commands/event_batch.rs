@@ -18,7 +18,6 @@ use std::collections::{BTreeMap, HashSet};
 use uuid::Uuid;
 
 use super::events::{Readers, WriteClock, send_event};
-use super::known_roles::KnownRoles;
 use super::{MaybeTransient, not_allowed, refuse_constraint, retry_transient};
 use crate::actors::calendar::Reply;
 use crate::actors::reply;
@@ -27,8 +26,9 @@ use crate::domain::events::EventInput;
 use crate::domain::roles::Action;
 use crate::error::AppError;
 use crate::store::FinalWrite;
-use crate::store::batch_roles::{self, BatchRoles};
-use crate::store::event_inserts::{self, InsertEventError, NewEvent};
+use crate::store::events::calendar_roles::{self as batch_roles, BatchRoles};
+use crate::store::events::inserts::{self as event_inserts, InsertEventError, NewEvent};
+use crate::store::events::remembered_roles::KnownRoles;
 use crate::views::events::EventView;
 
 /// One queued `CreateEvent`.

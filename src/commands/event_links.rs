@@ -10,10 +10,10 @@ use crate::domain::event_content::EventContent;
 use crate::domain::events::{Attendance, EventInput};
 use crate::domain::roles::Action;
 use crate::error::AppError;
-use crate::store::event_inserts::{self, InsertEventError, NewEvent};
 use crate::store::events as event_store;
+use crate::store::events::inserts::{self as event_inserts, InsertEventError, NewEvent};
 use crate::store::{attendance, calendars as calendar_store, members};
-use crate::views::events::EventView;
+use crate::views::events::{AttendeeView, EventView};
 
 /// The live event `event_id` and its links, if `actor` can see it.
 pub async fn visible_event(
@@ -176,12 +176,16 @@ pub async fn set_attendance(
     actor: &str,
     event_id: Uuid,
     answer: Attendance,
-) -> Result<Vec<crate::views::events::AttendeeView>, AppError> {
+) -> Result<Vec<AttendeeView>, AppError> {
     let txn = ctx.db.begin_write().await?;
     let (_, links) = visible_event(&txn, event_id, actor, true).await?;
     let clock = WriteClock::start();
     attendance::set(&txn, event_id, actor, answer, clock.now).await?;
-    let attendees = attendance::list(&txn, event_id).await?;
+    let attendees: Vec<AttendeeView> = attendance::list(&txn, event_id)
+        .await?
+        .into_iter()
+        .map(AttendeeView::from)
+        .collect();
     let readers = readers(&txn, &links).await?;
     clock.check()?;
     txn.commit().await?;
@@ -200,8 +204,9 @@ pub async fn attendees(
     ctx: &Ctx,
     reader: &str,
     event_id: Uuid,
-) -> Result<Vec<crate::views::events::AttendeeView>, AppError> {
+) -> Result<Vec<AttendeeView>, AppError> {
     let db = ctx.db.conn();
     visible_event(db, event_id, reader, false).await?;
-    Ok(attendance::list(db, event_id).await?)
+    let attendees = attendance::list(db, event_id).await?;
+    Ok(attendees.into_iter().map(AttendeeView::from).collect())
 }

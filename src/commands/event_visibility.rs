@@ -21,7 +21,8 @@ use crate::context::Ctx;
 use crate::domain::frames::FrameBatch;
 use crate::error::AppError;
 use crate::store::events as event_store;
-use crate::store::{event_history, members, notifications};
+use crate::store::events::history as event_history;
+use crate::store::{members, notifications};
 
 /// The frames a calendar's deletion owes, sent by [`CalendarDeletion::announce`].
 #[derive(Debug, Default)]

@@ -21,7 +21,8 @@ use crate::domain::events::{ChangeNews, EventInput, WRITE_BOUND};
 use crate::domain::roles::{Action, Role};
 use crate::error::AppError;
 use crate::store::events as event_store;
-use crate::store::{attendance, event_history, members, notifications};
+use crate::store::events::history as event_history;
+use crate::store::{attendance, members, notifications};
 use crate::views::events::{DeletedEventView, EventView};
 
 /// The readers of an event linked to some calendars: user → their calendars among them,

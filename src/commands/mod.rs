@@ -13,7 +13,6 @@ pub mod event_links;
 pub mod event_visibility;
 pub mod events;
 pub mod invites;
-pub mod known_roles;
 pub mod membership;
 pub mod pages;
 pub mod reminders;

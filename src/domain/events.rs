@@ -17,7 +17,7 @@ use crate::error::AppError;
 /// A write transaction that changes events must commit within this long of taking its
 /// timestamp, or it rolls back (so delta reads can rely on [`DELTA_OVERLAP`]). A batch of
 /// creations sent to PostgreSQL as one statement, whose locks are taken after its timestamp,
-/// is held to it by the database ([`crate::store::batch_roles::WRITE_TOO_SLOW`]).
+/// is held to it by the database ([`crate::store::events::calendar_roles::WRITE_TOO_SLOW`]).
 pub const WRITE_BOUND: Duration = Duration::from_secs(5);
 /// Delta reads look this far behind `since`: a change stamped before a read's `serverTime`
 /// but committed after the read is still returned by the next delta read (clients merge by

@@ -2,9 +2,25 @@
 //! invites, and the text ids of users. Anything else is a 400 before authorization or any
 //! database access.
 
+use rand::Rng;
+use rand::distr::Alphanumeric;
 use uuid::Uuid;
 
 use crate::error::AppError;
+
+/// `len` random characters from `[A-Za-z0-9]`.
+pub fn random_alphanumeric(len: usize) -> String {
+    rand::rng()
+        .sample_iter(&Alphanumeric)
+        .take(len)
+        .map(char::from)
+        .collect()
+}
+
+/// A new user, session, account or verification id (better-auth's 32-character format).
+pub fn new_id() -> String {
+    random_alphanumeric(32)
+}
 
 /// Parses a canonical hyphenated UUID (`8-4-4-4-12` hex digits, any case).
 pub fn canonical_uuid(text: &str) -> Option<Uuid> {

@@ -1,10 +1,8 @@
 //! `GET /api/v1/events`: everything the caller can see (served from the
-//! [`super::event_read_cache`] while the caller's calendars are unchanged), a delta since a
+//! store's cache while the caller's calendars are unchanged), a delta since a
 //! time (`since`, with deletions and view changes), or a `start`–`end` range. The query is
 //! validated before any database access; the answer is rendered by
 //! [`crate::views::event_list`].
-
-use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
 use http::header::CONTENT_TYPE;
@@ -16,8 +14,8 @@ use crate::context::Ctx;
 use crate::domain::events::{DELTA_OVERLAP, MAX_RANGE_DAYS};
 use crate::domain::time::parse_timestamp;
 use crate::error::AppError;
-use crate::store::event_history;
-use crate::store::event_reads::{self, Window};
+use crate::store::events::history as event_history;
+use crate::store::events::reads::{self as event_reads, Window};
 use crate::views::event_list;
 
 /// What a read asked for.
@@ -123,35 +121,18 @@ async fn list_events_handler(
     )))
 }
 
-/// Everything the reader can see, from the cache while the reader's calendar versions are
-/// those it was read at ([`crate::http::event_read_cache`]).
+/// Everything the reader can see ([`event_reads::all_visible`], cached while the reader's
+/// calendars are unchanged).
 async fn full_read(
     ctx: &Ctx,
     user: &AuthUser,
     server_time: DateTime<Utc>,
 ) -> Result<Response, AppError> {
-    let cache = &ctx.event_reads;
-    if cache.holds(user.id()) {
-        let versions = event_reads::current_versions(&ctx.db, user.id()).await?;
-        if let Some(events) = cache.get(user.id(), &versions) {
-            ctx.metrics.event_read(true);
-            return Ok(json_text(event_list::events_response(
-                &events,
-                &[],
-                server_time,
-            )));
-        }
-    }
-    // The versions and the events from one snapshot.
-    let txn = ctx.db.begin_read().await?;
-    let versions = event_reads::versions(&txn, user.id()).await?;
-    let packed = event_reads::visible(&txn, user.id(), Window::All).await?;
-    txn.commit().await?;
-    let events: Arc<str> = event_list::events_array(&packed.rows()?)?.into();
-    cache.put(user.id(), versions, events.clone());
-    ctx.metrics.event_read(false);
+    let read =
+        event_reads::all_visible(&ctx.db, user.id(), |rows| event_list::events_array(rows)).await?;
+    ctx.metrics.event_read(read.cached);
     Ok(json_text(event_list::events_response(
-        &events,
+        &read.events,
         &[],
         server_time,
     )))

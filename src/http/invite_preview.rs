@@ -8,13 +8,14 @@ use warp::{Filter, Rejection, Reply};
 
 use super::extract::{request_ctx, respond, route, with_ctx};
 use super::invites::invite_not_found;
-use super::rate_limit::INVITE_PREVIEW;
 use super::request::RequestCtx;
 use crate::context::Ctx;
 use crate::domain::ids::canonical_uuid;
 use crate::domain::recurrence::expansion;
 use crate::error::AppError;
-use crate::store::{calendars as calendar_store, event_reads, invites, members};
+use crate::rate_limit::INVITE_PREVIEW;
+use crate::store::events::reads as event_reads;
+use crate::store::{calendars as calendar_store, invites, members};
 use crate::views::calendars::PreviewMember;
 
 /// The public invite preview.

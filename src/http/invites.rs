@@ -13,7 +13,6 @@ use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
 
 use super::extract::{AuthUser, authenticated, json_body, respond, route, with_ctx};
-use super::rate_limit::INVITE_SEND;
 use crate::actors::calendar::CalendarMsg;
 use crate::commands::{not_a_member, not_allowed};
 use crate::context::Ctx;
@@ -22,6 +21,7 @@ use crate::domain::ids::{canonical_uuid, require_uuid};
 use crate::domain::roles::Action;
 use crate::error::AppError;
 use crate::mail::templates;
+use crate::rate_limit::INVITE_SEND;
 use crate::store::{calendars as calendar_store, invites, members};
 use crate::views::calendars::InviteView;
 

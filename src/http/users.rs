@@ -9,11 +9,11 @@ use warp::reply::Response;
 use warp::{Filter, Rejection};
 
 use super::extract::{AuthUser, json_body, ok_text, respond, route, signed_in, with_ctx};
-use super::rate_limit::DELETE_CONFIRM;
 use super::request::RequestCtx;
 use crate::auth::deletion;
 use crate::context::Ctx;
 use crate::error::AppError;
+use crate::rate_limit::DELETE_CONFIRM;
 
 /// The users routes.
 pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {

@@ -49,7 +49,7 @@ pub async fn link(
     now: DateTime<Utc>,
 ) -> Result<bool, DbErr> {
     let inserted = accounts::ActiveModel {
-        id: Set(crate::auth::tokens::new_id()),
+        id: Set(crate::domain::ids::new_id()),
         user_id: Set(user_id.to_owned()),
         provider_id: Set(provider.to_owned()),
         account_id: Set(account_id.to_owned()),
@@ -112,7 +112,7 @@ pub async fn set_password(
         .await?;
     if updated.rows_affected == 0 {
         accounts::ActiveModel {
-            id: Set(crate::auth::tokens::new_id()),
+            id: Set(crate::domain::ids::new_id()),
             user_id: Set(user_id.to_owned()),
             provider_id: Set(CREDENTIAL.to_owned()),
             account_id: Set(user_id.to_owned()),

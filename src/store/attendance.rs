@@ -9,10 +9,22 @@ use sea_orm::{
 use uuid::Uuid;
 
 use crate::domain::events::Attendance;
-use crate::views::events::AttendeeView;
 
-/// The event's attendees: going, maybe, declined, then by name; never emails.
-pub async fn list(db: &impl ConnectionTrait, event_id: Uuid) -> Result<Vec<AttendeeView>, DbErr> {
+/// One attendee's answer, with who they are (never their email).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attendee {
+    /// User id.
+    pub id: String,
+    /// Name.
+    pub name: String,
+    /// Avatar.
+    pub image: Option<String>,
+    /// `going`, `maybe` or `declined`.
+    pub status: String,
+}
+
+/// The event's attendees: going, maybe, declined, then by name.
+pub async fn list(db: &impl ConnectionTrait, event_id: Uuid) -> Result<Vec<Attendee>, DbErr> {
     let rows = event_attendees::Entity::find()
         .filter(event_attendees::Column::EventId.eq(event_id))
         .find_also_related(users::Entity)
@@ -23,11 +35,11 @@ pub async fn list(db: &impl ConnectionTrait, event_id: Uuid) -> Result<Vec<Atten
         "maybe" => 1,
         _ => 2,
     };
-    let mut attendees: Vec<AttendeeView> = rows
+    let mut attendees: Vec<Attendee> = rows
         .into_iter()
         .filter_map(|(row, user)| {
             let user = user?;
-            Some(AttendeeView {
+            Some(Attendee {
                 id: user.id,
                 name: user.name,
                 image: user.image,
@@ -86,7 +98,7 @@ pub async fn set(
 }
 
 /// The insert recording each new event's creator as going (run with the events' own inserts,
-/// see [`super::event_inserts::insert_many`]).
+/// see [`super::events::inserts::insert_many`]).
 pub(super) fn creators_going(
     events: &[entities::events::Model],
     now: DateTime<Utc>,

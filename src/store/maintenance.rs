@@ -6,7 +6,7 @@
 use sea_orm::DbErr;
 
 use super::{
-    Backend, Database, event_history, execute_raw, member_tokens, sessions, verifications,
+    Backend, Database, events::history, execute_raw, member_tokens, sessions, verifications,
 };
 
 /// How long deleted events and visibility losses are kept for delta reads.
@@ -25,7 +25,7 @@ pub async fn cleanup(db: &Database) -> Result<CleanupReport, DbErr> {
     let expired_rows = sessions::delete_expired(db, now).await?
         + verifications::delete_expired(db, now).await?
         + member_tokens::delete_expired(db, now).await?
-        + event_history::delete_history_before(
+        + history::delete_history_before(
             db.conn(),
             now - chrono::Duration::days(EVENT_HISTORY_DAYS),
         )

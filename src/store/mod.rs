@@ -9,12 +9,8 @@
 pub mod accounts;
 pub mod attendance;
 pub mod avatars;
-pub mod batch_roles;
 pub mod calendars;
 pub mod credentials;
-pub mod event_history;
-pub mod event_inserts;
-pub mod event_reads;
 pub mod events;
 mod final_write;
 pub mod ics;
@@ -54,6 +50,7 @@ use sea_orm::{
 
 use crate::config::StorageSettings;
 use credentials::CredentialChanges;
+use events::read_cache::EventReadCache;
 pub use final_write::FinalWrite;
 use read_lane::ReadLane;
 use session_cache::SessionCache;
@@ -96,6 +93,9 @@ pub struct Database {
     /// PostgreSQL: connections beside the pool for the cached reads' version checks
     /// ([`read_lane`]); `None` on SQLite.
     read_lane: Option<Arc<ReadLane>>,
+    /// Full events reads, served while the reader's calendars are unchanged
+    /// ([`events::reads::all_visible`]).
+    event_reads: Arc<EventReadCache>,
     backend: Backend,
 }
 
@@ -202,6 +202,7 @@ impl Database {
             ))),
             credentials: Arc::new(CredentialChanges::default()),
             read_lane,
+            event_reads: Arc::new(EventReadCache::new(settings.read_cache_bytes)),
             backend,
         })
     }

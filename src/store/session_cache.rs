@@ -8,7 +8,7 @@
 //! minutes). A lookup that began before such a change never stores what it read: each
 //! change moves a generation counter, and a result read under an older generation is
 //! returned but not kept. Expiry is still checked on every request
-//! ([`crate::auth::principal::resolve`]).
+//! (when the request pipeline resolves a session).
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};

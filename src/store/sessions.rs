@@ -36,7 +36,7 @@ pub async fn create(
     now: DateTime<Utc>,
 ) -> Result<sessions::Model, DbErr> {
     sessions::ActiveModel {
-        id: Set(crate::auth::tokens::new_id()),
+        id: Set(crate::domain::ids::new_id()),
         token_hash: Set(new.token_hash),
         user_id: Set(new.user_id),
         expires_at: Set(new.expires_at),

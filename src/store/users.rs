@@ -58,7 +58,7 @@ pub async fn create_with_account(
     now: DateTime<Utc>,
 ) -> Result<users::Model, CreateUserError> {
     let txn = db.begin_write().await?;
-    let user_id = crate::auth::tokens::new_id();
+    let user_id = crate::domain::ids::new_id();
     let email = new.email.trim().to_lowercase();
     let user = users::ActiveModel {
         id: Set(user_id.clone()),
@@ -78,7 +78,7 @@ pub async fn create_with_account(
         _ => CreateUserError::Database(err),
     })?;
     accounts::ActiveModel {
-        id: Set(crate::auth::tokens::new_id()),
+        id: Set(crate::domain::ids::new_id()),
         user_id: Set(user_id.clone()),
         provider_id: Set(account.provider_id),
         account_id: Set(account.account_id.unwrap_or_else(|| user_id.clone())),

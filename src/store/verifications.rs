@@ -22,7 +22,7 @@ pub async fn create(
     now: DateTime<Utc>,
 ) -> Result<(), DbErr> {
     verifications::ActiveModel {
-        id: Set(crate::auth::tokens::new_id()),
+        id: Set(crate::domain::ids::new_id()),
         identifier: Set(identifier.to_owned()),
         value: Set(value.to_owned()),
         expires_at: Set(expires_at),

@@ -1,5 +1,5 @@
 //! The events read's answer (`{events, deletedIds, serverTime}`) rendered straight from the
-//! rows the database packed ([`crate::store::event_reads`]). Each event is the same document
+//! rows the database packed ([`crate::store::events::reads`]). Each event is the same document
 //! as [`super::events::EventView`], written without building models: text fields are copied
 //! as the database escaped them (valid JSON string tokens), ids and timestamps are
 //! reformatted in place, and only a timestamp in an unexpected form goes through chrono.
@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use crate::domain::time::{YEARS, format_timestamp};
 use crate::error::AppError;
-use crate::store::event_reads::PackedEvent;
+use crate::store::events::reads::PackedEvent;
 
 /// Typical size of one rendered event beyond its text fields (keys, ids, timestamps).
 const EVENT_OVERHEAD: usize = 420;

@@ -6,6 +6,7 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use super::{optional_timestamp, timestamp};
+use crate::store::attendance::Attendee;
 
 /// An event with the calendars (of the reader) it is in.
 #[derive(Debug, Clone, Serialize)]
@@ -104,6 +105,17 @@ pub struct AttendeeView {
     pub image: Option<String>,
     /// `going`, `maybe` or `declined`.
     pub status: String,
+}
+
+impl From<Attendee> for AttendeeView {
+    fn from(attendee: Attendee) -> Self {
+        Self {
+            id: attendee.id,
+            name: attendee.name,
+            image: attendee.image,
+            status: attendee.status,
+        }
+    }
 }
 
 /// The answer to a delete: `{id, calendars, removed}`.

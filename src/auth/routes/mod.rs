@@ -29,9 +29,9 @@ use super::session::AuthReply;
 use crate::context::Ctx;
 use crate::error::AppError;
 use crate::http::extract::{JSON_BODY_LIMIT, body_bytes, request_ctx, with_ctx};
-use crate::http::rate_limit::{self, Rule};
 use crate::http::rejection::reject;
 use crate::http::request::RequestCtx;
+use crate::rate_limit::{self, Rule};
 
 /// The endpoints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,8 +9,9 @@ use sea_orm::{
 };
 use uuid::Uuid;
 
-use super::{FinalWrite, attendance, batch_roles, insert_together, together};
+use super::calendar_roles;
 use crate::domain::events::EventInput;
+use crate::store::{FinalWrite, attendance, insert_together, together};
 
 /// Why an event could not be inserted.
 #[derive(Debug, thiserror::Error)]
@@ -18,11 +19,11 @@ pub enum InsertEventError {
     /// An event with this id exists (ids are chosen by clients).
     #[error("an event with this id exists")]
     Duplicate,
-    /// The memberships the inserts were checked against changed ([`batch_roles::seen_at`]).
+    /// The memberships the inserts were checked against changed ([`calendar_roles::seen_at`]).
     #[error("the memberships changed")]
     MembersChanged,
     /// PostgreSQL's check of the memberships waited for its locks past the write's time
-    /// bound ([`batch_roles::is_too_slow`]; nothing was inserted).
+    /// bound ([`calendar_roles::is_too_slow`]; nothing was inserted).
     #[error("the write waited too long for its locks")]
     TooSlow,
     /// The database failed.
@@ -47,7 +48,7 @@ pub struct NewEvent<'a> {
 const INSERT_CHUNK: usize = 200;
 
 /// Inserts new events at revision 1 with their links and their creators' attendance (going),
-/// one round trip per [`INSERT_CHUNK`] events ([`super::insert_together`]). Fails whole with
+/// one round trip per [`INSERT_CHUNK`] events ([`crate::store::insert_together`]). Fails whole with
 /// [`InsertEventError::Duplicate`] if any id exists. Run it in a transaction.
 pub async fn insert_many(
     txn: &impl ConnectionTrait,
@@ -64,7 +65,7 @@ pub async fn insert_many(
 /// [`insert_many`] as the last writes of `write`, then its commit ([`FinalWrite::run`]: on
 /// SQLite the commit goes in the last text, one hand-off to SQLite's thread fewer; on
 /// PostgreSQL, with nothing begun, up to [`INSERT_CHUNK`] events are one statement that
-/// commits on its own). `check` ([`batch_roles::seen_at`]), if any, goes in front of the
+/// commits on its own). `check` ([`calendar_roles::seen_at`]), if any, goes in front of the
 /// first insert, in the same text or statement; if it fails, nothing is inserted and the
 /// error is [`InsertEventError::MembersChanged`] (or, on PostgreSQL, when its locks took
 /// too long, [`InsertEventError::TooSlow`]).
@@ -169,10 +170,10 @@ fn chunk_inserts(
 
 /// Links and attendance are unique per event: a unique violation is an existing event id.
 fn insert_error(err: DbErr) -> InsertEventError {
-    if batch_roles::is_members_changed(&err) {
+    if calendar_roles::is_members_changed(&err) {
         return InsertEventError::MembersChanged;
     }
-    if batch_roles::is_too_slow(&err) {
+    if calendar_roles::is_too_slow(&err) {
         return InsertEventError::TooSlow;
     }
     match err.sql_err() {

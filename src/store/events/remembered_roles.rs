@@ -1,7 +1,7 @@
 //! [`KnownRoles`]: what a calendar actor remembers of the memberships its batches of
 //! creations were authorized by, so that the next batch need not read them again before
 //! it inserts. Nothing here is trusted on its own: a batch authorized from it carries the
-//! versions it relies on into its insert text ([`crate::store::batch_roles::seen_at`]),
+//! versions it relies on into its insert text ([`crate::store::events::calendar_roles::seen_at`]),
 //! where the database refuses the whole batch if any of them moved; the actor then forgets
 //! everything and reads the roles again.
 
@@ -9,7 +9,7 @@ use std::sync::{Mutex, PoisonError};
 
 use uuid::Uuid;
 
-use crate::store::batch_roles::BatchRoles;
+use super::calendar_roles::BatchRoles;
 
 /// Most calendars remembered at once (past it, the actor starts over).
 const MOST_KNOWN: usize = 64;

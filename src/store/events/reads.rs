@@ -6,12 +6,14 @@
 //! crosses from the database instead of a row per event (on SQLite every row is a hand-off
 //! between the driver's worker thread and the runtime), and the JSON view renders the
 //! response from it without building models: strings are copied as the database escaped
-//! them, ids and timestamps reformatted in place ([`crate::views::event_list`]).
+//! them, ids and timestamps reformatted in place.
 //!
 //! The outer array is joined as text (`group_concat`/`string_agg`), not as JSON, so the
 //! database never re-parses the rows it has just packed.
 //!
 //! Also the range read of one calendar that invite previews summarize.
+
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use entities::{calendar_events, events};
@@ -23,7 +25,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use uuid::Uuid;
 
-use super::{Database, placeholder};
+use crate::store::{Database, placeholder};
 
 /// What a read asks for.
 #[derive(Debug, Clone, Copy)]
@@ -240,9 +242,49 @@ pub async fn versions(db: &impl ConnectionTrait, user_id: &str) -> Result<String
     }
 }
 
+/// A full read's events as the caller rendered them, and whether they came from the cache.
+#[derive(Debug)]
+pub struct FullRead {
+    /// The rendered events.
+    pub events: Arc<str>,
+    /// Whether they were served from the cache.
+    pub cached: bool,
+}
+
+/// Everything `user_id` can see, as `render` writes it: from the server's cache while the
+/// reader's calendar versions are those the cached text was read at (triggers raise a
+/// calendar's version with every change to its links or linked events), else read, with
+/// the versions, in one snapshot and kept for the next read.
+pub async fn all_visible<E: From<DbErr>>(
+    db: &Database,
+    user_id: &str,
+    render: impl FnOnce(&[PackedEvent<'_>]) -> Result<String, E>,
+) -> Result<FullRead, E> {
+    let cache = &db.event_reads;
+    if cache.holds(user_id) {
+        let versions = current_versions(db, user_id).await?;
+        if let Some(events) = cache.get(user_id, &versions) {
+            return Ok(FullRead {
+                events,
+                cached: true,
+            });
+        }
+    }
+    let txn = db.begin_read().await?;
+    let versions = versions(&txn, user_id).await?;
+    let packed = visible(&txn, user_id, Window::All).await?;
+    txn.commit().await?;
+    let events: Arc<str> = render(&packed.rows()?)?.into();
+    cache.put(user_id, versions, events.clone());
+    Ok(FullRead {
+        events,
+        cached: false,
+    })
+}
+
 /// [`versions`] as of now, outside a transaction: on PostgreSQL through the connections
-/// held for it beside the pool ([`super::read_lane`]), which spare the read the pool's ping.
-pub async fn current_versions(db: &Database, user_id: &str) -> Result<String, DbErr> {
+/// held for it beside the pool ([`crate::store::read_lane`]), which spare the read the pool's ping.
+async fn current_versions(db: &Database, user_id: &str) -> Result<String, DbErr> {
     if let Some(lane) = db.read_lane()
         && let Some(row) = lane.text(VERSIONS_POSTGRES, user_id).await
     {

@@ -2,8 +2,15 @@
 //!
 //! An event is visible to a user who is a member of any calendar it is linked to, until it
 //! is deleted (tombstoned). Every write that takes an event out of someone's view records a
-//! visibility loss for them (see [`super::event_history`]), which delta reads report as
-//! `deletedIds`. New events are inserted by [`super::event_inserts`].
+//! visibility loss for them (see [`history`]), which delta reads report as
+//! `deletedIds`. New events are inserted by [`inserts`].
+
+pub mod calendar_roles;
+pub mod history;
+pub mod inserts;
+pub(super) mod read_cache;
+pub mod reads;
+pub mod remembered_roles;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 

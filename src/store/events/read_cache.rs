@@ -1,6 +1,6 @@
 //! The cache of full events reads (`GET /api/v1/events` without `since` or a range): per
 //! user, the rendered events and the calendar versions they were read at
-//! ([`crate::store::event_reads::versions`], read in the same snapshot as the events).
+//! ([`crate::store::events::reads::versions`], read in the same snapshot as the events).
 //!
 //! A read asks the database for the reader's current versions first; when they equal the
 //! cached ones, nothing the reader can see has changed (triggers raise a calendar's version

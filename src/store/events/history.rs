@@ -99,7 +99,7 @@ pub async fn deleted_since(
         return Ok(Vec::new());
     }
     let lost: Vec<Uuid> = lost.into_iter().collect();
-    let still_visible = super::events::visible_among(db, user_id, &lost).await?;
+    let still_visible = super::visible_among(db, user_id, &lost).await?;
     let mut deleted: Vec<Uuid> = lost
         .into_iter()
         .filter(|id| !still_visible.contains(id))

@@ -19,8 +19,8 @@ use sea_orm::sea_query::{Alias, InsertStatement, Query};
 use sea_orm::{ConnectionTrait, DbBackend, DbErr, Statement, Value};
 use uuid::Uuid;
 
-use super::placeholder;
 use crate::domain::roles::Role;
+use crate::store::placeholder;
 
 /// The message of the error the view `calendar_members_seen` raises (the migration that
 /// creates it spells it out too: migrations do not import application code).
