@@ -18,7 +18,7 @@ use super::{ActorKind, MessageTimer, reply};
 use crate::commands::event_batch::PendingCreate;
 use crate::commands::{self, refuse_constraint, retry_transient};
 use crate::context::Ctx;
-use crate::store::events::remembered_roles::KnownRoles;
+use crate::store::events::remembered_roles::RememberedRoles;
 
 pub use super::calendar_msg::{CalendarMsg, Reply};
 
@@ -49,7 +49,7 @@ pub struct CalendarState {
     /// A `FlushCreates` is in the mailbox.
     flush_queued: bool,
     /// The roles its batches of creations were authorized by (checked when used).
-    known_roles: KnownRoles,
+    remembered_roles: RememberedRoles,
     /// The calendar does not exist (it never did, or it was deleted): the actor answers
     /// what it was sent and asks to be stopped at once instead of idling.
     missing: bool,
@@ -68,7 +68,7 @@ impl CalendarState {
                 &self.ctx,
                 self.calendar_id,
                 batch,
-                &self.known_roles,
+                &self.remembered_roles,
             )
             .await;
         }
@@ -118,7 +118,7 @@ impl Actor for CalendarActor {
             handled: 0,
             pending_creates: Vec::new(),
             flush_queued: false,
-            known_roles: KnownRoles::default(),
+            remembered_roles: RememberedRoles::default(),
             missing,
         })
     }

@@ -4,11 +4,11 @@ use chrono::Utc;
 use uuid::Uuid;
 
 use super::event_visibility;
-use super::events::WriteClock;
 use super::{announce_calendar, authorize, send_view};
 use crate::context::Ctx;
 use crate::domain::roles::Action;
 use crate::error::AppError;
+use crate::store::events::WriteDeadline;
 use crate::store::{calendars as calendar_store, members};
 use crate::views::calendars::CalendarView;
 
@@ -52,7 +52,7 @@ pub async fn delete(ctx: &Ctx, calendar_id: Uuid, actor: &str) -> Result<Calenda
         ));
     }
     let former = members::list(&txn, calendar_id).await?;
-    let clock = WriteClock::start();
+    let clock = WriteDeadline::start();
     let deletion = event_visibility::on_calendar_deleted(&txn, calendar_id, clock.now).await?;
     calendar_store::delete(&txn, calendar_id).await?;
     clock.check()?;

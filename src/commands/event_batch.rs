@@ -1,34 +1,30 @@
 //! Group commit of event creation. A calendar actor collects the `CreateEvent` commands
-//! queued in its mailbox and runs them here as one batch: one transaction, one statement
-//! that reads the roles for authorization and readers (on PostgreSQL locking the batch's
-//! calendars), multi-row inserts of events, links and attendance with the commit in the
-//! same round trip (one fsync on SQLite), then each command's frames and reply. A batch
-//! whose calendars' roles the actor read before ([`KnownRoles`]) skips that first
-//! statement: the versions they were read at are checked in the inserts' own text (on
-//! PostgreSQL, one statement that commits on its own, with no transaction around it), and
-//! if one moved, the batch is run again reading them. A command refused on its own (no
+//! queued in its mailbox and runs them here as one batch, written by
+//! [`creations::create_batch`] (how it is written, and with which roles, is the store's):
+//! this module authorizes each command against the roles the write read, then sends each
+//! created event's frames and answers every command. A command refused on its own (no
 //! right, an id twice in the batch) is answered without affecting the others; if the batch
 //! fails as a whole (an id that exists already — ids are client-chosen, so that is a
 //! retried create — or a linked calendar deleted concurrently), every command is retried on
 //! its own and the one concerned is refused. Checking ids before inserting would cost every
 //! batch a round trip for a case that almost never happens.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 
 use uuid::Uuid;
 
-use super::events::{Readers, WriteClock, send_event};
-use super::{MaybeTransient, not_allowed, refuse_constraint, retry_transient};
+use super::events::{Readers, send_event};
+use super::{MaybeTransient, calendar_gone, not_allowed, retry_transient};
 use crate::actors::calendar::Reply;
 use crate::actors::reply;
 use crate::context::Ctx;
-use crate::domain::events::EventInput;
+use crate::domain::events::{EventInput, event_exists};
 use crate::domain::roles::Action;
 use crate::error::AppError;
-use crate::store::FinalWrite;
-use crate::store::events::calendar_roles::{self as batch_roles, BatchRoles};
-use crate::store::events::inserts::{self as event_inserts, InsertEventError, NewEvent};
-use crate::store::events::remembered_roles::KnownRoles;
+use crate::store::events::WriteDeadline;
+use crate::store::events::calendar_roles::BatchRoles;
+use crate::store::events::creations::{self, Creation, CreationsError};
+use crate::store::events::remembered_roles::RememberedRoles;
 use crate::views::events::EventView;
 
 /// One queued `CreateEvent`.
@@ -42,17 +38,9 @@ pub struct PendingCreate {
     pub reply: Reply<EventView>,
 }
 
-fn duplicate() -> AppError {
-    AppError::Conflict {
-        error: "EVENT_EXISTS".into(),
-        message: "An event with this id already exists.".into(),
-        current: None,
-    }
-}
-
 /// Creates the events of `batch`, homed in `home`, answering each command; `known` is what
 /// the calendar's actor remembers of the roles.
-pub async fn create_all(ctx: &Ctx, home: Uuid, batch: Vec<PendingCreate>, known: &KnownRoles) {
+pub async fn create_all(ctx: &Ctx, home: Uuid, batch: Vec<PendingCreate>, known: &RememberedRoles) {
     ctx.metrics.event_batch(batch.len());
     if batch.len() == 1 {
         for one in batch {
@@ -88,17 +76,6 @@ enum BatchError {
     Refused(AppError),
     /// Anything else (answered to every command).
     Failed(AppError),
-    /// The roles the batch was authorized by were out of date (nothing was written).
-    MembersChanged,
-}
-
-impl From<sea_orm::DbErr> for BatchError {
-    fn from(err: sea_orm::DbErr) -> Self {
-        match refuse_constraint(err.into()) {
-            err @ AppError::Internal(_) => Self::Failed(err),
-            refused => Self::Refused(refused),
-        }
-    }
 }
 
 impl MaybeTransient for BatchError {
@@ -107,122 +84,53 @@ impl MaybeTransient for BatchError {
     }
 }
 
-impl From<AppError> for BatchError {
-    fn from(err: AppError) -> Self {
-        Self::Failed(err)
+impl From<CreationsError> for BatchError {
+    fn from(err: CreationsError) -> Self {
+        match err {
+            CreationsError::Duplicate => Self::Collision,
+            CreationsError::CalendarGone => Self::Refused(calendar_gone()),
+            CreationsError::TooSlow => Self::Failed(WriteDeadline::exceeded()),
+            CreationsError::Database(err) => Self::Failed(err.into()),
+        }
     }
 }
 
-/// Runs the batch in one transaction; per-command refusals are in the result. If it was
-/// authorized by roles the actor knew and they were out of date, it runs again, reading them.
+/// Writes the batch ([`creations::create_batch`]); per-command refusals are in the result.
 async fn commit(
     ctx: &Ctx,
     home: Uuid,
     batch: &[PendingCreate],
-    known: &KnownRoles,
+    remembered: &RememberedRoles,
 ) -> Result<Committed, BatchError> {
-    match commit_once(ctx, home, batch, known).await {
-        Err(BatchError::MembersChanged) => {
-            // With nothing known, the roles are read and there is no check to fail.
-            known.forget();
-            commit_once(ctx, home, batch, known).await
-        }
-        outcome => outcome,
-    }
-}
-
-/// [`commit`], once: with the roles `known` remembers if it has them all, else reading them
-/// (and telling `known`).
-async fn commit_once(
-    ctx: &Ctx,
-    home: Uuid,
-    batch: &[PendingCreate],
-    known: &KnownRoles,
-) -> Result<Committed, BatchError> {
-    let calendars: Vec<Uuid> = batch
+    let creations: Vec<Creation<'_>> = batch
         .iter()
-        .flat_map(|p| p.input.calendars.iter().copied())
-        .collect::<HashSet<_>>()
-        .into_iter()
+        .map(|pending| Creation {
+            input: &pending.input,
+            creator: &pending.actor,
+        })
         .collect();
-    // With the roles known, the batch is one write of its inserts and their check (on
-    // PostgreSQL one statement, no transaction around it). Its connection is taken before
-    // the timestamp, and the check's locks are bounded in the database.
-    let (write, members, seen_at): (FinalWrite, _, _) = match known.get(home, &calendars) {
-        Some(roles) => {
-            let seen_at = batch_roles::seen_at(&roles.versions);
-            (ctx.db.begin_final_write().await?, roles, seen_at)
-        }
-        None => {
-            let txn = ctx.db.begin_write().await?;
-            let Some(roles) = batch_roles::lock_with_roles(&txn, home, &calendars).await? else {
-                return Ok(batch
-                    .iter()
-                    .map(|_| Err(not_allowed(Action::EditEvents)))
-                    .collect());
-            };
-            known.learn(&roles);
-            (txn.into(), roles, None)
-        }
-    };
-    let mut taken = HashSet::new();
-    let mut outcomes: Vec<Result<(), AppError>> = Vec::with_capacity(batch.len());
-    let mut accepted = Vec::new();
-    for pending in batch {
-        let outcome = check(&members, pending, &mut taken);
-        if outcome.is_ok() {
-            accepted.push(NewEvent {
-                input: &pending.input,
-                creator: &pending.actor,
-                home,
-            });
-        }
-        outcomes.push(outcome);
-    }
-    // The inserts and the commit go in one round trip right after the timestamp is taken:
-    // no step is left between them for `WriteClock::check` to bound (a commit is never
-    // bounded, here or elsewhere).
-    let now = WriteClock::start().now;
-    let inserted = match event_inserts::insert_many_and_commit(write, &accepted, now, seen_at).await
-    {
-        Ok(inserted) => inserted,
-        Err(InsertEventError::Duplicate) => return Err(BatchError::Collision),
-        Err(InsertEventError::MembersChanged) => return Err(BatchError::MembersChanged),
-        Err(InsertEventError::TooSlow) => return Err(WriteClock::exceeded().into()),
-        Err(InsertEventError::Database(err)) => return Err(err.into()),
-    };
-    let mut inserted = inserted.into_iter();
-    Ok(outcomes
+    let created =
+        creations::create_batch(&ctx.db, home, &creations, remembered, &mut check).await?;
+    Ok(created
+        .outcomes
         .into_iter()
         .zip(batch)
         .map(|(outcome, pending)| {
-            outcome?;
-            let event = inserted
-                .next()
-                .ok_or_else(|| AppError::internal("batch insert lost an event"))?;
-            Ok((event, readers(&members, &pending.input.calendars)))
+            outcome.map(|event| (event, readers(&created.roles, &pending.input.calendars)))
         })
         .collect())
 }
 
-/// Whether the command may run: editEvents on every calendar, an id not already used in
-/// the batch.
-fn check(
-    members: &BatchRoles,
-    pending: &PendingCreate,
-    taken: &mut HashSet<Uuid>,
-) -> Result<(), AppError> {
-    let allowed = pending.input.calendars.iter().all(|calendar| {
+/// Whether the command may run: editEvents on every calendar.
+fn check(members: &BatchRoles, creation: &Creation<'_>) -> Result<(), AppError> {
+    let allowed = creation.input.calendars.iter().all(|calendar| {
         members.members.get(calendar).is_some_and(|list| {
             list.iter()
-                .any(|(user, role)| *user == pending.actor && role.allows(Action::EditEvents))
+                .any(|(user, role)| *user == creation.creator && role.allows(Action::EditEvents))
         })
     });
     if !allowed {
         return Err(not_allowed(Action::EditEvents));
-    }
-    if !taken.insert(pending.input.id) {
-        return Err(duplicate());
     }
     Ok(())
 }
@@ -257,16 +165,7 @@ fn answer(ctx: &Ctx, batch: Vec<PendingCreate>, outcome: Result<Committed, Batch
         }
         Err(BatchError::Collision) => {
             for pending in batch {
-                reply(pending.reply, Err(duplicate()));
-            }
-        }
-        Err(BatchError::MembersChanged) => {
-            // `commit` runs a batch whose known roles were out of date again, reading them.
-            for pending in batch {
-                reply(
-                    pending.reply,
-                    Err(AppError::internal("unchecked roles changed")),
-                );
+                reply(pending.reply, Err(event_exists()));
             }
         }
         Err(BatchError::Failed(err) | BatchError::Refused(err)) => {

@@ -4,13 +4,14 @@
 
 use uuid::Uuid;
 
-use super::events::{WriteClock, readers, send_event};
+use super::events::{readers, send_event};
 use crate::context::Ctx;
 use crate::domain::event_content::EventContent;
 use crate::domain::events::{Attendance, EventInput};
 use crate::domain::roles::Action;
 use crate::error::AppError;
 use crate::store::events as event_store;
+use crate::store::events::WriteDeadline;
 use crate::store::events::inserts::{self as event_inserts, InsertEventError, NewEvent};
 use crate::store::{attendance, calendars as calendar_store, members};
 use crate::views::events::{AttendeeView, EventView};
@@ -89,7 +90,7 @@ pub async fn link(
     require_target(&txn, target, actor).await?;
     // A row written before today's rules must not spread into more calendars.
     content_of(&event).check()?;
-    let clock = WriteClock::start();
+    let clock = WriteDeadline::start();
     let event = if links.contains(&target) {
         event
     } else {
@@ -142,7 +143,7 @@ pub async fn fork(
         url: source.url,
     };
     copy.content().check()?;
-    let clock = WriteClock::start();
+    let clock = WriteDeadline::start();
     let new = NewEvent {
         input: &copy,
         creator: actor,
@@ -179,7 +180,7 @@ pub async fn set_attendance(
 ) -> Result<Vec<AttendeeView>, AppError> {
     let txn = ctx.db.begin_write().await?;
     let (_, links) = visible_event(&txn, event_id, actor, true).await?;
-    let clock = WriteClock::start();
+    let clock = WriteDeadline::start();
     attendance::set(&txn, event_id, actor, answer, clock.now).await?;
     let attendees: Vec<AttendeeView> = attendance::list(&txn, event_id)
         .await?

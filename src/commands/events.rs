@@ -6,7 +6,6 @@
 //! with the reader's own calendars, `event_removed` to whoever can no longer see the event.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::Instant;
 
 use chrono::{DateTime, Utc};
 use entities::events;
@@ -17,11 +16,11 @@ use uuid::Uuid;
 pub use super::event_frames::{add_event, add_removed, send_event, send_removed};
 use super::not_allowed;
 use crate::context::Ctx;
-use crate::domain::events::{ChangeNews, EventInput, WRITE_BOUND};
+use crate::domain::events::{ChangeNews, EventInput};
 use crate::domain::roles::{Action, Role};
 use crate::error::AppError;
-use crate::store::events as event_store;
 use crate::store::events::history as event_history;
+use crate::store::events::{self as event_store, WriteDeadline};
 use crate::store::{attendance, members, notifications};
 use crate::views::events::{DeletedEventView, EventView};
 
@@ -39,42 +38,6 @@ pub async fn readers(db: &impl ConnectionTrait, links: &[Uuid]) -> Result<Reader
         }
     }
     Ok(readers)
-}
-
-/// The timestamp of a write, taken once its locks are held, and the bound it must commit
-/// within (see [`WRITE_BOUND`]).
-pub struct WriteClock {
-    started: Instant,
-    /// The write's `updated_at`.
-    pub now: DateTime<Utc>,
-}
-
-impl WriteClock {
-    /// Starts the clock.
-    pub fn start() -> Self {
-        Self {
-            started: Instant::now(),
-            now: Utc::now(),
-        }
-    }
-
-    /// Refuses to commit a write that took too long (its transaction rolls back).
-    pub fn check(&self) -> Result<(), AppError> {
-        if self.started.elapsed() > WRITE_BOUND {
-            tracing::error!(
-                elapsed_ms = self.started.elapsed().as_millis() as u64,
-                "event.write_too_slow"
-            );
-            return Err(Self::exceeded());
-        }
-        Ok(())
-    }
-
-    /// The answer to a write refused for taking too long (by [`WriteClock::check`], or by
-    /// the database's own check of a write's locks).
-    pub fn exceeded() -> AppError {
-        AppError::Unavailable("event write exceeded its time bound".into())
-    }
 }
 
 fn event_not_found() -> AppError {
@@ -188,7 +151,7 @@ pub async fn update(
         ));
     }
     let before = readers(&txn, &existing).await?;
-    let clock = WriteClock::start();
+    let clock = WriteDeadline::start();
     let news = ChangeNews::of(
         (event.start, event.end, event.is_canceled),
         (input.start, input.end, input.is_canceled),
@@ -325,7 +288,7 @@ pub async fn delete(
         .collect();
     let before = readers(&txn, &links).await?;
     let after = readers(&txn, &remaining).await?;
-    let clock = WriteClock::start();
+    let clock = WriteDeadline::start();
     let removed = remaining.is_empty();
     let event = if removed {
         notifications::drop_for_events(&txn, &[event_id]).await?;

@@ -43,6 +43,12 @@ pub fn not_allowed(action: Action) -> AppError {
     ))
 }
 
+/// 403 for a write to a calendar deleted at the same time (as a check a moment later would
+/// have said).
+pub fn calendar_gone() -> AppError {
+    AppError::forbidden("A calendar this change refers to no longer exists.")
+}
+
 /// What an event write that broke a constraint means to its caller. Writes lock the event
 /// (or its home calendar), not every calendar they touch, so a calendar deleted at the same
 /// time fails the write's foreign key (403: the calendar is gone, as a check a moment later
@@ -58,7 +64,7 @@ pub fn refuse_constraint(err: AppError) -> AppError {
     {
         Some(sea_orm::SqlErr::ForeignKeyConstraintViolation(detail)) => {
             tracing::warn!(detail = %detail, "event.write.foreign_key");
-            AppError::forbidden("A calendar this change refers to no longer exists.")
+            calendar_gone()
         }
         Some(sea_orm::SqlErr::UniqueConstraintViolation(detail)) => {
             tracing::warn!(detail = %detail, "event.write.unique_key");

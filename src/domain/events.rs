@@ -15,15 +15,23 @@ use super::time::{from_epoch_millis, parse_timestamp};
 use crate::error::AppError;
 
 /// A write transaction that changes events must commit within this long of taking its
-/// timestamp, or it rolls back (so delta reads can rely on [`DELTA_OVERLAP`]). A batch of
-/// creations sent to PostgreSQL as one statement, whose locks are taken after its timestamp,
-/// is held to it by the database ([`crate::store::events::calendar_roles::WRITE_TOO_SLOW`]).
+/// timestamp, or it rolls back (so delta reads can rely on [`DELTA_OVERLAP`]); the one
+/// statement of a batch of creations on PostgreSQL is held to it by the database itself.
 pub const WRITE_BOUND: Duration = Duration::from_secs(5);
 /// Delta reads look this far behind `since`: a change stamped before a read's `serverTime`
 /// but committed after the read is still returned by the next delta read (clients merge by
 /// id, so a repeated change is harmless). Covers [`WRITE_BOUND`] plus clock skew between
 /// instances.
 pub const DELTA_OVERLAP: Duration = Duration::from_secs(10);
+/// 409 for an event id that exists already (ids are chosen by clients).
+pub fn event_exists() -> AppError {
+    AppError::Conflict {
+        error: "EVENT_EXISTS".into(),
+        message: "An event with this id already exists.".into(),
+        current: None,
+    }
+}
+
 /// The longest range a range read may ask for (3 × 366 days).
 pub const MAX_RANGE_DAYS: i64 = 3 * 366;
 

@@ -349,17 +349,38 @@ pub(crate) fn together(backend: DbBackend, mut inserts: Vec<InsertStatement>) ->
 /// link into (foreign keys, the calendars' events versions); two calendars' writers linking
 /// into each other can therefore wait on each other, which PostgreSQL resolves this way.
 pub fn is_transient(err: &DbErr) -> bool {
+    database_error(err)
+        .is_some_and(|db_err| matches!(db_err.code().as_deref(), Some("40P01" | "40001")))
+}
+
+/// The error the database itself reported (with its SQLSTATE on PostgreSQL, its extended
+/// result code on SQLite), if `err` is one.
+fn database_error(err: &DbErr) -> Option<&dyn sea_orm::sqlx::error::DatabaseError> {
     use sea_orm::RuntimeErr;
     let (DbErr::Query(RuntimeErr::SqlxError(err))
     | DbErr::Exec(RuntimeErr::SqlxError(err))
     | DbErr::Conn(RuntimeErr::SqlxError(err))) = err
     else {
-        return false;
+        return None;
     };
-    let sea_orm::sqlx::Error::Database(db_err) = err.as_ref() else {
-        return false;
-    };
-    matches!(db_err.code().as_deref(), Some("40P01" | "40001"))
+    match err.as_ref() {
+        sea_orm::sqlx::Error::Database(db_err) => Some(db_err.as_ref()),
+        _ => None,
+    }
+}
+
+/// SQLite's extended result code for a trigger's `RAISE(ABORT, …)` (`SQLITE_CONSTRAINT_TRIGGER`).
+const SQLITE_TRIGGER_ABORT: &str = "1811";
+
+/// Whether `err` is the refusal a trigger raises under `name`: on PostgreSQL by its
+/// SQLSTATE `code`, on SQLite (whose triggers have no codes) by the trigger's abort code and
+/// the name it aborts with.
+pub(crate) fn is_trigger_refusal(err: &DbErr, code: &str, name: &str) -> bool {
+    database_error(err).is_some_and(|db_err| match db_err.code().as_deref() {
+        Some(SQLITE_TRIGGER_ABORT) => db_err.message() == name,
+        Some(found) => found == code,
+        None => false,
+    })
 }
 
 /// A lookup of the one row a unique key (primary key or unique index) names.

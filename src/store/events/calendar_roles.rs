@@ -22,14 +22,14 @@ use uuid::Uuid;
 use crate::domain::roles::Role;
 use crate::store::placeholder;
 
-/// The message of the error the view `calendar_members_seen` raises (the migration that
-/// creates it spells it out too: migrations do not import application code).
-pub const MEMBERS_CHANGED: &str = "calendar_members_changed";
+/// The refusal of the view `calendar_members_seen` when a calendar moved: its name (how
+/// SQLite's trigger aborts) and its SQLSTATE on PostgreSQL (the migrations that create the
+/// check spell both out: migrations do not import application code).
+const MEMBERS_CHANGED: (&str, &str) = ("calendar_members_changed", "BW001");
 
-/// The message of the error PostgreSQL's `calendar_members_seen` raises when the statement
-/// has run for more than 4 seconds once it holds a calendar's lock (the write's time bound,
-/// [`crate::domain::events::WRITE_BOUND`], less a second for the statement to arrive).
-pub const WRITE_TOO_SLOW: &str = "event_write_too_slow";
+/// PostgreSQL's refusal when the statement held its locks past the bound its rows give
+/// ([`super::deadline::lock_wait_bound_ms`]).
+const WRITE_TOO_SLOW: (&str, &str) = ("event_write_too_slow", "BW002");
 
 /// The members and roles of the calendars of a batch.
 #[derive(Debug, Clone, Default)]
@@ -104,29 +104,39 @@ pub async fn lock_with_roles(
 /// [`MEMBERS_CHANGED`] if a version moved ([`is_members_changed`]). Calendars are checked,
 /// and on PostgreSQL locked, in the order of their ids, as [`lock_with_roles`] locks them.
 /// `None` for no versions.
-pub fn seen_at(versions: &HashMap<Uuid, i64>) -> Option<InsertStatement> {
+pub fn seen_at(backend: DbBackend, versions: &HashMap<Uuid, i64>) -> Option<InsertStatement> {
     if versions.is_empty() {
         return None;
+    }
+    let bounded = backend == DbBackend::Postgres;
+    let mut columns = vec![Alias::new("calendar_id"), Alias::new("members_version")];
+    if bounded {
+        columns.push(Alias::new("write_bound_ms"));
     }
     let mut check = Query::insert();
     check
         .into_table(Alias::new("calendar_members_seen"))
-        .columns([Alias::new("calendar_id"), Alias::new("members_version")]);
+        .columns(columns);
     let mut rows: Vec<(&Uuid, &i64)> = versions.iter().collect();
     rows.sort_unstable();
     for (calendar, version) in rows {
-        check.values_panic([(*calendar).into(), (*version).into()]);
+        let mut values: Vec<sea_orm::sea_query::SimpleExpr> =
+            vec![(*calendar).into(), (*version).into()];
+        if bounded {
+            values.push(super::deadline::lock_wait_bound_ms().into());
+        }
+        check.values_panic(values);
     }
     Some(check)
 }
 
 /// Whether `err` is the check of [`seen_at`] failing.
 pub fn is_members_changed(err: &DbErr) -> bool {
-    err.to_string().contains(MEMBERS_CHANGED)
+    crate::store::is_trigger_refusal(err, MEMBERS_CHANGED.1, MEMBERS_CHANGED.0)
 }
 
 /// Whether `err` is PostgreSQL's check of [`seen_at`] refusing a write that waited too long
-/// for its locks ([`WRITE_TOO_SLOW`]).
+/// for its locks.
 pub fn is_too_slow(err: &DbErr) -> bool {
-    err.to_string().contains(WRITE_TOO_SLOW)
+    crate::store::is_trigger_refusal(err, WRITE_TOO_SLOW.1, WRITE_TOO_SLOW.0)
 }

@@ -6,11 +6,15 @@
 //! `deletedIds`. New events are inserted by [`inserts`].
 
 pub mod calendar_roles;
+pub mod creations;
+mod deadline;
 pub mod history;
 pub mod inserts;
 pub(super) mod read_cache;
 pub mod reads;
 pub mod remembered_roles;
+
+pub use deadline::WriteDeadline;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 

@@ -1,4 +1,4 @@
-//! [`KnownRoles`]: what a calendar actor remembers of the memberships its batches of
+//! [`RememberedRoles`]: what a calendar actor remembers of the memberships its batches of
 //! creations were authorized by, so that the next batch need not read them again before
 //! it inserts. Nothing here is trusted on its own: a batch authorized from it carries the
 //! versions it relies on into its insert text ([`crate::store::events::calendar_roles::seen_at`]),
@@ -18,11 +18,11 @@ const MOST_KNOWN: usize = 64;
 /// members of those that have some (it handles one command at a time; the lock is only
 /// there because a retried command's closure may borrow it only shared).
 #[derive(Debug, Default)]
-pub struct KnownRoles {
+pub struct RememberedRoles {
     read: Mutex<BatchRoles>,
 }
 
-impl KnownRoles {
+impl RememberedRoles {
     /// The roles of `home` and `calendars`, with the versions they were read at, if every
     /// one of them is known.
     pub fn get(&self, home: Uuid, calendars: &[Uuid]) -> Option<BatchRoles> {
@@ -87,7 +87,7 @@ mod tests {
     #[test]
     fn known_only_when_every_calendar_was_read_with_its_version() {
         let (home, other, unread) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
-        let known = KnownRoles::default();
+        let known = RememberedRoles::default();
         assert!(known.get(home, &[home]).is_none());
         known.learn(&read(
             &[(home, 3), (other, 7)],
@@ -108,7 +108,7 @@ mod tests {
     #[test]
     fn calendars_read_without_versions_are_never_known() {
         let home = Uuid::new_v4();
-        let known = KnownRoles::default();
+        let known = RememberedRoles::default();
         known.learn(&read(&[], &[(home, "ana", Role::Owner)]));
         assert!(known.get(home, &[home]).is_none());
     }
