@@ -22,7 +22,7 @@ use crate::domain::events::{EventInput, event_exists};
 use crate::domain::roles::Action;
 use crate::error::AppError;
 use crate::store::events::WriteDeadline;
-use crate::store::events::calendar_roles::BatchRoles;
+use crate::store::events::calendar_roles::CalendarRoles;
 use crate::store::events::creations::{self, Creation, CreationsError};
 use crate::store::events::remembered_roles::RememberedRoles;
 use crate::views::events::EventView;
@@ -122,7 +122,7 @@ async fn commit(
 }
 
 /// Whether the command may run: editEvents on every calendar.
-fn check(members: &BatchRoles, creation: &Creation<'_>) -> Result<(), AppError> {
+fn check(members: &CalendarRoles, creation: &Creation<'_>) -> Result<(), AppError> {
     let allowed = creation.input.calendars.iter().all(|calendar| {
         members.members.get(calendar).is_some_and(|list| {
             list.iter()
@@ -136,7 +136,7 @@ fn check(members: &BatchRoles, creation: &Creation<'_>) -> Result<(), AppError> 
 }
 
 /// Who sees an event linked to `links`, from the batch's membership rows.
-fn readers(members: &BatchRoles, links: &[Uuid]) -> Readers {
+fn readers(members: &CalendarRoles, links: &[Uuid]) -> Readers {
     let mut readers: Readers = BTreeMap::new();
     for calendar in links {
         for (user, _) in members

@@ -35,7 +35,7 @@ pub struct CalendarDeletion {
 }
 
 impl CalendarDeletion {
-    /// Sends the frames (after commit), each user's together, however many events the
+    /// Sends the frames (after commit), each user's one_statement, however many events the
     /// calendar held.
     pub fn announce(&self, ctx: &Ctx) {
         let mut batch = FrameBatch::default();

@@ -10,9 +10,9 @@ pub mod accounts;
 pub mod attendance;
 pub mod avatars;
 pub mod calendars;
+mod commit_write;
 pub mod credentials;
 pub mod events;
-mod final_write;
 pub mod ics;
 pub mod invites;
 pub mod maintenance;
@@ -20,13 +20,13 @@ pub mod member_tokens;
 pub mod members;
 pub mod notifications;
 pub mod pages;
-mod read_lane;
 pub mod reminders;
 pub mod scheduled_tasks;
 pub mod secrets;
 pub mod session_cache;
 pub mod sessions;
 pub mod settings;
+mod unpinged_connections;
 pub mod users;
 pub mod verifications;
 pub mod wal;
@@ -49,11 +49,11 @@ use sea_orm::{
 };
 
 use crate::config::StorageSettings;
+pub use commit_write::CommitWrite;
 use credentials::CredentialChanges;
 use events::read_cache::EventReadCache;
-pub use final_write::FinalWrite;
-use read_lane::ReadLane;
 use session_cache::SessionCache;
+use unpinged_connections::UnpingedConnections;
 use writer::SqliteWriter;
 pub use writer::WriteTxn;
 
@@ -91,8 +91,8 @@ pub struct Database {
     /// Committed changes to users' credentials ([`credentials`]).
     credentials: Arc<CredentialChanges>,
     /// PostgreSQL: connections beside the pool for the cached reads' version checks
-    /// ([`read_lane`]); `None` on SQLite.
-    read_lane: Option<Arc<ReadLane>>,
+    /// ([`unpinged_connections`]); `None` on SQLite.
+    unpinged_connections: Option<Arc<UnpingedConnections>>,
     /// Full events reads, served while the reader's calendars are unchanged
     /// ([`events::reads::all_visible`]).
     event_reads: Arc<EventReadCache>,
@@ -100,7 +100,7 @@ pub struct Database {
 }
 
 /// How long a PostgreSQL connection may sit idle in the pool before it is pinged on its
-/// next use (and a connection of the [`read_lane`] before its next statement).
+/// next use (and a connection of the [`unpinged_connections`] before its next statement).
 pub(crate) const PING_AFTER_IDLE: Duration = Duration::from_secs(30);
 
 /// File name of the embedded database inside `DATA_DIR`.
@@ -186,9 +186,9 @@ impl Database {
             Backend::Postgres => (None, None),
         };
         // SQLite answers in this process: its checks need no connections of their own.
-        let read_lane =
+        let unpinged_connections =
             (backend == Backend::Postgres && settings.read_cache_connections > 0).then(|| {
-                Arc::new(ReadLane::new(
+                Arc::new(UnpingedConnections::new(
                     &conn.get_postgres_connection_pool().connect_options(),
                     settings.read_cache_connections as usize,
                 ))
@@ -201,7 +201,7 @@ impl Database {
                 settings.session_cache_ms,
             ))),
             credentials: Arc::new(CredentialChanges::default()),
-            read_lane,
+            unpinged_connections,
             event_reads: Arc::new(EventReadCache::new(settings.read_cache_bytes)),
             backend,
         })
@@ -223,8 +223,8 @@ impl Database {
     }
 
     /// PostgreSQL: the connections beside the pool for the cached reads' version checks.
-    pub(crate) fn read_lane(&self) -> Option<&ReadLane> {
-        self.read_lane.as_deref()
+    pub(crate) fn unpinged_connections(&self) -> Option<&UnpingedConnections> {
+        self.unpinged_connections.as_deref()
     }
 
     /// Starts a write transaction (`BEGIN IMMEDIATE` on SQLite's writer connection; on
@@ -292,14 +292,14 @@ pub(crate) fn placeholder(backend: DbBackend, n: usize) -> String {
     }
 }
 
-/// Runs several inserts in one round trip ([`together`]). Run it in a transaction: on
+/// Runs several inserts in one round trip ([`one_statement`]). Run it in a transaction: on
 /// SQLite the statements are atomic only together with the transaction, and an error stops
 /// the ones after it.
-pub(crate) async fn insert_together(
+pub(crate) async fn insert_in_one_statement(
     db: &impl ConnectionTrait,
     inserts: Vec<InsertStatement>,
 ) -> Result<(), DbErr> {
-    match together(db.get_database_backend(), inserts) {
+    match one_statement(db.get_database_backend(), inserts) {
         Some(statement) => db.execute_raw(statement).await.map(|_| ()),
         None => Ok(()),
     }
@@ -309,7 +309,10 @@ pub(crate) async fn insert_together(
 /// several statements, on PostgreSQL one statement whose first inserts are data-modifying
 /// `WITH` clauses (their foreign keys are checked at the end of the statement, so a later
 /// insert may refer to the rows of an earlier one).
-pub(crate) fn together(backend: DbBackend, mut inserts: Vec<InsertStatement>) -> Option<Statement> {
+pub(crate) fn one_statement(
+    backend: DbBackend,
+    mut inserts: Vec<InsertStatement>,
+) -> Option<Statement> {
     let (sql, values) = if backend == DbBackend::Postgres {
         let last = inserts.pop()?;
         if inserts.is_empty() {

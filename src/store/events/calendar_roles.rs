@@ -1,6 +1,6 @@
 //! The memberships a calendar actor's batch of creations is authorized by: read at the start
 //! of its write transaction, or taken from what the actor read for an earlier batch and
-//! checked inside the batch's own insert statement ([`seen_at`]), which saves the batch a
+//! checked inside the batch's own insert statement ([`roles_unchanged_check`]), which saves the batch a
 //! round trip (on SQLite, a hand-off to SQLite's thread; on PostgreSQL, the whole
 //! transaction around the inserts: the statement commits on its own).
 //!
@@ -33,7 +33,7 @@ const WRITE_TOO_SLOW: (&str, &str) = ("event_write_too_slow", "BW002");
 
 /// The members and roles of the calendars of a batch.
 #[derive(Debug, Clone, Default)]
-pub struct BatchRoles {
+pub struct CalendarRoles {
     /// Each calendar's members with their roles (a calendar without members is absent).
     pub members: HashMap<Uuid, Arc<[(String, Role)]>>,
     /// Each calendar's `members_version` as read, the home calendar's included: the
@@ -44,7 +44,7 @@ pub struct BatchRoles {
 /// Reads the roles of every member of `calendar_ids` and the `members_version` of `home` and
 /// of `calendar_ids` (the calendars that exist), in one round trip: the start of a calendar
 /// actor's group commit. On PostgreSQL it also locks those calendars for the rest of the
-/// transaction (`FOR NO KEY UPDATE`, in the order of their ids, as [`seen_at`]'s check
+/// transaction (`FOR NO KEY UPDATE`, in the order of their ids, as [`roles_unchanged_check`]'s check
 /// does: the lock the transaction's inserts take anyway when they raise the calendars'
 /// `events_version`, taken first; SQLite's write transaction holds the database). `None`
 /// when `home` does not exist.
@@ -52,7 +52,7 @@ pub async fn lock_with_roles(
     txn: &impl ConnectionTrait,
     home: Uuid,
     calendar_ids: &[Uuid],
-) -> Result<Option<BatchRoles>, DbErr> {
+) -> Result<Option<CalendarRoles>, DbErr> {
     let backend = txn.get_database_backend();
     let param = |n: usize| placeholder(backend, n);
     let mut values: Vec<Value> = vec![home.into()];
@@ -88,7 +88,7 @@ pub async fn lock_with_roles(
         }
     }
     let home_exists = versions.contains_key(&home);
-    Ok(home_exists.then(|| BatchRoles {
+    Ok(home_exists.then(|| CalendarRoles {
         members: members
             .into_iter()
             .map(|(calendar, list)| (calendar, list.into()))
@@ -104,7 +104,10 @@ pub async fn lock_with_roles(
 /// [`MEMBERS_CHANGED`] if a version moved ([`is_members_changed`]). Calendars are checked,
 /// and on PostgreSQL locked, in the order of their ids, as [`lock_with_roles`] locks them.
 /// `None` for no versions.
-pub fn seen_at(backend: DbBackend, versions: &HashMap<Uuid, i64>) -> Option<InsertStatement> {
+pub fn roles_unchanged_check(
+    backend: DbBackend,
+    versions: &HashMap<Uuid, i64>,
+) -> Option<InsertStatement> {
     if versions.is_empty() {
         return None;
     }
@@ -130,12 +133,12 @@ pub fn seen_at(backend: DbBackend, versions: &HashMap<Uuid, i64>) -> Option<Inse
     Some(check)
 }
 
-/// Whether `err` is the check of [`seen_at`] failing.
+/// Whether `err` is the check of [`roles_unchanged_check`] failing.
 pub fn is_members_changed(err: &DbErr) -> bool {
     crate::store::is_trigger_refusal(err, MEMBERS_CHANGED.1, MEMBERS_CHANGED.0)
 }
 
-/// Whether `err` is PostgreSQL's check of [`seen_at`] refusing a write that waited too long
+/// Whether `err` is PostgreSQL's check of [`roles_unchanged_check`] refusing a write that waited too long
 /// for its locks.
 pub fn is_too_slow(err: &DbErr) -> bool {
     crate::store::is_trigger_refusal(err, WRITE_TOO_SLOW.1, WRITE_TOO_SLOW.0)

@@ -4,7 +4,7 @@
 //! The batch is authorized by the roles of its calendars. When the calendar's actor
 //! remembers them ([`RememberedRoles`]), the batch is one write of its inserts (on
 //! PostgreSQL one statement that commits on its own), and the versions the roles were read
-//! at are checked in that same write ([`calendar_roles::seen_at`]); if one moved, nothing
+//! at are checked in that same write ([`calendar_roles::roles_unchanged_check`]); if one moved, nothing
 //! is written, the memory is dropped, and the batch runs again reading the roles. Otherwise
 //! the roles are read (and on PostgreSQL the calendars locked) at the start of a write
 //! transaction, and remembered for the next batch.
@@ -16,12 +16,12 @@ use sea_orm::DbErr;
 use uuid::Uuid;
 
 use super::WriteDeadline;
-use super::calendar_roles::{self, BatchRoles};
+use super::calendar_roles::{self, CalendarRoles};
 use super::inserts::{self, InsertEventError, NewEvent};
 use super::remembered_roles::RememberedRoles;
 use crate::domain::events::{EventInput, event_exists};
 use crate::error::AppError;
-use crate::store::{Database, FinalWrite};
+use crate::store::{CommitWrite, Database};
 
 /// One creation of a batch.
 #[derive(Debug, Clone, Copy)]
@@ -74,7 +74,7 @@ pub struct Created {
     /// Each creation's row or refusal.
     pub outcomes: Vec<Result<events::Model, AppError>>,
     /// The members and roles of the batch's calendars.
-    pub roles: BatchRoles,
+    pub roles: CalendarRoles,
 }
 
 /// Writes the creations of `batch` homed in `home` that `authorize` allows, given the roles
@@ -85,7 +85,7 @@ pub async fn create_batch(
     home: Uuid,
     batch: &[Creation<'_>],
     remembered: &RememberedRoles,
-    authorize: &mut (dyn FnMut(&BatchRoles, &Creation<'_>) -> Result<(), AppError> + Send),
+    authorize: &mut (dyn FnMut(&CalendarRoles, &Creation<'_>) -> Result<(), AppError> + Send),
 ) -> Result<Created, CreationsError> {
     let outcome = match create_once(db, home, batch, remembered, authorize).await {
         Err(Attempt::MembersChanged) => {
@@ -123,7 +123,7 @@ async fn create_once(
     home: Uuid,
     batch: &[Creation<'_>],
     remembered: &RememberedRoles,
-    authorize: &mut (dyn FnMut(&BatchRoles, &Creation<'_>) -> Result<(), AppError> + Send),
+    authorize: &mut (dyn FnMut(&CalendarRoles, &Creation<'_>) -> Result<(), AppError> + Send),
 ) -> Result<Created, Attempt> {
     let calendars: Vec<Uuid> = batch
         .iter()
@@ -134,17 +134,17 @@ async fn create_once(
     // With the roles remembered, the batch is one write of its inserts and their check. Its
     // connection is taken before the timestamp, and the check's locks are bounded in the
     // database.
-    let (write, roles, check): (FinalWrite, _, _) = match remembered.get(home, &calendars) {
+    let (write, roles, check): (CommitWrite, _, _) = match remembered.get(home, &calendars) {
         Some(roles) => {
-            let write = db.begin_final_write().await?;
-            let check = calendar_roles::seen_at(write.backend(), &roles.versions);
+            let write = db.begin_commit_write().await?;
+            let check = calendar_roles::roles_unchanged_check(write.backend(), &roles.versions);
             (write, roles, check)
         }
         None => {
             let txn = db.begin_write().await?;
             let Some(roles) = calendar_roles::lock_with_roles(&txn, home, &calendars).await? else {
                 // No home calendar: nobody may create in it.
-                let roles = BatchRoles::default();
+                let roles = CalendarRoles::default();
                 let outcomes = batch
                     .iter()
                     .map(|c| {

@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use super::calendar_roles;
 use crate::domain::events::EventInput;
-use crate::store::{FinalWrite, attendance, insert_together, together};
+use crate::store::{CommitWrite, attendance, insert_in_one_statement, one_statement};
 
 /// Why an event could not be inserted.
 #[derive(Debug, thiserror::Error)]
@@ -19,7 +19,7 @@ pub enum InsertEventError {
     /// An event with this id exists (ids are chosen by clients).
     #[error("an event with this id exists")]
     Duplicate,
-    /// The memberships the inserts were checked against changed ([`calendar_roles::seen_at`]).
+    /// The memberships the inserts were checked against changed ([`calendar_roles::roles_unchanged_check`]).
     #[error("the memberships changed")]
     MembersChanged,
     /// PostgreSQL's check of the memberships waited for its locks past the write's time
@@ -48,7 +48,7 @@ pub struct NewEvent<'a> {
 const INSERT_CHUNK: usize = 200;
 
 /// Inserts new events at revision 1 with their links and their creators' attendance (going),
-/// one round trip per [`INSERT_CHUNK`] events ([`crate::store::insert_together`]). Fails whole with
+/// one round trip per [`INSERT_CHUNK`] events ([`crate::store::insert_in_one_statement`]). Fails whole with
 /// [`InsertEventError::Duplicate`] if any id exists. Run it in a transaction.
 pub async fn insert_many(
     txn: &impl ConnectionTrait,
@@ -57,20 +57,22 @@ pub async fn insert_many(
 ) -> Result<Vec<events::Model>, InsertEventError> {
     let models = new_models(new, now);
     for text in chunk_texts(&models, new, now) {
-        insert_together(txn, text).await.map_err(insert_error)?;
+        insert_in_one_statement(txn, text)
+            .await
+            .map_err(insert_error)?;
     }
     Ok(models)
 }
 
-/// [`insert_many`] as the last writes of `write`, then its commit ([`FinalWrite::run`]: on
+/// [`insert_many`] as the last writes of `write`, then its commit ([`CommitWrite::run`]: on
 /// SQLite the commit goes in the last text, one hand-off to SQLite's thread fewer; on
 /// PostgreSQL, with nothing begun, up to [`INSERT_CHUNK`] events are one statement that
-/// commits on its own). `check` ([`calendar_roles::seen_at`]), if any, goes in front of the
+/// commits on its own). `check` ([`calendar_roles::roles_unchanged_check`]), if any, goes in front of the
 /// first insert, in the same text or statement; if it fails, nothing is inserted and the
 /// error is [`InsertEventError::MembersChanged`] (or, on PostgreSQL, when its locks took
 /// too long, [`InsertEventError::TooSlow`]).
 pub async fn insert_many_and_commit(
-    write: impl Into<FinalWrite>,
+    write: impl Into<CommitWrite>,
     new: &[NewEvent<'_>],
     now: DateTime<Utc>,
     check: Option<InsertStatement>,
@@ -87,7 +89,7 @@ pub async fn insert_many_and_commit(
     }
     let statements = texts
         .into_iter()
-        .filter_map(|text| together(backend, text))
+        .filter_map(|text| one_statement(backend, text))
         .collect();
     write.run(statements).await.map_err(insert_error)?;
     Ok(models)

@@ -283,9 +283,9 @@ pub async fn all_visible<E: From<DbErr>>(
 }
 
 /// [`versions`] as of now, outside a transaction: on PostgreSQL through the connections
-/// held for it beside the pool ([`crate::store::read_lane`]), which spare the read the pool's ping.
+/// held for it beside the pool ([`crate::store::unpinged_connections`]), which spare the read the pool's ping.
 async fn current_versions(db: &Database, user_id: &str) -> Result<String, DbErr> {
-    if let Some(lane) = db.read_lane()
+    if let Some(lane) = db.unpinged_connections()
         && let Some(row) = lane.text(VERSIONS_POSTGRES, user_id).await
     {
         return Ok(row.unwrap_or_default());

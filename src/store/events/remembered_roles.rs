@@ -1,7 +1,7 @@
 //! [`RememberedRoles`]: what a calendar actor remembers of the memberships its batches of
 //! creations were authorized by, so that the next batch need not read them again before
 //! it inserts. Nothing here is trusted on its own: a batch authorized from it carries the
-//! versions it relies on into its insert text ([`crate::store::events::calendar_roles::seen_at`]),
+//! versions it relies on into its insert text ([`crate::store::events::calendar_roles::roles_unchanged_check`]),
 //! where the database refuses the whole batch if any of them moved; the actor then forgets
 //! everything and reads the roles again.
 
@@ -9,7 +9,7 @@ use std::sync::{Mutex, PoisonError};
 
 use uuid::Uuid;
 
-use super::calendar_roles::BatchRoles;
+use super::calendar_roles::CalendarRoles;
 
 /// Most calendars remembered at once (past it, the actor starts over).
 const MOST_KNOWN: usize = 64;
@@ -19,15 +19,15 @@ const MOST_KNOWN: usize = 64;
 /// there because a retried command's closure may borrow it only shared).
 #[derive(Debug, Default)]
 pub struct RememberedRoles {
-    read: Mutex<BatchRoles>,
+    read: Mutex<CalendarRoles>,
 }
 
 impl RememberedRoles {
     /// The roles of `home` and `calendars`, with the versions they were read at, if every
     /// one of them is known.
-    pub fn get(&self, home: Uuid, calendars: &[Uuid]) -> Option<BatchRoles> {
+    pub fn get(&self, home: Uuid, calendars: &[Uuid]) -> Option<CalendarRoles> {
         let known = self.read.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut roles = BatchRoles::default();
+        let mut roles = CalendarRoles::default();
         for calendar in std::iter::once(&home).chain(calendars) {
             roles
                 .versions
@@ -40,10 +40,10 @@ impl RememberedRoles {
     }
 
     /// Remembers the calendars of `roles` that were read with their versions.
-    pub fn learn(&self, roles: &BatchRoles) {
+    pub fn learn(&self, roles: &CalendarRoles) {
         let mut known = self.read.lock().unwrap_or_else(PoisonError::into_inner);
         if known.versions.len() + roles.versions.len() > MOST_KNOWN {
-            *known = BatchRoles::default();
+            *known = CalendarRoles::default();
         }
         for (calendar, version) in &roles.versions {
             known.versions.insert(*calendar, *version);
@@ -56,7 +56,7 @@ impl RememberedRoles {
 
     /// Forgets everything (a version moved).
     pub fn forget(&self) {
-        *self.read.lock().unwrap_or_else(PoisonError::into_inner) = BatchRoles::default();
+        *self.read.lock().unwrap_or_else(PoisonError::into_inner) = CalendarRoles::default();
     }
 }
 
@@ -68,10 +68,10 @@ mod tests {
     use super::*;
     use crate::domain::roles::Role;
 
-    fn read(versions: &[(Uuid, i64)], members: &[(Uuid, &str, Role)]) -> BatchRoles {
-        let mut roles = BatchRoles {
+    fn read(versions: &[(Uuid, i64)], members: &[(Uuid, &str, Role)]) -> CalendarRoles {
+        let mut roles = CalendarRoles {
             versions: versions.iter().copied().collect(),
-            ..BatchRoles::default()
+            ..CalendarRoles::default()
         };
         let mut lists: HashMap<Uuid, Vec<(String, Role)>> = HashMap::new();
         for (calendar, user, role) in members {

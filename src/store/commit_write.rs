@@ -1,4 +1,4 @@
-//! [`FinalWrite`]: a write whose remaining statements are all known at once, run with its
+//! [`CommitWrite`]: a write whose remaining statements are all known at once, run with its
 //! commit in as few round trips as the backend allows.
 //!
 //! On SQLite it is a write transaction on the writer connection: its `BEGIN` goes in the
@@ -20,7 +20,7 @@ use super::{Database, WriteTxn};
 
 /// Where a write's last statements go, with its commit.
 #[derive(Debug)]
-pub enum FinalWrite {
+pub enum CommitWrite {
     /// A write transaction already begun: the statements run in it, then it commits (on
     /// SQLite with the last statement, [`WriteTxn::commit_after`]).
     Txn(WriteTxn),
@@ -30,13 +30,13 @@ pub enum FinalWrite {
 }
 
 impl Database {
-    /// Starts a write whose statements are all known at once ([`FinalWrite`]): a write
+    /// Starts a write whose statements are all known at once ([`CommitWrite`]): a write
     /// transaction on SQLite; on PostgreSQL a pool connection, on which a write of one
     /// statement commits without `BEGIN` and `COMMIT` round trips. The connection is taken
     /// here, so a timestamp taken after this call is not delayed by the pool.
-    pub async fn begin_final_write(&self) -> Result<FinalWrite, DbErr> {
+    pub async fn begin_commit_write(&self) -> Result<CommitWrite, DbErr> {
         match &self.writer {
-            Some(writer) => Ok(FinalWrite::Txn(writer.begin().await?)),
+            Some(writer) => Ok(CommitWrite::Txn(writer.begin().await?)),
             None => {
                 let conn = self
                     .conn
@@ -44,19 +44,19 @@ impl Database {
                     .acquire()
                     .await
                     .map_err(|err| DbErr::Conn(RuntimeErr::SqlxError(Arc::new(err))))?;
-                Ok(FinalWrite::Alone(conn))
+                Ok(CommitWrite::Alone(conn))
             }
         }
     }
 }
 
-impl From<WriteTxn> for FinalWrite {
+impl From<WriteTxn> for CommitWrite {
     fn from(txn: WriteTxn) -> Self {
         Self::Txn(txn)
     }
 }
 
-impl FinalWrite {
+impl CommitWrite {
     /// The database it writes to.
     pub fn backend(&self) -> DbBackend {
         match self {

@@ -38,7 +38,7 @@ const WAIT: Duration = Duration::from_millis(50);
 
 /// Connections for single text-valued statements, beside the pool.
 #[derive(Debug)]
-pub(crate) struct ReadLane {
+pub(crate) struct UnpingedConnections {
     options: PgConnectOptions,
     /// One permit per connection the lane may hold, idle or in use.
     permits: Semaphore,
@@ -52,7 +52,7 @@ struct Held {
     used: Instant,
 }
 
-impl ReadLane {
+impl UnpingedConnections {
     /// A lane of at most `size` connections, opened as they are needed with the pool's
     /// `options`.
     pub(crate) fn new(options: &PgConnectOptions, size: usize) -> Self {
