@@ -9,10 +9,13 @@ use std::sync::{Arc, OnceLock};
 use tokio_util::sync::CancellationToken;
 
 use crate::actors::Actors;
+use crate::actors::calendar::{CalendarMsg, Reply};
 use crate::auth::Auth;
 use crate::config::Settings;
 use crate::cpu::CpuWork;
 use crate::domain::capabilities::Capabilities;
+use crate::domain::ids::CalendarId;
+use crate::error::AppError;
 use crate::mail::MailService;
 use crate::metrics::Metrics;
 use crate::rate_limit::RateLimiter;
@@ -47,6 +50,28 @@ pub struct AppContext {
     pub actors: Actors,
     /// Shutdown signal shared by listeners, streams and actors.
     pub shutdown: Shutdown,
+}
+
+impl AppContext {
+    /// Asks calendar `calendar`'s actor: sends the command `build` makes with the reply
+    /// port and waits for the answer (up to the call timeout; a dead actor or a timeout is
+    /// [`AppError::Unavailable`]).
+    pub async fn ask_calendar<T, C>(
+        &self,
+        calendar: CalendarId,
+        build: impl FnOnce(Reply<T>) -> C,
+    ) -> Result<T, AppError>
+    where
+        T: Send + 'static,
+        C: Into<CalendarMsg>,
+    {
+        self.actors
+            .calendars
+            .ask(self.settings.call_timeout(), calendar.0, |reply| {
+                build(reply).into()
+            })
+            .await
+    }
 }
 
 /// Shared handle to a server's context.

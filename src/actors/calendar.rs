@@ -15,12 +15,13 @@ use uuid::Uuid;
 
 use super::calendars::CalendarsMsg;
 use super::{ActorKind, MessageTimer, reply};
-use crate::commands::event_batch::PendingCreate;
-use crate::commands::{self, refuse_constraint, retry_transient};
+use crate::commands::{self, event_batch::PendingCreate};
 use crate::context::Ctx;
+use crate::domain::ids::CalendarId;
 use crate::store::events::remembered_roles::RememberedRoles;
+use crate::views::events::EventView;
 
-pub use super::calendar_msg::{CalendarMsg, Reply};
+pub use super::calendar_msg::{CalendarCommand, CalendarMsg, EventCommand, Reply};
 
 /// A calendar's actor.
 #[derive(Debug)]
@@ -39,13 +40,13 @@ pub struct CalendarArgs {
 /// The actor's state.
 pub struct CalendarState {
     ctx: Ctx,
-    calendar_id: Uuid,
+    calendar_id: CalendarId,
     supervisor: ActorRef<CalendarsMsg>,
     idle_after: Duration,
     /// Commands handled so far (compared with the supervisor's forwarded count).
     handled: u64,
-    /// `CreateEvent`s waiting for the next group commit.
-    pending_creates: Vec<PendingCreate>,
+    /// `CreateEvent`s waiting for the next group commit, with their callers' ports.
+    pending_creates: Vec<(PendingCreate, Reply<EventView>)>,
     /// A `FlushCreates` is in the mailbox.
     flush_queued: bool,
     /// The roles its batches of creations were authorized by (checked when used).
@@ -59,31 +60,199 @@ pub struct CalendarState {
 const MAX_BATCH: usize = 256;
 
 impl CalendarState {
+    /// Queues a creation for the next group commit: commands already in the mailbox arrive
+    /// before the flush and join the batch.
+    async fn queue_create(
+        &mut self,
+        myself: &ActorRef<CalendarMsg>,
+        pending: PendingCreate,
+        port: Reply<EventView>,
+    ) {
+        self.handled += 1;
+        self.pending_creates.push((pending, port));
+        if !self.flush_queued {
+            self.flush_queued = myself.send_message(CalendarMsg::FlushCreates).is_ok();
+        }
+        if !self.flush_queued || self.pending_creates.len() >= MAX_BATCH {
+            self.flush_creates().await;
+        }
+    }
+
     /// Commits the queued creations (before any other command, to keep commit order).
     async fn flush_creates(&mut self) {
         while !self.pending_creates.is_empty() {
             let take = self.pending_creates.len().min(MAX_BATCH);
-            let batch: Vec<PendingCreate> = self.pending_creates.drain(..take).collect();
-            commands::event_batch::create_all(
+            let (batch, ports): (Vec<PendingCreate>, Vec<_>) =
+                self.pending_creates.drain(..take).unzip();
+            let answers = commands::event_batch::create_all(
                 &self.ctx,
                 self.calendar_id,
-                batch,
+                &batch,
                 &self.remembered_roles,
             )
             .await;
+            for (port, answer) in ports.into_iter().zip(answers) {
+                reply(port, answer);
+            }
         }
     }
-}
 
-impl CalendarState {
+    /// Tells the supervisor the actor is idle if nothing arrived since the last check (one
+    /// check is outstanding at a time), and schedules the next.
+    fn idle_check(&self, myself: &ActorRef<CalendarMsg>, handled: u64) {
+        if handled == self.handled {
+            let _ = self.supervisor.send_message(CalendarsMsg::Idle {
+                calendar_id: self.calendar_id.0,
+                handled,
+            });
+        }
+        let handled = self.handled;
+        myself.send_after(self.idle_after, move || CalendarMsg::IdleCheck { handled });
+    }
+
     /// Asks the supervisor to stop this actor now if its calendar does not exist (it stops
     /// it unless a command was forwarded meanwhile, which then asks again).
     fn stop_if_missing(&self) {
         if self.missing && self.pending_creates.is_empty() {
             let _ = self.supervisor.send_message(CalendarsMsg::Idle {
-                calendar_id: self.calendar_id,
+                calendar_id: self.calendar_id.0,
                 handled: self.handled,
             });
+        }
+    }
+
+    /// Runs a command about the calendar, its members or its invites.
+    async fn run(&mut self, command: CalendarCommand) {
+        let (ctx, id) = (&self.ctx, self.calendar_id);
+        match command {
+            CalendarCommand::Update {
+                by,
+                change,
+                reply: port,
+            } => {
+                reply(port, commands::calendar::update(ctx, id, &by, change).await);
+            }
+            CalendarCommand::Delete { by, reply: port } => {
+                let deleted = commands::calendar::delete(ctx, id, &by).await;
+                self.missing |= deleted.is_ok();
+                reply(port, deleted);
+            }
+            CalendarCommand::Join {
+                user,
+                invite,
+                reply: port,
+            } => {
+                reply(
+                    port,
+                    commands::membership::join(ctx, id, &user, invite).await,
+                );
+            }
+            CalendarCommand::Leave { user, reply: port } => {
+                reply(port, commands::membership::leave(ctx, id, &user).await);
+            }
+            CalendarCommand::SetRole {
+                by,
+                target,
+                role,
+                reply: port,
+            } => reply(
+                port,
+                commands::membership::set_role(ctx, id, &by, &target, role).await,
+            ),
+            CalendarCommand::RemoveMember {
+                by,
+                target,
+                reply: port,
+            } => {
+                reply(
+                    port,
+                    commands::membership::remove(ctx, id, &by, &target).await,
+                );
+            }
+            CalendarCommand::CreateInvite {
+                by,
+                expires_at,
+                max_uses,
+                reply: port,
+            } => reply(
+                port,
+                commands::invites::create(ctx, id, &by, expires_at, max_uses).await,
+            ),
+            CalendarCommand::RevokeInvite {
+                by,
+                invite,
+                reply: port,
+            } => {
+                reply(port, commands::invites::revoke(ctx, id, &by, invite).await);
+            }
+        }
+    }
+
+    /// Runs a command about an event homed in the calendar (creations are batched
+    /// instead: [`CalendarState::queue_create`]).
+    async fn run_event(&self, command: EventCommand) {
+        let (ctx, id) = (&self.ctx, self.calendar_id);
+        match command {
+            EventCommand::Update {
+                by,
+                input,
+                base_revision,
+                reply: port,
+            } => reply(
+                port,
+                commands::events::update(ctx, &by, input, base_revision).await,
+            ),
+            EventCommand::Delete {
+                by,
+                event,
+                unlink,
+                reply: port,
+            } => {
+                reply(
+                    port,
+                    commands::events::delete(ctx, &by, event, unlink).await,
+                );
+            }
+            EventCommand::Link {
+                by,
+                event,
+                target,
+                reply: port,
+            } => {
+                reply(
+                    port,
+                    commands::event_links::link(ctx, &by, event, target).await,
+                );
+            }
+            EventCommand::Fork {
+                by,
+                event,
+                reply: port,
+            } => {
+                reply(port, commands::event_links::fork(ctx, &by, event, id).await);
+            }
+            EventCommand::SetAttendance {
+                by,
+                event,
+                answer,
+                reply: port,
+            } => reply(
+                port,
+                commands::event_links::set_attendance(ctx, &by, event, answer).await,
+            ),
+            EventCommand::Create {
+                by,
+                input,
+                reply: port,
+            } => {
+                // A creation on its own, as a batch of one.
+                let batch = [PendingCreate { by, input }];
+                let answers =
+                    commands::event_batch::create_all(ctx, id, &batch, &self.remembered_roles);
+                if let Some(answer) = answers.await.pop() {
+                    reply(port, answer);
+                }
+            }
         }
     }
 }
@@ -112,7 +281,7 @@ impl Actor for CalendarActor {
         };
         Ok(CalendarState {
             ctx: args.ctx,
-            calendar_id: args.calendar_id,
+            calendar_id: CalendarId(args.calendar_id),
             supervisor: args.supervisor,
             idle_after,
             handled: 0,
@@ -129,180 +298,36 @@ impl Actor for CalendarActor {
         message: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        let ctx = state.ctx.clone();
-        let _timer = MessageTimer::start(&ctx.metrics, ActorKind::Calendar);
-        let id = state.calendar_id;
-        let message = match message {
-            CalendarMsg::IdleCheck { handled } => {
-                // One check is outstanding at a time: idle when nothing arrived since the
-                // last one (the supervisor stops us unless it forwarded something meanwhile).
-                if handled == state.handled {
-                    let _ = state.supervisor.send_message(CalendarsMsg::Idle {
-                        calendar_id: id,
-                        handled,
-                    });
-                }
-                let handled = state.handled;
-                myself.send_after(state.idle_after, move || CalendarMsg::IdleCheck { handled });
-                return Ok(());
-            }
+        let _timer = MessageTimer::start(&state.ctx.metrics, ActorKind::Calendar);
+        match message {
+            CalendarMsg::IdleCheck { handled } => state.idle_check(&myself, handled),
             CalendarMsg::FlushCreates => {
                 state.flush_queued = false;
                 state.flush_creates().await;
                 state.stop_if_missing();
-                return Ok(());
             }
-            CalendarMsg::CreateEvent {
-                actor,
-                input,
-                reply,
-            } => {
+            CalendarMsg::Event(EventCommand::Create { by, input, reply }) => {
+                state
+                    .queue_create(&myself, PendingCreate { by, input }, reply)
+                    .await;
+            }
+            CalendarMsg::Command(command) => {
                 state.handled += 1;
-                state.pending_creates.push(PendingCreate {
-                    actor,
-                    input,
-                    reply,
-                });
-                // Commands already in the mailbox arrive before the flush and join the batch.
-                if !state.flush_queued {
-                    state.flush_queued = myself.send_message(CalendarMsg::FlushCreates).is_ok();
-                }
-                if !state.flush_queued || state.pending_creates.len() >= MAX_BATCH {
-                    state.flush_creates().await;
-                }
-                return Ok(());
+                state.flush_creates().await;
+                state.run(command).await;
+                state.stop_if_missing();
             }
-            other => other,
-        };
-        state.handled += 1;
-        state.flush_creates().await;
-        match message {
-            CalendarMsg::Update {
-                actor,
-                change,
-                reply: port,
-            } => reply(
-                port,
-                commands::calendar::update(&ctx, id, &actor, change).await,
-            ),
-            CalendarMsg::Delete { actor, reply: port } => {
-                let deleted =
-                    retry_transient(|| commands::calendar::delete(&ctx, id, &actor)).await;
-                state.missing |= deleted.is_ok();
-                reply(port, deleted);
+            CalendarMsg::Event(command) => {
+                state.handled += 1;
+                state.flush_creates().await;
+                state.run_event(command).await;
+                state.stop_if_missing();
             }
-            CalendarMsg::Join {
-                user,
-                invite,
-                reply: port,
-            } => reply(
-                port,
-                commands::membership::join(&ctx, id, &user, invite).await,
-            ),
-            CalendarMsg::Leave { user, reply: port } => {
-                reply(port, commands::membership::leave(&ctx, id, &user).await);
-            }
-            CalendarMsg::SetRole {
-                actor,
-                target,
-                role,
-                reply: port,
-            } => reply(
-                port,
-                commands::membership::set_role(&ctx, id, &actor, &target, role).await,
-            ),
-            CalendarMsg::RemoveMember {
-                actor,
-                target,
-                reply: port,
-            } => reply(
-                port,
-                commands::membership::remove(&ctx, id, &actor, &target).await,
-            ),
-            CalendarMsg::CreateInvite {
-                actor,
-                expires_at,
-                max_uses,
-                reply: port,
-            } => reply(
-                port,
-                commands::invites::create(&ctx, id, &actor, expires_at, max_uses).await,
-            ),
-            CalendarMsg::RevokeInvite {
-                actor,
-                invite,
-                reply: port,
-            } => reply(
-                port,
-                commands::invites::revoke(&ctx, id, &actor, invite).await,
-            ),
-            CalendarMsg::UpdateEvent {
-                actor,
-                input,
-                base_revision,
-                reply: port,
-            } => reply(
-                port,
-                retry_transient(|| {
-                    commands::events::update(&ctx, &actor, input.clone(), base_revision)
-                })
-                .await
-                .map_err(refuse_constraint),
-            ),
-            CalendarMsg::DeleteEvent {
-                actor,
-                event,
-                unlink,
-                reply: port,
-            } => reply(
-                port,
-                retry_transient(|| commands::events::delete(&ctx, &actor, event, unlink))
-                    .await
-                    .map_err(refuse_constraint),
-            ),
-            CalendarMsg::LinkEvent {
-                actor,
-                event,
-                target,
-                reply: port,
-            } => reply(
-                port,
-                retry_transient(|| commands::event_links::link(&ctx, &actor, event, target))
-                    .await
-                    .map_err(refuse_constraint),
-            ),
-            CalendarMsg::ForkEvent {
-                actor,
-                event,
-                reply: port,
-            } => reply(
-                port,
-                retry_transient(|| commands::event_links::fork(&ctx, &actor, event, id))
-                    .await
-                    .map_err(refuse_constraint),
-            ),
-            CalendarMsg::SetAttendance {
-                actor,
-                event,
-                answer,
-                reply: port,
-            } => reply(
-                port,
-                retry_transient(|| {
-                    commands::event_links::set_attendance(&ctx, &actor, event, answer)
-                })
-                .await
-                .map_err(refuse_constraint),
-            ),
-            CalendarMsg::IdleCheck { .. }
-            | CalendarMsg::FlushCreates
-            | CalendarMsg::CreateEvent { .. } => {}
             #[cfg(feature = "fault-injection")]
             CalendarMsg::InjectPanic { reply: _port } => {
-                panic!("fault injected into calendar {id}");
+                panic!("fault injected into calendar {}", state.calendar_id);
             }
         }
-        state.stop_if_missing();
         Ok(())
     }
 }

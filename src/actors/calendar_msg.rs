@@ -1,11 +1,13 @@
-//! The commands a [`CalendarActor`](super::calendar::CalendarActor) takes, each with the
-//! reply port its caller waits on.
+//! What a [`CalendarActor`](super::calendar::CalendarActor) receives: the commands of
+//! clients ([`CalendarCommand`], each with the reply port its caller waits on) and its own
+//! messages ([`CalendarMsg`]).
 
 use chrono::{DateTime, Utc};
 use ractor::RpcReplyPort;
 
 use crate::commands::calendar::CalendarChange;
 use crate::domain::events::{Attendance, EventInput};
+use crate::domain::ids::{CalendarId, EventId, UserId};
 use crate::domain::roles::Role;
 use crate::error::AppError;
 use crate::views::calendars::{CalendarView, InviteView, MembershipView};
@@ -15,143 +17,17 @@ use uuid::Uuid;
 /// A reply port of a command.
 pub type Reply<T> = RpcReplyPort<Result<T, AppError>>;
 
-/// Commands for a calendar.
+/// What a calendar actor receives.
 #[derive(Debug)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "client commands arrive boxed by the supervisor; its own messages are rare"
+)]
 pub enum CalendarMsg {
-    /// Rename / recolor.
-    Update {
-        /// Acting user.
-        actor: String,
-        /// New values.
-        change: CalendarChange,
-        /// The updated calendar.
-        reply: Reply<CalendarView>,
-    },
-    /// Delete the calendar.
-    Delete {
-        /// Acting user.
-        actor: String,
-        /// The removed calendar.
-        reply: Reply<CalendarView>,
-    },
-    /// Join with an invite.
-    Join {
-        /// Joining user.
-        user: String,
-        /// The invite token.
-        invite: Uuid,
-        /// The membership created, if any.
-        reply: Reply<Vec<MembershipView>>,
-    },
-    /// Leave.
-    Leave {
-        /// Leaving user.
-        user: String,
-        /// Done.
-        reply: Reply<()>,
-    },
-    /// Change a member's role.
-    SetRole {
-        /// Acting user.
-        actor: String,
-        /// Member.
-        target: String,
-        /// New role.
-        role: Role,
-        /// Done, or why not.
-        reply: Reply<()>,
-    },
-    /// Remove a member.
-    RemoveMember {
-        /// Acting user.
-        actor: String,
-        /// Member.
-        target: String,
-        /// Done.
-        reply: Reply<()>,
-    },
-    /// Create an invite.
-    CreateInvite {
-        /// Acting user.
-        actor: String,
-        /// Expiry.
-        expires_at: Option<DateTime<Utc>>,
-        /// Use limit.
-        max_uses: Option<i32>,
-        /// The invite.
-        reply: Reply<InviteView>,
-    },
-    /// Revoke an invite.
-    RevokeInvite {
-        /// Acting user.
-        actor: String,
-        /// The invite.
-        invite: Uuid,
-        /// Done.
-        reply: Reply<()>,
-    },
-    /// Create an event homed in this calendar.
-    CreateEvent {
-        /// Acting user.
-        actor: String,
-        /// The validated event.
-        input: EventInput,
-        /// The created event.
-        reply: Reply<EventView>,
-    },
-    /// Update an event homed here.
-    UpdateEvent {
-        /// Acting user.
-        actor: String,
-        /// The validated event.
-        input: EventInput,
-        /// The `revision` the client last saw, if it sent one (a stale one is a 409).
-        base_revision: Option<i64>,
-        /// The updated event.
-        reply: Reply<EventView>,
-    },
-    /// Delete (or unlink from one calendar) an event homed here.
-    DeleteEvent {
-        /// Acting user.
-        actor: String,
-        /// The event.
-        event: Uuid,
-        /// Only this calendar's link.
-        unlink: Option<Uuid>,
-        /// `{id, calendars, removed}`.
-        reply: Reply<DeletedEventView>,
-    },
-    /// Link an event homed here into another calendar.
-    LinkEvent {
-        /// Acting user.
-        actor: String,
-        /// The event.
-        event: Uuid,
-        /// The calendar to link into.
-        target: Uuid,
-        /// The event.
-        reply: Reply<EventView>,
-    },
-    /// Copy an event into this calendar.
-    ForkEvent {
-        /// Acting user.
-        actor: String,
-        /// The source event.
-        event: Uuid,
-        /// The new event.
-        reply: Reply<EventView>,
-    },
-    /// Answer attendance for an event homed here.
-    SetAttendance {
-        /// Acting user.
-        actor: String,
-        /// The event.
-        event: Uuid,
-        /// The answer.
-        answer: Attendance,
-        /// The attendees now.
-        reply: Reply<Vec<AttendeeView>>,
-    },
+    /// A client's command about the calendar, its members or its invites.
+    Command(CalendarCommand),
+    /// A client's command about an event homed in the calendar.
+    Event(EventCommand),
     /// Sent to itself after queuing a `CreateEvent`: commit what is queued as one batch.
     FlushCreates,
     /// Sent to itself: still idle since `handled` commands?
@@ -164,5 +40,161 @@ pub enum CalendarMsg {
     InjectPanic {
         /// Dropped unanswered by the panic.
         reply: Reply<()>,
+    },
+}
+
+impl From<CalendarCommand> for CalendarMsg {
+    fn from(command: CalendarCommand) -> Self {
+        Self::Command(command)
+    }
+}
+
+impl From<EventCommand> for CalendarMsg {
+    fn from(command: EventCommand) -> Self {
+        Self::Event(command)
+    }
+}
+
+/// A client's command about the calendar, its members or its invites.
+#[derive(Debug)]
+pub enum CalendarCommand {
+    /// Rename / recolor.
+    Update {
+        /// Acting user.
+        by: UserId,
+        /// New values.
+        change: CalendarChange,
+        /// The updated calendar.
+        reply: Reply<CalendarView>,
+    },
+    /// Delete the calendar.
+    Delete {
+        /// Acting user.
+        by: UserId,
+        /// The removed calendar.
+        reply: Reply<CalendarView>,
+    },
+    /// Join with an invite.
+    Join {
+        /// Joining user.
+        user: UserId,
+        /// The invite token.
+        invite: Uuid,
+        /// The membership created, if any.
+        reply: Reply<Vec<MembershipView>>,
+    },
+    /// Leave.
+    Leave {
+        /// Leaving user.
+        user: UserId,
+        /// Done.
+        reply: Reply<()>,
+    },
+    /// Change a member's role.
+    SetRole {
+        /// Acting user.
+        by: UserId,
+        /// Member.
+        target: UserId,
+        /// New role.
+        role: Role,
+        /// Done, or why not.
+        reply: Reply<()>,
+    },
+    /// Remove a member.
+    RemoveMember {
+        /// Acting user.
+        by: UserId,
+        /// Member.
+        target: UserId,
+        /// Done.
+        reply: Reply<()>,
+    },
+    /// Create an invite.
+    CreateInvite {
+        /// Acting user.
+        by: UserId,
+        /// Expiry.
+        expires_at: Option<DateTime<Utc>>,
+        /// Use limit.
+        max_uses: Option<i32>,
+        /// The invite.
+        reply: Reply<InviteView>,
+    },
+    /// Revoke an invite.
+    RevokeInvite {
+        /// Acting user.
+        by: UserId,
+        /// The invite.
+        invite: Uuid,
+        /// Done.
+        reply: Reply<()>,
+    },
+}
+
+/// A client's command about an event homed in the calendar.
+#[derive(Debug)]
+pub enum EventCommand {
+    /// Create an event homed in this calendar.
+    Create {
+        /// Acting user.
+        by: UserId,
+        /// The validated event.
+        input: EventInput,
+        /// The created event.
+        reply: Reply<EventView>,
+    },
+    /// Update an event homed here.
+    Update {
+        /// Acting user.
+        by: UserId,
+        /// The validated event.
+        input: EventInput,
+        /// The `revision` the client last saw, if it sent one (a stale one is a 409).
+        base_revision: Option<i64>,
+        /// The updated event.
+        reply: Reply<EventView>,
+    },
+    /// Delete (or unlink from one calendar) an event homed here.
+    Delete {
+        /// Acting user.
+        by: UserId,
+        /// The event.
+        event: EventId,
+        /// Only this calendar's link.
+        unlink: Option<CalendarId>,
+        /// `{id, calendars, removed}`.
+        reply: Reply<DeletedEventView>,
+    },
+    /// Link an event homed here into another calendar.
+    Link {
+        /// Acting user.
+        by: UserId,
+        /// The event.
+        event: EventId,
+        /// The calendar to link into.
+        target: CalendarId,
+        /// The event.
+        reply: Reply<EventView>,
+    },
+    /// Copy an event into this calendar.
+    Fork {
+        /// Acting user.
+        by: UserId,
+        /// The source event.
+        event: EventId,
+        /// The new event.
+        reply: Reply<EventView>,
+    },
+    /// Answer attendance for an event homed here.
+    SetAttendance {
+        /// Acting user.
+        by: UserId,
+        /// The event.
+        event: EventId,
+        /// The answer.
+        answer: Attendance,
+        /// The attendees now.
+        reply: Reply<Vec<AttendeeView>>,
     },
 }

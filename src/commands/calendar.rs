@@ -4,8 +4,10 @@ use chrono::Utc;
 use uuid::Uuid;
 
 use super::event_visibility;
+use super::retry_transient;
 use super::{announce_calendar, authorize, send_view};
 use crate::context::Ctx;
+use crate::domain::ids::{CalendarId, UserId};
 use crate::domain::roles::Action;
 use crate::error::AppError;
 use crate::store::events::WriteDeadline;
@@ -24,10 +26,12 @@ pub struct CalendarChange {
 /// Renames and recolours; `calendar_updated` to every member.
 pub async fn update(
     ctx: &Ctx,
-    calendar_id: Uuid,
-    actor: &str,
+    calendar: CalendarId,
+    by: &UserId,
     change: CalendarChange,
 ) -> Result<CalendarView, AppError> {
+    let calendar_id = calendar.0;
+    let actor = by.as_str();
     let txn = ctx.db.begin_write().await?;
     let (calendar, role) = authorize(&txn, calendar_id, actor, Action::EditCalendar).await?;
     let updated =
@@ -43,7 +47,16 @@ pub async fn update(
 /// up. `calendar_removed` (the calendar with no members) to everyone who was a member,
 /// `event_removed` to whoever lost sight of an event, `event_updated` to whoever still sees
 /// an unlinked one.
-pub async fn delete(ctx: &Ctx, calendar_id: Uuid, actor: &str) -> Result<CalendarView, AppError> {
+pub async fn delete(
+    ctx: &Ctx,
+    calendar: CalendarId,
+    by: &UserId,
+) -> Result<CalendarView, AppError> {
+    retry_transient(|| delete_once(ctx, calendar.0, by.as_str())).await
+}
+
+/// [`delete`], once.
+async fn delete_once(ctx: &Ctx, calendar_id: Uuid, actor: &str) -> Result<CalendarView, AppError> {
     let txn = ctx.db.begin_write().await?;
     let (calendar, role) = authorize(&txn, calendar_id, actor, Action::DeleteCalendar).await?;
     if calendar.is_default {

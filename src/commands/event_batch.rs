@@ -15,10 +15,9 @@ use uuid::Uuid;
 
 use super::events::{Readers, send_event};
 use super::{MaybeTransient, calendar_gone, not_allowed, retry_transient};
-use crate::actors::calendar::Reply;
-use crate::actors::reply;
 use crate::context::Ctx;
 use crate::domain::events::{EventInput, event_exists};
+use crate::domain::ids::{CalendarId, UserId};
 use crate::domain::roles::Action;
 use crate::error::AppError;
 use crate::store::events::WriteDeadline;
@@ -30,38 +29,37 @@ use crate::views::events::EventView;
 /// One queued `CreateEvent`.
 #[derive(Debug)]
 pub struct PendingCreate {
-    /// Acting user.
-    pub actor: String,
+    /// Who creates it.
+    pub by: UserId,
     /// The event.
     pub input: EventInput,
-    /// Where the answer goes.
-    pub reply: Reply<EventView>,
 }
 
-/// Creates the events of `batch`, homed in `home`, answering each command; `known` is what
-/// the calendar's actor remembers of the roles.
-pub async fn create_all(ctx: &Ctx, home: Uuid, batch: Vec<PendingCreate>, known: &RememberedRoles) {
+/// Creates the events of `batch`, homed in `home`, and sends their frames; the answer to
+/// each command, in order. `remembered` is what the calendar's actor remembers of the
+/// roles.
+pub async fn create_all(
+    ctx: &Ctx,
+    home: CalendarId,
+    batch: &[PendingCreate],
+    remembered: &RememberedRoles,
+) -> Vec<Result<EventView, AppError>> {
     ctx.metrics.event_batch(batch.len());
-    if batch.len() == 1 {
-        for one in batch {
-            let outcome =
-                retry_transient(|| commit(ctx, home, std::slice::from_ref(&one), known)).await;
-            answer(ctx, vec![one], outcome);
-        }
-        return;
-    }
-    match retry_transient(|| commit(ctx, home, &batch, known)).await {
-        Err(BatchError::Collision | BatchError::Refused(_)) => {
+    if batch.len() > 1 {
+        match retry_transient(|| commit(ctx, home.0, batch, remembered)).await {
             // One of the ids exists, or one of the calendars was deleted meanwhile: each
             // command alone finds out whether it was concerned.
-            for one in batch {
-                let outcome =
-                    retry_transient(|| commit(ctx, home, std::slice::from_ref(&one), known)).await;
-                answer(ctx, vec![one], outcome);
-            }
+            Err(BatchError::Collision | BatchError::Refused(_)) => {}
+            outcome => return answers(ctx, batch, outcome),
         }
-        outcome => answer(ctx, batch, outcome),
     }
+    let mut all = Vec::with_capacity(batch.len());
+    for one in batch {
+        let one = std::slice::from_ref(one);
+        let outcome = retry_transient(|| commit(ctx, home.0, one, remembered)).await;
+        all.extend(answers(ctx, one, outcome));
+    }
+    all
 }
 
 /// What a committed batch produced for each command, in order.
@@ -106,7 +104,7 @@ async fn commit(
         .iter()
         .map(|pending| Creation {
             input: &pending.input,
-            creator: &pending.actor,
+            creator: pending.by.as_str(),
         })
         .collect();
     let created =
@@ -151,27 +149,26 @@ fn readers(members: &CalendarRoles, links: &[Uuid]) -> Readers {
     readers
 }
 
-/// Sends each created event's frames, then answers every command.
-fn answer(ctx: &Ctx, batch: Vec<PendingCreate>, outcome: Result<Committed, BatchError>) {
+/// Sends each created event's frames; the answer to every command.
+fn answers(
+    ctx: &Ctx,
+    batch: &[PendingCreate],
+    outcome: Result<Committed, BatchError>,
+) -> Vec<Result<EventView, AppError>> {
     match outcome {
-        Ok(results) => {
-            for (pending, result) in batch.into_iter().zip(results) {
-                let response = result.map(|(event, readers)| {
+        Ok(results) => batch
+            .iter()
+            .zip(results)
+            .map(|(pending, result)| {
+                result.map(|(event, readers)| {
                     send_event(ctx, "event_created", &event, &readers);
                     EventView::new(&event, pending.input.calendars.clone())
-                });
-                reply(pending.reply, response);
-            }
-        }
-        Err(BatchError::Collision) => {
-            for pending in batch {
-                reply(pending.reply, Err(event_exists()));
-            }
-        }
+                })
+            })
+            .collect(),
+        Err(BatchError::Collision) => batch.iter().map(|_| Err(event_exists())).collect(),
         Err(BatchError::Failed(err) | BatchError::Refused(err)) => {
-            for pending in batch {
-                reply(pending.reply, Err(err.replicate()));
-            }
+            batch.iter().map(|_| Err(err.replicate())).collect()
         }
     }
 }

@@ -5,9 +5,11 @@
 use uuid::Uuid;
 
 use super::events::{readers, send_event};
+use super::{refuse_constraint, retry_transient};
 use crate::context::Ctx;
 use crate::domain::event_content::EventContent;
 use crate::domain::events::{Attendance, EventInput};
+use crate::domain::ids::{CalendarId, EventId, UserId};
 use crate::domain::roles::Action;
 use crate::error::AppError;
 use crate::store::events as event_store;
@@ -81,6 +83,18 @@ async fn require_target(
 /// `event_updated` to the readers of every linked calendar.
 pub async fn link(
     ctx: &Ctx,
+    by: &UserId,
+    event: EventId,
+    target: CalendarId,
+) -> Result<EventView, AppError> {
+    retry_transient(|| link_once(ctx, by.as_str(), event.0, target.0))
+        .await
+        .map_err(refuse_constraint)
+}
+
+/// [`link`], once.
+async fn link_once(
+    ctx: &Ctx,
     actor: &str,
     event_id: Uuid,
     target: Uuid,
@@ -111,6 +125,18 @@ pub async fn link(
 /// Copies the event into `target` as a new, independent event (new id, the actor as creator
 /// and organizer, `target` as home, not cancelled); `event_created` to the target's members.
 pub async fn fork(
+    ctx: &Ctx,
+    by: &UserId,
+    event: EventId,
+    target: CalendarId,
+) -> Result<EventView, AppError> {
+    retry_transient(|| fork_once(ctx, by.as_str(), event.0, target.0))
+        .await
+        .map_err(refuse_constraint)
+}
+
+/// [`fork`], once.
+async fn fork_once(
     ctx: &Ctx,
     actor: &str,
     event_id: Uuid,
@@ -173,6 +199,18 @@ pub async fn fork(
 /// Sets the actor's attendance (any member who sees the event, viewers included);
 /// `attendance_changed` to every reader.
 pub async fn set_attendance(
+    ctx: &Ctx,
+    by: &UserId,
+    event: EventId,
+    answer: Attendance,
+) -> Result<Vec<AttendeeView>, AppError> {
+    retry_transient(|| set_attendance_once(ctx, by.as_str(), event.0, answer))
+        .await
+        .map_err(refuse_constraint)
+}
+
+/// [`set_attendance`], once.
+async fn set_attendance_once(
     ctx: &Ctx,
     actor: &str,
     event_id: Uuid,

@@ -15,8 +15,10 @@ use uuid::Uuid;
 
 pub use super::event_frames::{add_event, add_removed, send_event, send_removed};
 use super::not_allowed;
+use super::{refuse_constraint, retry_transient};
 use crate::context::Ctx;
 use crate::domain::events::{ChangeNews, EventInput};
+use crate::domain::ids::{CalendarId, EventId, UserId};
 use crate::domain::roles::{Action, Role};
 use crate::error::AppError;
 use crate::store::events::history as event_history;
@@ -79,6 +81,18 @@ async fn may_edit(
 /// editEvents there; links into calendars the actor is not a member of stay. With `base_revision` (the revision the client last saw) older than the current one, it
 /// changes nothing and answers 409 `EVENT_CONFLICT` with the current event as `current`.
 pub async fn update(
+    ctx: &Ctx,
+    by: &UserId,
+    input: EventInput,
+    base_revision: Option<i64>,
+) -> Result<EventView, AppError> {
+    retry_transient(|| update_once(ctx, by.as_str(), input.clone(), base_revision))
+        .await
+        .map_err(refuse_constraint)
+}
+
+/// [`update`], once.
+async fn update_once(
     ctx: &Ctx,
     actor: &str,
     input: EventInput,
@@ -234,6 +248,18 @@ async fn queue_news(
 /// edit, and without `unlink` it leaves those. `removed` is `true` when no calendar keeps it
 /// (it is tombstoned).
 pub async fn delete(
+    ctx: &Ctx,
+    by: &UserId,
+    event: EventId,
+    unlink: Option<CalendarId>,
+) -> Result<DeletedEventView, AppError> {
+    retry_transient(|| delete_once(ctx, by.as_str(), event.0, unlink.map(|c| c.0)))
+        .await
+        .map_err(refuse_constraint)
+}
+
+/// [`delete`], once.
+async fn delete_once(
     ctx: &Ctx,
     actor: &str,
     event_id: Uuid,

@@ -5,6 +5,7 @@ use uuid::Uuid;
 
 use super::authorize;
 use crate::context::Ctx;
+use crate::domain::ids::{CalendarId, UserId};
 use crate::domain::roles::Action;
 use crate::error::AppError;
 use crate::store::invites::{self, NewInvite};
@@ -13,11 +14,13 @@ use crate::views::calendars::InviteView;
 /// Creates an invite to the calendar.
 pub async fn create(
     ctx: &Ctx,
-    calendar_id: Uuid,
-    actor: &str,
+    calendar: CalendarId,
+    by: &UserId,
     expires_at: Option<DateTime<Utc>>,
     max_uses: Option<i32>,
 ) -> Result<InviteView, AppError> {
+    let calendar_id = calendar.0;
+    let actor = by.as_str();
     let txn = ctx.db.begin_write().await?;
     authorize(&txn, calendar_id, actor, Action::Invite).await?;
     let invite = invites::create(
@@ -38,10 +41,12 @@ pub async fn create(
 /// Revokes an invite of the calendar.
 pub async fn revoke(
     ctx: &Ctx,
-    calendar_id: Uuid,
-    actor: &str,
+    calendar: CalendarId,
+    by: &UserId,
     invite_id: Uuid,
 ) -> Result<(), AppError> {
+    let calendar_id = calendar.0;
+    let actor = by.as_str();
     let txn = ctx.db.begin_write().await?;
     authorize(&txn, calendar_id, actor, Action::Invite).await?;
     let belongs = invites::find(&txn, invite_id)

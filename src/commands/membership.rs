@@ -11,6 +11,7 @@ use super::{
 };
 use crate::context::Ctx;
 use crate::domain::frames::FrameBatch;
+use crate::domain::ids::{CalendarId, UserId};
 use crate::domain::invites::is_usable;
 use crate::domain::roles::{Action, Role};
 use crate::error::AppError;
@@ -30,10 +31,12 @@ fn member_not_found() -> AppError {
 /// use. Returns the membership created (none when already a member).
 pub async fn join(
     ctx: &Ctx,
-    calendar_id: Uuid,
-    user: &str,
+    calendar: CalendarId,
+    user: &UserId,
     invite_id: Uuid,
 ) -> Result<Vec<MembershipView>, AppError> {
+    let calendar_id = calendar.0;
+    let user = user.as_str();
     let now = Utc::now();
     let txn = ctx.db.begin_write().await?;
     let Some(calendar) = calendar_store::lock(&txn, calendar_id).await? else {
@@ -62,7 +65,9 @@ pub async fn join(
 }
 
 /// `user` leaves; the owner cannot. Without a membership (or a calendar), 403.
-pub async fn leave(ctx: &Ctx, calendar_id: Uuid, user: &str) -> Result<(), AppError> {
+pub async fn leave(ctx: &Ctx, calendar: CalendarId, user: &UserId) -> Result<(), AppError> {
+    let calendar_id = calendar.0;
+    let user = user.as_str();
     let now = Utc::now();
     let txn = ctx.db.begin_write().await?;
     let Some(calendar) = calendar_store::lock(&txn, calendar_id).await? else {
@@ -101,11 +106,14 @@ pub async fn leave(ctx: &Ctx, calendar_id: Uuid, user: &str) -> Result<(), AppEr
 /// non-default calendar, demoting the previous owner to editor in the same transaction.
 pub async fn set_role(
     ctx: &Ctx,
-    calendar_id: Uuid,
-    actor: &str,
-    target: &str,
+    calendar: CalendarId,
+    by: &UserId,
+    target: &UserId,
     role: Role,
 ) -> Result<(), AppError> {
+    let calendar_id = calendar.0;
+    let actor = by.as_str();
+    let target = target.as_str();
     let now = Utc::now();
     let txn = ctx.db.begin_write().await?;
     let (calendar, _) = authorize(&txn, calendar_id, actor, Action::ManageMembers).await?;
@@ -141,10 +149,13 @@ pub async fn set_role(
 /// Removes `target` (owner only; the owner cannot be removed).
 pub async fn remove(
     ctx: &Ctx,
-    calendar_id: Uuid,
-    actor: &str,
-    target: &str,
+    calendar: CalendarId,
+    by: &UserId,
+    target: &UserId,
 ) -> Result<(), AppError> {
+    let calendar_id = calendar.0;
+    let actor = by.as_str();
+    let target = target.as_str();
     let now = Utc::now();
     let txn = ctx.db.begin_write().await?;
     let Some(calendar) = calendar_store::lock(&txn, calendar_id).await? else {

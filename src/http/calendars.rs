@@ -10,11 +10,11 @@ use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
 
 use super::extract::{AuthUser, authenticated, json_body, ok_text, respond, route, with_ctx};
-use crate::actors::calendar::CalendarMsg;
+use crate::actors::calendar::CalendarCommand;
 use crate::commands::calendar::CalendarChange;
 use crate::commands::not_a_member;
 use crate::context::Ctx;
-use crate::domain::ids::require_uuid;
+use crate::domain::ids::{CalendarId, require_uuid};
 use crate::domain::roles::Role;
 use crate::error::AppError;
 use crate::store::calendars::{self as calendar_store, NewCalendar};
@@ -225,14 +225,10 @@ async fn update_calendar_handler(
     let change = body.change()?;
     let actor = user.id().to_owned();
     let view = ctx
-        .actors
-        .calendars
-        .ask(ctx.settings.call_timeout(), id, |reply| {
-            CalendarMsg::Update {
-                actor,
-                change,
-                reply,
-            }
+        .ask_calendar(CalendarId(id), |reply| CalendarCommand::Update {
+            by: actor.into(),
+            change,
+            reply,
         })
         .await?;
     Ok(warp::reply::json(&view).into_response())
@@ -261,10 +257,9 @@ async fn delete_calendar_handler(
     let id = body.id()?;
     let actor = user.id().to_owned();
     let view = ctx
-        .actors
-        .calendars
-        .ask(ctx.settings.call_timeout(), id, |reply| {
-            CalendarMsg::Delete { actor, reply }
+        .ask_calendar(CalendarId(id), |reply| CalendarCommand::Delete {
+            by: actor.into(),
+            reply,
         })
         .await?;
     Ok(warp::reply::json(&view).into_response())

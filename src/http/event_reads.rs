@@ -128,8 +128,7 @@ async fn full_read(
     user: &AuthUser,
     server_time: DateTime<Utc>,
 ) -> Result<Response, AppError> {
-    let read =
-        event_reads::all_visible(&ctx.db, user.id(), |rows| event_list::events_array(rows)).await?;
+    let read = event_reads::all_visible(&ctx.db, user.id(), event_list::events_array).await?;
     ctx.metrics.event_read(read.cached);
     Ok(json_text(event_list::events_response(
         &read.events,

@@ -13,11 +13,11 @@ use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
 
 use super::extract::{AuthUser, authenticated, json_body, respond, route, with_ctx};
-use crate::actors::calendar::CalendarMsg;
+use crate::actors::calendar::EventCommand;
 use crate::commands::event_links;
 use crate::context::Ctx;
 use crate::domain::events::{Attendance, EventInput};
-use crate::domain::ids::{canonical_uuid, require_uuid};
+use crate::domain::ids::{CalendarId, EventId, canonical_uuid, require_uuid};
 use crate::error::AppError;
 use crate::store::events as event_store;
 
@@ -67,17 +67,6 @@ async fn home_of(ctx: &Ctx, event_id: Uuid) -> Result<Uuid, AppError> {
         .ok_or_else(|| AppError::not_found("Event not found..."))
 }
 
-async fn ask<T: Send + 'static>(
-    ctx: &Ctx,
-    calendar: Uuid,
-    build: impl FnOnce(crate::actors::calendar::Reply<T>) -> CalendarMsg,
-) -> Result<T, AppError> {
-    ctx.actors
-        .calendars
-        .ask(ctx.settings.call_timeout(), calendar, build)
-        .await
-}
-
 /// POST /api/v1/events — creates the event (client-chosen id), 201.
 fn create_event(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     warp::path!("api" / "v1" / "events")
@@ -99,12 +88,13 @@ async fn create_event_handler(
     let input = EventInput::parse(body, INVALID_CREATE)?;
     let home = input.home_for_create()?;
     let actor = user.id().to_owned();
-    let view = ask(ctx, home, |reply| CalendarMsg::CreateEvent {
-        actor,
-        input,
-        reply,
-    })
-    .await?;
+    let view = ctx
+        .ask_calendar(CalendarId(home), |reply| EventCommand::Create {
+            by: actor.into(),
+            input,
+            reply,
+        })
+        .await?;
     Ok(warp::reply::with_status(warp::reply::json(&view), StatusCode::CREATED).into_response())
 }
 
@@ -131,13 +121,14 @@ async fn update_event_handler(
     let base_revision = base_revision(body)?;
     let home = home_of(ctx, input.id).await?;
     let actor = user.id().to_owned();
-    let view = ask(ctx, home, |reply| CalendarMsg::UpdateEvent {
-        actor,
-        input,
-        base_revision,
-        reply,
-    })
-    .await?;
+    let view = ctx
+        .ask_calendar(CalendarId(home), |reply| EventCommand::Update {
+            by: actor.into(),
+            input,
+            base_revision,
+            reply,
+        })
+        .await?;
     Ok(warp::reply::json(&view).into_response())
 }
 
@@ -187,13 +178,14 @@ async fn delete_event_handler(
     };
     let home = home_of(ctx, event).await?;
     let actor = user.id().to_owned();
-    let deleted = ask(ctx, home, |reply| CalendarMsg::DeleteEvent {
-        actor,
-        event,
-        unlink,
-        reply,
-    })
-    .await?;
+    let deleted = ctx
+        .ask_calendar(CalendarId(home), |reply| EventCommand::Delete {
+            by: actor.into(),
+            event: EventId(event),
+            unlink: unlink.map(CalendarId),
+            reply,
+        })
+        .await?;
     Ok(warp::reply::json(&deleted).into_response())
 }
 
@@ -230,13 +222,14 @@ async fn link_event_handler(
     let target = target_calendar(body)?;
     let home = home_of(ctx, event).await?;
     let actor = user.id().to_owned();
-    let view = ask(ctx, home, |reply| CalendarMsg::LinkEvent {
-        actor,
-        event,
-        target,
-        reply,
-    })
-    .await?;
+    let view = ctx
+        .ask_calendar(CalendarId(home), |reply| EventCommand::Link {
+            by: actor.into(),
+            event: EventId(event),
+            target: CalendarId(target),
+            reply,
+        })
+        .await?;
     Ok(warp::reply::json(&view).into_response())
 }
 
@@ -264,12 +257,13 @@ async fn fork_event_handler(
     let event = event_id(id)?;
     let target = target_calendar(body)?;
     let actor = user.id().to_owned();
-    let view = ask(ctx, target, |reply| CalendarMsg::ForkEvent {
-        actor,
-        event,
-        reply,
-    })
-    .await?;
+    let view = ctx
+        .ask_calendar(CalendarId(target), |reply| EventCommand::Fork {
+            by: actor.into(),
+            event: EventId(event),
+            reply,
+        })
+        .await?;
     Ok(warp::reply::with_status(warp::reply::json(&view), StatusCode::CREATED).into_response())
 }
 
@@ -322,12 +316,13 @@ async fn set_attendance_handler(
     let answer = Attendance::from_body(body)?;
     let home = home_of(ctx, event).await?;
     let actor = user.id().to_owned();
-    let attendees = ask(ctx, home, |reply| CalendarMsg::SetAttendance {
-        actor,
-        event,
-        answer,
-        reply,
-    })
-    .await?;
+    let attendees = ctx
+        .ask_calendar(CalendarId(home), |reply| EventCommand::SetAttendance {
+            by: actor.into(),
+            event: EventId(event),
+            answer,
+            reply,
+        })
+        .await?;
     Ok(warp::reply::json(&attendees).into_response())
 }

@@ -13,11 +13,11 @@ use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
 
 use super::extract::{AuthUser, authenticated, json_body, respond, route, with_ctx};
-use crate::actors::calendar::CalendarMsg;
+use crate::actors::calendar::CalendarCommand;
 use crate::commands::{not_a_member, not_allowed};
 use crate::context::Ctx;
 use crate::domain::email;
-use crate::domain::ids::{canonical_uuid, require_uuid};
+use crate::domain::ids::{CalendarId, canonical_uuid, require_uuid};
 use crate::domain::roles::Action;
 use crate::error::AppError;
 use crate::mail::templates;
@@ -118,11 +118,9 @@ async fn create_invite_handler(
     };
     let actor = user.id().to_owned();
     let invite = ctx
-        .actors
-        .calendars
-        .ask(ctx.settings.call_timeout(), calendar_id, |reply| {
-            CalendarMsg::CreateInvite {
-                actor,
+        .ask_calendar(CalendarId(calendar_id), |reply| {
+            CalendarCommand::CreateInvite {
+                by: actor.into(),
                 expires_at,
                 max_uses,
                 reply,
@@ -184,16 +182,14 @@ fn revoke_invite(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejecti
 async fn revoke_invite_handler(ctx: &Ctx, user: &AuthUser, id: &str) -> Result<Response, AppError> {
     let (invite, calendar_id) = calendar_of(ctx, id).await?;
     let actor = user.id().to_owned();
-    ctx.actors
-        .calendars
-        .ask(ctx.settings.call_timeout(), calendar_id, |reply| {
-            CalendarMsg::RevokeInvite {
-                actor,
-                invite,
-                reply,
-            }
-        })
-        .await?;
+    ctx.ask_calendar(CalendarId(calendar_id), |reply| {
+        CalendarCommand::RevokeInvite {
+            by: actor.into(),
+            invite,
+            reply,
+        }
+    })
+    .await?;
     Ok(super::extract::ok_text())
 }
 

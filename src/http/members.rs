@@ -10,10 +10,10 @@ use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
 
 use super::extract::{AuthUser, authenticated, json_body, ok_text, respond, route, with_ctx};
-use crate::actors::calendar::CalendarMsg;
+use crate::actors::calendar::CalendarCommand;
 use crate::commands::not_a_member;
 use crate::context::Ctx;
-use crate::domain::ids::{canonical_uuid, is_user_id, require_uuid};
+use crate::domain::ids::{CalendarId, canonical_uuid, is_user_id, require_uuid};
 use crate::domain::roles::Role;
 use crate::error::AppError;
 use crate::store::members;
@@ -95,10 +95,8 @@ async fn join_handler(
         canonical_uuid(&token).ok_or_else(|| AppError::not_found("Invite not found..."))?;
     let user_id = user.id().to_owned();
     let joined = ctx
-        .actors
-        .calendars
-        .ask(ctx.settings.call_timeout(), id, |reply| CalendarMsg::Join {
-            user: user_id,
+        .ask_calendar(CalendarId(id), |reply| CalendarCommand::Join {
+            user: user_id.into(),
             invite,
             reply,
         })
@@ -121,15 +119,11 @@ fn leave(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Cl
 async fn leave_handler(ctx: &Ctx, user: &AuthUser, id: &str) -> Result<Response, AppError> {
     let id = require_uuid("calendarId", id)?;
     let user_id = user.id().to_owned();
-    ctx.actors
-        .calendars
-        .ask(ctx.settings.call_timeout(), id, |reply| {
-            CalendarMsg::Leave {
-                user: user_id,
-                reply,
-            }
-        })
-        .await?;
+    ctx.ask_calendar(CalendarId(id), |reply| CalendarCommand::Leave {
+        user: user_id.into(),
+        reply,
+    })
+    .await?;
     Ok(ok_text())
 }
 
@@ -180,17 +174,13 @@ async fn set_role_handler(
     let id = require_uuid("calendarId", id)?;
     let target = target_user(target)?;
     let actor = user.id().to_owned();
-    ctx.actors
-        .calendars
-        .ask(ctx.settings.call_timeout(), id, |reply| {
-            CalendarMsg::SetRole {
-                actor,
-                target,
-                role,
-                reply,
-            }
-        })
-        .await?;
+    ctx.ask_calendar(CalendarId(id), |reply| CalendarCommand::SetRole {
+        by: actor.into(),
+        target: target.into(),
+        role,
+        reply,
+    })
+    .await?;
     // Side-effect only, like leave and remove: the original's web client reads a JSON body
     // here as an error (the mobile client ignores the body).
     Ok(ok_text())
@@ -219,15 +209,11 @@ async fn remove_member_handler(
     let id = require_uuid("calendarId", id)?;
     let target = target_user(target)?;
     let actor = user.id().to_owned();
-    ctx.actors
-        .calendars
-        .ask(ctx.settings.call_timeout(), id, |reply| {
-            CalendarMsg::RemoveMember {
-                actor,
-                target,
-                reply,
-            }
-        })
-        .await?;
+    ctx.ask_calendar(CalendarId(id), |reply| CalendarCommand::RemoveMember {
+        by: actor.into(),
+        target: target.into(),
+        reply,
+    })
+    .await?;
     Ok(ok_text())
 }
