@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use super::calendars::CalendarsMsg;
 use super::{ActorKind, MessageTimer, reply};
-use crate::commands::{self, event_batch::PendingCreate};
+use crate::commands::{self, events::create::PendingCreate};
 use crate::context::Ctx;
 use crate::domain::ids::CalendarId;
 use crate::store::events::remembered_roles::RememberedRoles;
@@ -84,7 +84,7 @@ impl CalendarState {
             let take = self.pending_creates.len().min(MAX_BATCH);
             let (batch, ports): (Vec<PendingCreate>, Vec<_>) =
                 self.pending_creates.drain(..take).unzip();
-            let answers = commands::event_batch::create_all(
+            let answers = commands::events::create::create_all(
                 &self.ctx,
                 self.calendar_id,
                 &batch,
@@ -221,7 +221,7 @@ impl CalendarState {
             } => {
                 reply(
                     port,
-                    commands::event_links::link(ctx, &by, event, target).await,
+                    commands::events::links::link(ctx, &by, event, target).await,
                 );
             }
             EventCommand::Fork {
@@ -229,7 +229,10 @@ impl CalendarState {
                 event,
                 reply: port,
             } => {
-                reply(port, commands::event_links::fork(ctx, &by, event, id).await);
+                reply(
+                    port,
+                    commands::events::links::fork(ctx, &by, event, id).await,
+                );
             }
             EventCommand::SetAttendance {
                 by,
@@ -238,7 +241,7 @@ impl CalendarState {
                 reply: port,
             } => reply(
                 port,
-                commands::event_links::set_attendance(ctx, &by, event, answer).await,
+                commands::events::links::set_attendance(ctx, &by, event, answer).await,
             ),
             EventCommand::Create {
                 by,
@@ -248,7 +251,7 @@ impl CalendarState {
                 // A creation on its own, as a batch of one.
                 let batch = [PendingCreate { by, input }];
                 let answers =
-                    commands::event_batch::create_all(ctx, id, &batch, &self.remembered_roles);
+                    commands::events::create::create_all(ctx, id, &batch, &self.remembered_roles);
                 if let Some(answer) = answers.await.pop() {
                     reply(port, answer);
                 }

@@ -3,7 +3,7 @@
 use chrono::Utc;
 use uuid::Uuid;
 
-use super::event_visibility;
+use super::events::visibility as event_visibility;
 use super::retry_transient;
 use super::{announce_calendar, authorize, send_view};
 use crate::context::Ctx;

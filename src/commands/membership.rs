@@ -6,9 +6,7 @@
 use chrono::Utc;
 use uuid::Uuid;
 
-use super::{
-    announce_calendar, announce_removed, authorize, event_visibility, events, not_a_member,
-};
+use super::{announce_calendar, announce_removed, authorize, events, not_a_member};
 use crate::context::Ctx;
 use crate::domain::frames::FrameBatch;
 use crate::domain::ids::{CalendarId, UserId};
@@ -82,9 +80,9 @@ pub async fn leave(ctx: &Ctx, calendar: CalendarId, user: &UserId) -> Result<(),
         }
         Some(_) => {}
     }
-    let lost = event_visibility::on_membership_lost(&txn, calendar_id, user, now).await?;
+    let lost = events::visibility::on_membership_lost(&txn, calendar_id, user, now).await?;
     let removed = members::remove(&txn, calendar_id, user).await?;
-    let undone = event_visibility::on_home_membership_lost(&txn, calendar_id, user, now).await?;
+    let undone = events::visibility::on_home_membership_lost(&txn, calendar_id, user, now).await?;
     calendar_store::touch(&txn, calendar_id, now).await?;
     let remaining = members::list(&txn, calendar_id).await?;
     txn.commit().await?;
@@ -174,9 +172,10 @@ pub async fn remove(
     if members::role_of(&txn, calendar_id, target).await?.is_none() {
         return Err(member_not_found());
     }
-    let lost = event_visibility::on_membership_lost(&txn, calendar_id, target, now).await?;
+    let lost = events::visibility::on_membership_lost(&txn, calendar_id, target, now).await?;
     let removed = members::remove(&txn, calendar_id, target).await?;
-    let undone = event_visibility::on_home_membership_lost(&txn, calendar_id, target, now).await?;
+    let undone =
+        events::visibility::on_home_membership_lost(&txn, calendar_id, target, now).await?;
     calendar_store::touch(&txn, calendar_id, now).await?;
     let remaining = members::list(&txn, calendar_id).await?;
     txn.commit().await?;

@@ -7,10 +7,6 @@
 //! a row lock, and send their frames to the user's own connections after commit.
 
 pub mod calendar;
-pub mod event_batch;
-pub mod event_frames;
-pub mod event_links;
-pub mod event_visibility;
 pub mod events;
 pub mod invites;
 pub mod membership;

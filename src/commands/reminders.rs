@@ -6,7 +6,7 @@ use chrono::Utc;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use super::event_links::visible_event;
+use super::events::links::visible_event;
 use crate::context::Ctx;
 use crate::domain::frames::Frame;
 use crate::error::AppError;

@@ -14,7 +14,7 @@ use warp::{Filter, Rejection, Reply};
 
 use super::extract::{AuthUser, authenticated, json_body, respond, route, with_ctx};
 use crate::actors::calendar::EventCommand;
-use crate::commands::event_links;
+use crate::commands::events::links as event_links;
 use crate::context::Ctx;
 use crate::domain::events::{Attendance, EventInput};
 use crate::domain::ids::{CalendarId, EventId, canonical_uuid, require_uuid};

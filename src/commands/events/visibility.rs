@@ -16,7 +16,7 @@ use entities::events;
 use sea_orm::ConnectionTrait;
 use uuid::Uuid;
 
-use super::events::Readers;
+use super::Readers;
 use crate::context::Ctx;
 use crate::domain::frames::FrameBatch;
 use crate::error::AppError;
@@ -40,10 +40,10 @@ impl CalendarDeletion {
     pub fn announce(&self, ctx: &Ctx) {
         let mut batch = FrameBatch::default();
         for (event, readers) in &self.unlinked {
-            super::events::add_event(ctx, &mut batch, "event_updated", event, readers);
+            super::add_event(ctx, &mut batch, "event_updated", event, readers);
         }
         for (event, users) in &self.removed {
-            super::events::add_removed(ctx, &mut batch, *event, users.iter().map(String::as_str));
+            super::add_removed(ctx, &mut batch, *event, users.iter().map(String::as_str));
         }
         ctx.actors.sessions.deliver(batch);
     }
@@ -108,7 +108,7 @@ pub async fn on_calendar_deleted(
                 .collect();
             readers_of(&members, &remaining)
         };
-        let lost: Vec<String> = super::events::lost_readers(&before, &after)
+        let lost: Vec<String> = super::lost_readers(&before, &after)
             .into_iter()
             .map(str::to_owned)
             .collect();
@@ -177,8 +177,8 @@ impl LinksUndone {
     pub fn announce(&self, ctx: &Ctx) {
         let mut batch = FrameBatch::default();
         for (event, readers, lost) in &self.changed {
-            super::events::add_event(ctx, &mut batch, "event_updated", event, readers);
-            super::events::add_removed(ctx, &mut batch, event.id, lost.iter().map(String::as_str));
+            super::add_event(ctx, &mut batch, "event_updated", event, readers);
+            super::add_removed(ctx, &mut batch, event.id, lost.iter().map(String::as_str));
         }
         ctx.actors.sessions.deliver(batch);
     }
@@ -206,11 +206,11 @@ pub async fn on_home_membership_lost(
             .filter(|c| !unlinked.contains(c))
             .copied()
             .collect();
-        let before = super::events::readers(txn, &links).await?;
-        let after = super::events::readers(txn, &remaining).await?;
+        let before = super::readers(txn, &links).await?;
+        let after = super::readers(txn, &remaining).await?;
         event_store::remove_links(txn, event_id, &unlinked).await?;
         let event = event_store::touch(txn, event, now).await?;
-        let lost: Vec<String> = super::events::lost_readers(&before, &after)
+        let lost: Vec<String> = super::lost_readers(&before, &after)
             .into_iter()
             .map(str::to_owned)
             .collect();

@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 
 use uuid::Uuid;
 
-use super::events::{Readers, send_event};
-use super::{MaybeTransient, calendar_gone, not_allowed, retry_transient};
+use super::{Readers, send_event};
+use crate::commands::{MaybeTransient, calendar_gone, not_allowed, retry_transient};
 use crate::context::Ctx;
 use crate::domain::events::{EventInput, event_exists};
 use crate::domain::ids::{CalendarId, UserId};

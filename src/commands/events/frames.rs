@@ -9,7 +9,7 @@ use entities::events;
 use serde_json::json;
 use uuid::Uuid;
 
-use super::events::Readers;
+use super::Readers;
 use crate::context::Ctx;
 use crate::domain::frames::{Frame, FrameBatch};
 use crate::views::events::EventView;

@@ -4,7 +4,7 @@
 
 use uuid::Uuid;
 
-use super::events::{readers, send_event};
+use super::{readers, send_event};
 use super::{refuse_constraint, retry_transient};
 use crate::context::Ctx;
 use crate::domain::event_content::EventContent;

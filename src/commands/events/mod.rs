@@ -1,9 +1,15 @@
 //! Event writes, run by the event's home calendar actor: update and delete (or unlink from
-//! one calendar); creation is grouped in `event_batch`, link, fork and attendance are in
-//! `event_links`, and what losing a calendar does to its events in `event_visibility`. Each
+//! one calendar) here; creation, grouped, in [`create`]; link, fork and attendance in
+//! [`links`]; what losing a calendar does to its events in [`visibility`]; the frames in
+//! `frames`. Each
 //! records the visibility losses delta reads need, queues change notifications in the same
 //! transaction, and sends per-reader frames after commit: `event_created` / `event_updated`
 //! with the reader's own calendars, `event_removed` to whoever can no longer see the event.
+
+pub mod create;
+mod frames;
+pub mod links;
+pub mod visibility;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -13,7 +19,6 @@ use sea_orm::ConnectionTrait;
 use serde_json::json;
 use uuid::Uuid;
 
-pub use super::event_frames::{add_event, add_removed, send_event, send_removed};
 use super::not_allowed;
 use super::{refuse_constraint, retry_transient};
 use crate::context::Ctx;
@@ -25,6 +30,7 @@ use crate::store::events::history as event_history;
 use crate::store::events::{self as event_store, WriteDeadline};
 use crate::store::{attendance, members, notifications};
 use crate::views::events::{DeletedEventView, EventView};
+pub use frames::{add_event, add_removed, send_event, send_removed};
 
 /// The readers of an event linked to some calendars: user → their calendars among them,
 /// in link order.
