@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use crate::actors::Actors;
 use crate::actors::calendar::{CalendarMsg, Reply};
 use crate::auth::Auth;
+use crate::commands::Services;
 use crate::config::Settings;
 use crate::cpu::CpuWork;
 use crate::domain::capabilities::Capabilities;
@@ -47,7 +48,10 @@ pub struct AppContext {
     /// CPU-heavy request work, off the async runtime and a few pieces at a time.
     pub cpu: CpuWork,
     /// Handles of the supervised actors.
-    pub actors: Actors,
+    pub actors: Arc<Actors>,
+    /// What the commands use (the database, the actors as where changes are announced,
+    /// the metrics), shared with the fields above.
+    pub services: Services,
     /// Shutdown signal shared by listeners, streams and actors.
     pub shutdown: Shutdown,
 }

@@ -17,6 +17,7 @@ use crate::actors::root::{RootActor, RootArgs, RootMsg};
 use crate::actors::scheduler::{TaskSpec, builtin_tasks};
 use crate::actors::{ActorKind, Actors};
 use crate::auth::Auth;
+use crate::commands::Services;
 use crate::config::Settings;
 use crate::context::{AppContext, Ctx, Shutdown};
 use crate::cpu::CpuWork;
@@ -113,6 +114,14 @@ impl ApplicationBuilder {
         let http_client = http_client()?;
         let auth = Auth::new(&settings, &base_url, &db, http_client.clone()).await?;
         let mail = MailService::new(&settings).await?;
+        let actors = Arc::new(Actors::default());
+        let metrics = Arc::new(Metrics::new());
+        let services = Services {
+            db: db.clone(),
+            announce: actors.clone(),
+            metrics: metrics.clone(),
+            mail_batch_delay_ms: settings.mail.batch_delay_ms,
+        };
         let ctx: Ctx = Arc::new(AppContext {
             capabilities: Capabilities::new(&settings, mail.deliverable()),
             auth,
@@ -124,8 +133,9 @@ impl ApplicationBuilder {
             base_url,
             instance_id: uuid::Uuid::new_v4().to_string(),
             db,
-            metrics: Arc::new(Metrics::new()),
-            actors: Actors::default(),
+            metrics,
+            actors,
+            services,
             shutdown: Shutdown::new(),
         });
 

@@ -85,7 +85,7 @@ impl CalendarState {
             let (batch, ports): (Vec<PendingCreate>, Vec<_>) =
                 self.pending_creates.drain(..take).unzip();
             let answers = commands::events::create::create_all(
-                &self.ctx,
+                &self.ctx.services,
                 self.calendar_id,
                 &batch,
                 &self.remembered_roles,
@@ -123,7 +123,7 @@ impl CalendarState {
 
     /// Runs a command about the calendar, its members or its invites.
     async fn run(&mut self, command: CalendarCommand) {
-        let (ctx, id) = (&self.ctx, self.calendar_id);
+        let (ctx, id) = (&self.ctx.services, self.calendar_id);
         match command {
             CalendarCommand::Update {
                 by,
@@ -191,7 +191,7 @@ impl CalendarState {
     /// Runs a command about an event homed in the calendar (creations are batched
     /// instead: [`CalendarState::queue_create`]).
     async fn run_event(&self, command: EventCommand) {
-        let (ctx, id) = (&self.ctx, self.calendar_id);
+        let (ctx, id) = (&self.ctx.services, self.calendar_id);
         match command {
             EventCommand::Update {
                 by,

@@ -187,6 +187,28 @@ impl Actors {
     }
 }
 
+impl crate::commands::Announce for Actors {
+    fn broadcast_to(
+        &self,
+        users: &mut dyn Iterator<Item = &str>,
+        frame: &crate::domain::frames::Frame,
+    ) {
+        self.sessions.broadcast(users, frame);
+    }
+
+    fn deliver(&self, batch: crate::domain::frames::FrameBatch) {
+        self.sessions.deliver(batch);
+    }
+
+    fn mail_batch_due(&self, due_at: chrono::DateTime<chrono::Utc>) {
+        self.notify_batch(due_at);
+    }
+
+    fn is_connected(&self, user: &str) -> bool {
+        self.sessions.is_connected(user)
+    }
+}
+
 /// Sends a reply, ignoring a caller that has gone away (not an error for the actor).
 pub fn reply<T>(port: RpcReplyPort<T>, value: T) {
     if port.send(value).is_err() {

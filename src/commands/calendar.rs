@@ -6,7 +6,7 @@ use uuid::Uuid;
 use super::events::visibility as event_visibility;
 use super::retry_transient;
 use super::{announce_calendar, authorize, send_view};
-use crate::context::Ctx;
+use crate::commands::Services;
 use crate::domain::ids::{CalendarId, UserId};
 use crate::domain::roles::Action;
 use crate::error::AppError;
@@ -25,20 +25,20 @@ pub struct CalendarChange {
 
 /// Renames and recolours; `calendar_updated` to every member.
 pub async fn update(
-    ctx: &Ctx,
+    services: &Services,
     calendar: CalendarId,
     by: &UserId,
     change: CalendarChange,
 ) -> Result<CalendarView, AppError> {
     let calendar_id = calendar.0;
     let actor = by.as_str();
-    let txn = ctx.db.begin_write().await?;
+    let txn = services.db.begin_write().await?;
     let (calendar, role) = authorize(&txn, calendar_id, actor, Action::EditCalendar).await?;
     let updated =
         calendar_store::update_meta(&txn, calendar, change.name, change.color, Utc::now()).await?;
     let members = members::list(&txn, calendar_id).await?;
     txn.commit().await?;
-    announce_calendar(ctx, &updated, &members);
+    announce_calendar(services, &updated, &members);
     Ok(CalendarView::new(&updated, &members, Some(role)))
 }
 
@@ -48,16 +48,20 @@ pub async fn update(
 /// `event_removed` to whoever lost sight of an event, `event_updated` to whoever still sees
 /// an unlinked one.
 pub async fn delete(
-    ctx: &Ctx,
+    services: &Services,
     calendar: CalendarId,
     by: &UserId,
 ) -> Result<CalendarView, AppError> {
-    retry_transient(|| delete_once(ctx, calendar.0, by.as_str())).await
+    retry_transient(|| delete_once(services, calendar.0, by.as_str())).await
 }
 
 /// [`delete`], once.
-async fn delete_once(ctx: &Ctx, calendar_id: Uuid, actor: &str) -> Result<CalendarView, AppError> {
-    let txn = ctx.db.begin_write().await?;
+async fn delete_once(
+    services: &Services,
+    calendar_id: Uuid,
+    actor: &str,
+) -> Result<CalendarView, AppError> {
+    let txn = services.db.begin_write().await?;
     let (calendar, role) = authorize(&txn, calendar_id, actor, Action::DeleteCalendar).await?;
     if calendar.is_default {
         return Err(AppError::bad_request(
@@ -72,8 +76,8 @@ async fn delete_once(ctx: &Ctx, calendar_id: Uuid, actor: &str) -> Result<Calend
     txn.commit().await?;
     let removed = CalendarView::new(&calendar, &[], None);
     for member in &former {
-        send_view(ctx, &member.user.id, "calendar_removed", &removed);
+        send_view(services, &member.user.id, "calendar_removed", &removed);
     }
-    deletion.announce(ctx);
+    deletion.announce(services);
     Ok(CalendarView::new(&calendar, &[], Some(role)))
 }

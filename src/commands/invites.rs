@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::authorize;
-use crate::context::Ctx;
+use crate::commands::Services;
 use crate::domain::ids::{CalendarId, UserId};
 use crate::domain::roles::Action;
 use crate::error::AppError;
@@ -13,7 +13,7 @@ use crate::views::calendars::InviteView;
 
 /// Creates an invite to the calendar.
 pub async fn create(
-    ctx: &Ctx,
+    services: &Services,
     calendar: CalendarId,
     by: &UserId,
     expires_at: Option<DateTime<Utc>>,
@@ -21,7 +21,7 @@ pub async fn create(
 ) -> Result<InviteView, AppError> {
     let calendar_id = calendar.0;
     let actor = by.as_str();
-    let txn = ctx.db.begin_write().await?;
+    let txn = services.db.begin_write().await?;
     authorize(&txn, calendar_id, actor, Action::Invite).await?;
     let invite = invites::create(
         &txn,
@@ -40,14 +40,14 @@ pub async fn create(
 
 /// Revokes an invite of the calendar.
 pub async fn revoke(
-    ctx: &Ctx,
+    services: &Services,
     calendar: CalendarId,
     by: &UserId,
     invite_id: Uuid,
 ) -> Result<(), AppError> {
     let calendar_id = calendar.0;
     let actor = by.as_str();
-    let txn = ctx.db.begin_write().await?;
+    let txn = services.db.begin_write().await?;
     authorize(&txn, calendar_id, actor, Action::Invite).await?;
     let belongs = invites::find(&txn, invite_id)
         .await?

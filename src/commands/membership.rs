@@ -7,7 +7,7 @@ use chrono::Utc;
 use uuid::Uuid;
 
 use super::{announce_calendar, announce_removed, authorize, events, not_a_member};
-use crate::context::Ctx;
+use crate::commands::Services;
 use crate::domain::frames::FrameBatch;
 use crate::domain::ids::{CalendarId, UserId};
 use crate::domain::invites::is_usable;
@@ -28,7 +28,7 @@ fn member_not_found() -> AppError {
 /// (checked before anything is written). Joining twice changes nothing and does not count a
 /// use. Returns the membership created (none when already a member).
 pub async fn join(
-    ctx: &Ctx,
+    services: &Services,
     calendar: CalendarId,
     user: &UserId,
     invite_id: Uuid,
@@ -36,7 +36,7 @@ pub async fn join(
     let calendar_id = calendar.0;
     let user = user.as_str();
     let now = Utc::now();
-    let txn = ctx.db.begin_write().await?;
+    let txn = services.db.begin_write().await?;
     let Some(calendar) = calendar_store::lock(&txn, calendar_id).await? else {
         return Err(invite_not_found());
     };
@@ -57,17 +57,21 @@ pub async fn join(
     let members = members::list(&txn, calendar_id).await?;
     txn.commit().await?;
     if joined.is_some() {
-        announce_calendar(ctx, &calendar, &members);
+        announce_calendar(services, &calendar, &members);
     }
     Ok(joined.iter().map(MembershipView::from).collect())
 }
 
 /// `user` leaves; the owner cannot. Without a membership (or a calendar), 403.
-pub async fn leave(ctx: &Ctx, calendar: CalendarId, user: &UserId) -> Result<(), AppError> {
+pub async fn leave(
+    services: &Services,
+    calendar: CalendarId,
+    user: &UserId,
+) -> Result<(), AppError> {
     let calendar_id = calendar.0;
     let user = user.as_str();
     let now = Utc::now();
-    let txn = ctx.db.begin_write().await?;
+    let txn = services.db.begin_write().await?;
     let Some(calendar) = calendar_store::lock(&txn, calendar_id).await? else {
         return Err(not_a_member());
     };
@@ -87,23 +91,23 @@ pub async fn leave(ctx: &Ctx, calendar: CalendarId, user: &UserId) -> Result<(),
     let remaining = members::list(&txn, calendar_id).await?;
     txn.commit().await?;
     if removed.member_tokens {
-        ctx.db.credentials_changed(user);
+        services.db.credentials_changed(user);
     }
-    announce_removed(ctx, user, calendar_id);
-    undone.announce(ctx);
+    announce_removed(services, user, calendar_id);
+    undone.announce(services);
     let mut frames = FrameBatch::default();
     for event in lost {
-        events::add_removed(ctx, &mut frames, event, [user]);
+        events::add_removed(services, &mut frames, event, [user]);
     }
-    ctx.actors.sessions.deliver(frames);
-    announce_calendar(ctx, &calendar, &remaining);
+    services.announce.deliver(frames);
+    announce_calendar(services, &calendar, &remaining);
     Ok(())
 }
 
 /// Changes `target`'s role (needs manageMembers). `owner` transfers ownership of a
 /// non-default calendar, demoting the previous owner to editor in the same transaction.
 pub async fn set_role(
-    ctx: &Ctx,
+    services: &Services,
     calendar: CalendarId,
     by: &UserId,
     target: &UserId,
@@ -113,7 +117,7 @@ pub async fn set_role(
     let actor = by.as_str();
     let target = target.as_str();
     let now = Utc::now();
-    let txn = ctx.db.begin_write().await?;
+    let txn = services.db.begin_write().await?;
     let (calendar, _) = authorize(&txn, calendar_id, actor, Action::ManageMembers).await?;
     if target == calendar.creator_id {
         return Err(AppError::bad_request(
@@ -140,13 +144,13 @@ pub async fn set_role(
     };
     let members = members::list(&txn, calendar_id).await?;
     txn.commit().await?;
-    announce_calendar(ctx, &calendar, &members);
+    announce_calendar(services, &calendar, &members);
     Ok(())
 }
 
 /// Removes `target` (owner only; the owner cannot be removed).
 pub async fn remove(
-    ctx: &Ctx,
+    services: &Services,
     calendar: CalendarId,
     by: &UserId,
     target: &UserId,
@@ -155,7 +159,7 @@ pub async fn remove(
     let actor = by.as_str();
     let target = target.as_str();
     let now = Utc::now();
-    let txn = ctx.db.begin_write().await?;
+    let txn = services.db.begin_write().await?;
     let Some(calendar) = calendar_store::lock(&txn, calendar_id).await? else {
         return Err(not_a_member());
     };
@@ -180,15 +184,15 @@ pub async fn remove(
     let remaining = members::list(&txn, calendar_id).await?;
     txn.commit().await?;
     if removed.member_tokens {
-        ctx.db.credentials_changed(target);
+        services.db.credentials_changed(target);
     }
-    announce_removed(ctx, target, calendar_id);
-    undone.announce(ctx);
+    announce_removed(services, target, calendar_id);
+    undone.announce(services);
     let mut frames = FrameBatch::default();
     for event in lost {
-        events::add_removed(ctx, &mut frames, event, [target]);
+        events::add_removed(services, &mut frames, event, [target]);
     }
-    ctx.actors.sessions.deliver(frames);
-    announce_calendar(ctx, &calendar, &remaining);
+    services.announce.deliver(frames);
+    announce_calendar(services, &calendar, &remaining);
     Ok(())
 }

@@ -18,13 +18,52 @@ use entities::calendars;
 use sea_orm::ConnectionTrait;
 use uuid::Uuid;
 
-use crate::context::Ctx;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+
 use crate::domain::frames::Frame;
+use crate::domain::frames::FrameBatch;
 use crate::domain::roles::{Action, Role};
 use crate::error::AppError;
+use crate::metrics::Metrics;
+use crate::store::Database;
 use crate::store::calendars as calendar_store;
 use crate::store::members::{self, Member};
 use crate::views::calendars::CalendarView;
+
+/// What the commands use: the store, where their frames and change mails go, the metrics.
+#[derive(Debug, Clone)]
+pub struct Services {
+    /// The database.
+    pub db: Database,
+    /// Where committed changes are announced.
+    pub announce: Arc<dyn Announce>,
+    /// This server's metric registry.
+    pub metrics: Arc<Metrics>,
+    /// How long change notifications wait to be mailed together (`MAIL_BATCH_DELAY_MS`).
+    pub mail_batch_delay_ms: u64,
+}
+
+/// Where committed changes are announced: users' open streams, and the mailer of change
+/// notifications. Nothing is announced before its transaction commits.
+pub trait Announce: Send + Sync + std::fmt::Debug {
+    /// Sends `frame` to every stream of each user in `users`, once per user.
+    fn broadcast_to(&self, users: &mut dyn Iterator<Item = &str>, frame: &Frame);
+    /// Sends each user their frames of `batch`, together.
+    fn deliver(&self, batch: FrameBatch);
+    /// Change notifications are queued until `due_at` (the rows are committed).
+    fn mail_batch_due(&self, due_at: DateTime<Utc>);
+    /// Whether `user` has an open stream (frames for others need not be built).
+    fn is_connected(&self, user: &str) -> bool;
+}
+
+impl Services {
+    /// Sends `frame` to every stream of each user in `users`, once per user.
+    pub fn broadcast<'a>(&self, users: impl IntoIterator<Item = &'a str>, frame: &Frame) {
+        self.announce.broadcast_to(&mut users.into_iter(), frame);
+    }
+}
 
 /// 403 for anyone without a membership row (unknown and foreign calendars alike).
 pub fn not_a_member() -> AppError {
@@ -136,27 +175,24 @@ pub async fn authorize(
 }
 
 /// Sends `calendar_updated` to every member, each with their own role.
-pub fn announce_calendar(ctx: &Ctx, calendar: &calendars::Model, members: &[Member]) {
+pub fn announce_calendar(services: &Services, calendar: &calendars::Model, members: &[Member]) {
     for member in members {
         let view = CalendarView::new(calendar, members, Some(member.role));
-        send_view(ctx, &member.user.id, "calendar_updated", &view);
+        send_view(services, &member.user.id, "calendar_updated", &view);
     }
 }
 
 /// Sends one calendar document as a frame to one user.
-pub fn send_view(ctx: &Ctx, user_id: &str, kind: &'static str, view: &CalendarView) {
+pub fn send_view(services: &Services, user_id: &str, kind: &'static str, view: &CalendarView) {
     match serde_json::to_value(view) {
-        Ok(payload) => ctx
-            .actors
-            .sessions
-            .broadcast([user_id], &Frame::new(kind, payload)),
+        Ok(payload) => services.broadcast([user_id], &Frame::new(kind, payload)),
         Err(err) => tracing::error!(error = %err, "frame.encode_failed"),
     }
 }
 
 /// Sends `calendar_removed {id}` to a user who lost access.
-pub fn announce_removed(ctx: &Ctx, user_id: &str, calendar_id: Uuid) {
-    ctx.actors.sessions.broadcast(
+pub fn announce_removed(services: &Services, user_id: &str, calendar_id: Uuid) {
+    services.broadcast(
         [user_id],
         &Frame::new("calendar_removed", serde_json::json!({ "id": calendar_id })),
     );

@@ -11,7 +11,7 @@ use sea_orm::ConnectionTrait;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::context::Ctx;
+use crate::commands::Services;
 use crate::domain::frames::Frame;
 use crate::domain::pages::{DEFAULT_PAGE_NAME, MAX_PAGES, default_config};
 use crate::error::AppError;
@@ -101,9 +101,9 @@ impl PageWrite {
     }
 
     /// Sends the queued frames (after commit), documents as the owner reads them.
-    async fn announce(self, ctx: &Ctx, removed: Option<Uuid>) -> Result<(), AppError> {
-        let calendars = accessible(ctx.db.conn(), &self.user_id).await?;
-        let sessions = &ctx.actors.sessions;
+    async fn announce(self, services: &Services, removed: Option<Uuid>) -> Result<(), AppError> {
+        let calendars = accessible(services.db.conn(), &self.user_id).await?;
+        let sessions = services;
         if let Some(id) = removed {
             sessions.broadcast(
                 [self.user_id.as_str()],
@@ -119,15 +119,15 @@ impl PageWrite {
 }
 
 /// The owner's active Pages by position, creating or repairing the default when needed.
-pub async fn list(ctx: &Ctx, user_id: &str) -> Result<Vec<PageDocument>, AppError> {
-    let db = ctx.db.conn();
+pub async fn list(services: &Services, user_id: &str) -> Result<Vec<PageDocument>, AppError> {
+    let db = services.db.conn();
     let mut active = page_store::active(db, user_id).await?;
     if active.iter().filter(|p| p.is_default).count() != 1 {
         let mut write = PageWrite::new(user_id);
-        let txn = ctx.db.begin_write().await?;
+        let txn = services.db.begin_write().await?;
         active = write.begin(&txn).await?;
         txn.commit().await?;
-        write.announce(ctx, None).await?;
+        write.announce(services, None).await?;
     }
     let calendars = accessible(db, user_id).await?;
     Ok(active
@@ -137,8 +137,8 @@ pub async fn list(ctx: &Ctx, user_id: &str) -> Result<Vec<PageDocument>, AppErro
 }
 
 /// One of the owner's active Pages.
-pub async fn get(ctx: &Ctx, user_id: &str, id: Uuid) -> Result<PageDocument, AppError> {
-    let db = ctx.db.conn();
+pub async fn get(services: &Services, user_id: &str, id: Uuid) -> Result<PageDocument, AppError> {
+    let db = services.db.conn();
     let page = page_store::find_active(db, user_id, id)
         .await?
         .ok_or_else(page_not_found)?;
@@ -147,13 +147,13 @@ pub async fn get(ctx: &Ctx, user_id: &str, id: Uuid) -> Result<PageDocument, App
 
 /// Creates a Page after the others (not the default).
 pub async fn create(
-    ctx: &Ctx,
+    services: &Services,
     user_id: &str,
     name: String,
     config: Value,
 ) -> Result<PageDocument, AppError> {
     let mut write = PageWrite::new(user_id);
-    let txn = ctx.db.begin_write().await?;
+    let txn = services.db.begin_write().await?;
     let active = write.begin(&txn).await?;
     if active.len() >= MAX_PAGES {
         return Err(AppError::bad_request(format!(
@@ -179,14 +179,14 @@ pub async fn create(
     .await?;
     txn.commit().await?;
     write.frames.push(("page_created", page.clone()));
-    let calendars = accessible(ctx.db.conn(), user_id).await?;
-    write.announce(ctx, None).await?;
+    let calendars = accessible(services.db.conn(), user_id).await?;
+    write.announce(services, None).await?;
     Ok(PageDocument::new(&page, &calendars))
 }
 
 /// Saves name and config if `base_revision` is still current (else 409 `PAGE_CONFLICT`).
 pub async fn save(
-    ctx: &Ctx,
+    services: &Services,
     user_id: &str,
     id: Uuid,
     base_revision: i64,
@@ -194,7 +194,7 @@ pub async fn save(
     config: Value,
 ) -> Result<PageDocument, AppError> {
     let mut write = PageWrite::new(user_id);
-    let txn = ctx.db.begin_write().await?;
+    let txn = services.db.begin_write().await?;
     let active = write.begin(&txn).await?;
     let mut page = active
         .into_iter()
@@ -213,15 +213,15 @@ pub async fn save(
     page.revision += 1;
     let saved = write.save(&txn, page).await?;
     txn.commit().await?;
-    let calendars = accessible(ctx.db.conn(), user_id).await?;
-    write.announce(ctx, None).await?;
+    let calendars = accessible(services.db.conn(), user_id).await?;
+    write.announce(services, None).await?;
     Ok(PageDocument::new(&saved, &calendars))
 }
 
 /// Soft-deletes a Page; a deleted default passes to the lowest-positioned survivor.
-pub async fn delete(ctx: &Ctx, user_id: &str, id: Uuid) -> Result<(), AppError> {
+pub async fn delete(services: &Services, user_id: &str, id: Uuid) -> Result<(), AppError> {
     let mut write = PageWrite::new(user_id);
-    let txn = ctx.db.begin_write().await?;
+    let txn = services.db.begin_write().await?;
     let active = write.begin(&txn).await?;
     let (mut gone, survivors): (Vec<_>, Vec<_>) = active.into_iter().partition(|p| p.id == id);
     let mut page = gone.pop().ok_or_else(page_not_found)?;
@@ -237,19 +237,19 @@ pub async fn delete(ctx: &Ctx, user_id: &str, id: Uuid) -> Result<(), AppError> 
         write.save(&txn, heir).await?;
     }
     txn.commit().await?;
-    write.announce(ctx, Some(id)).await
+    write.announce(services, Some(id)).await
 }
 
 /// Puts the owner's active Pages in the order of `page_ids` (every one exactly once), and
 /// moves the default to `default_id` when given.
 pub async fn reorder(
-    ctx: &Ctx,
+    services: &Services,
     user_id: &str,
     page_ids: &[Uuid],
     default_id: Option<Uuid>,
 ) -> Result<Vec<PageDocument>, AppError> {
     let mut write = PageWrite::new(user_id);
-    let txn = ctx.db.begin_write().await?;
+    let txn = services.db.begin_write().await?;
     let active = write.begin(&txn).await?;
     let listed: HashSet<Uuid> = page_ids.iter().copied().collect();
     if listed.len() != page_ids.len()
@@ -293,8 +293,8 @@ pub async fn reorder(
     }
     txn.commit().await?;
     ordered.sort_by_key(|p| p.position);
-    let calendars = accessible(ctx.db.conn(), user_id).await?;
-    write.announce(ctx, None).await?;
+    let calendars = accessible(services.db.conn(), user_id).await?;
+    write.announce(services, None).await?;
     Ok(ordered
         .iter()
         .map(|p| PageDocument::new(p, &calendars))

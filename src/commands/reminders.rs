@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::events::links::visible_event;
-use crate::context::Ctx;
+use crate::commands::Services;
 use crate::domain::frames::Frame;
 use crate::error::AppError;
 use crate::store::reminders;
@@ -19,42 +19,41 @@ pub fn not_a_member_for_reminders() -> AppError {
     AppError::forbidden("You are not a member of this calendar.")
 }
 
-fn announce(ctx: &Ctx, user_id: &str) {
-    ctx.actors
-        .sessions
-        .broadcast([user_id], &Frame::new("reminders_updated", json!({})));
+fn announce(services: &Services, user_id: &str) {
+    services.broadcast([user_id], &Frame::new("reminders_updated", json!({})));
 }
 
 /// Sets (`Some`) or clears (`None`: inherit the default) the user's rule for a calendar.
 pub async fn set_calendar_rule(
-    ctx: &Ctx,
+    services: &Services,
     user_id: &str,
     calendar_id: Uuid,
     rule: Option<Value>,
 ) -> Result<(), AppError> {
     let member =
-        reminders::set_calendar_rule(ctx.db.conn(), calendar_id, user_id, rule, Utc::now()).await?;
+        reminders::set_calendar_rule(services.db.conn(), calendar_id, user_id, rule, Utc::now())
+            .await?;
     if !member {
         return Err(not_a_member_for_reminders());
     }
-    announce(ctx, user_id);
+    announce(services, user_id);
     Ok(())
 }
 
 /// Sets (`Some`) or clears (`None`) the user's override for an event they can see.
 pub async fn set_event_rule(
-    ctx: &Ctx,
+    services: &Services,
     user_id: &str,
     event_id: Uuid,
     rule: Option<Value>,
 ) -> Result<(), AppError> {
-    let txn = ctx.db.begin_write().await?;
+    let txn = services.db.begin_write().await?;
     visible_event(&txn, event_id, user_id, false).await?;
     match rule {
         Some(rule) => reminders::set_event_rule(&txn, user_id, event_id, rule, Utc::now()).await?,
         None => reminders::clear_event_rule(&txn, user_id, event_id).await?,
     }
     txn.commit().await?;
-    announce(ctx, user_id);
+    announce(services, user_id);
     Ok(())
 }

@@ -7,7 +7,7 @@ use chrono::Utc;
 use entities::user_settings;
 use serde_json::{Map, Value, json};
 
-use crate::context::Ctx;
+use crate::commands::Services;
 use crate::domain::frames::Frame;
 use crate::domain::settings;
 use crate::error::AppError;
@@ -20,8 +20,8 @@ fn account_gone() -> AppError {
 }
 
 /// The user's settings row, created with the defaults when missing.
-pub async fn read(ctx: &Ctx, user_id: &str) -> Result<user_settings::Model, AppError> {
-    settings_store::find_or_create(ctx.db.conn(), user_id, Utc::now())
+pub async fn read(services: &Services, user_id: &str) -> Result<user_settings::Model, AppError> {
+    settings_store::find_or_create(services.db.conn(), user_id, Utc::now())
         .await?
         .ok_or_else(account_gone)
 }
@@ -29,13 +29,13 @@ pub async fn read(ctx: &Ctx, user_id: &str) -> Result<user_settings::Model, AppE
 /// Applies `changes`; with `base_revision`, only if the stored revision still equals it
 /// (else 409 `SettingsConflict` with the current document).
 pub async fn write(
-    ctx: &Ctx,
+    services: &Services,
     user_id: &str,
     base_revision: Option<i64>,
     changes: &Map<String, Value>,
 ) -> Result<user_settings::Model, AppError> {
     let now = Utc::now();
-    let txn = ctx.db.begin_write().await?;
+    let txn = services.db.begin_write().await?;
     let row = settings_store::lock(&txn, user_id, now)
         .await?
         .ok_or_else(account_gone)?;
@@ -50,6 +50,6 @@ pub async fn write(
     let saved = settings_store::save(&txn, row, value, now).await?;
     txn.commit().await?;
     let frame = Frame::new("settings_updated", json!({ "revision": saved.revision }));
-    ctx.actors.sessions.broadcast([user_id], &frame);
+    services.broadcast([user_id], &frame);
     Ok(saved)
 }

@@ -285,7 +285,7 @@ async fn list_attendees_handler(
     id: &str,
 ) -> Result<Response, AppError> {
     let event = event_id(id)?;
-    let attendees = event_links::attendees(ctx, user.id(), event).await?;
+    let attendees = event_links::attendees(&ctx.services, user.id(), event).await?;
     Ok(warp::reply::json(&attendees).into_response())
 }
 

@@ -63,7 +63,7 @@ fn list_pages(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection>
         .and(authenticated(ctx))
         .and_then(|ctx: Ctx, user: AuthUser| async move {
             respond(
-                commands::list(&ctx, user.id())
+                commands::list(&ctx.services, user.id())
                     .await
                     .map(|pages| warp::reply::json(&pages)),
             )
@@ -90,7 +90,7 @@ fn create_page(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection
             respond(
                 async {
                     let (name, config) = name_and_config(&body.name, &body.config, INVALID_PAGE)?;
-                    let page = commands::create(&ctx, user.id(), name, config).await?;
+                    let page = commands::create(&ctx.services, user.id(), name, config).await?;
                     Ok(warp::reply::with_status(
                         warp::reply::json(&page),
                         StatusCode::CREATED,
@@ -149,7 +149,7 @@ async fn reorder_handler(
                 .ok_or_else(invalid)?,
         ),
     };
-    let pages = commands::reorder(ctx, user.id(), &ids, default).await?;
+    let pages = commands::reorder(&ctx.services, user.id(), &ids, default).await?;
     Ok(warp::reply::json(&pages).into_response())
 }
 
@@ -163,7 +163,7 @@ fn read_page(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> 
         .and_then(|id: String, ctx: Ctx, user: AuthUser| async move {
             respond(
                 async {
-                    let page = commands::get(&ctx, user.id(), page_id(&id)?).await?;
+                    let page = commands::get(&ctx.services, user.id(), page_id(&id)?).await?;
                     Ok(warp::reply::json(&page))
                 }
                 .await,
@@ -198,9 +198,15 @@ fn save_page(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> 
                         let (name, config) =
                             name_and_config(&body.name, &body.config, INVALID_DOCUMENT)?;
                         let id = page_id(&id)?;
-                        let page =
-                            commands::save(&ctx, user.id(), id, body.base_revision, name, config)
-                                .await?;
+                        let page = commands::save(
+                            &ctx.services,
+                            user.id(),
+                            id,
+                            body.base_revision,
+                            name,
+                            config,
+                        )
+                        .await?;
                         Ok(warp::reply::json(&page))
                     }
                     .await,
@@ -220,7 +226,7 @@ fn delete_page(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection
             respond(
                 async {
                     let id = page_id(&id)?;
-                    commands::delete(&ctx, user.id(), id).await?;
+                    commands::delete(&ctx.services, user.id(), id).await?;
                     Ok(warp::reply::json(&serde_json::json!({ "id": id })))
                 }
                 .await,

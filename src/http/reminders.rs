@@ -63,7 +63,7 @@ fn read_rules(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection>
 }
 
 async fn read_handler(ctx: &Ctx, user: &AuthUser) -> Result<Response, AppError> {
-    let stored = settings_commands::read(ctx, user.id()).await?;
+    let stored = settings_commands::read(&ctx.services, user.id()).await?;
     let default = settings::with_defaults(&stored.value)["defaultReminder"].clone();
     let as_map = |rules: Vec<(Uuid, Value)>| -> Map<String, Value> {
         rules
@@ -94,7 +94,8 @@ fn set_calendar_rule(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rej
                     async {
                         let calendar = require_uuid("calendarId", &id)?;
                         let rule = parse_body(&body)?;
-                        commands::set_calendar_rule(&ctx, user.id(), calendar, rule).await?;
+                        commands::set_calendar_rule(&ctx.services, user.id(), calendar, rule)
+                            .await?;
                         Ok(empty_ok())
                     }
                     .await,
@@ -117,7 +118,7 @@ fn set_event_rule(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Reject
                     async {
                         let event = require_uuid("eventId", &id)?;
                         let rule = parse_body(&body)?;
-                        commands::set_event_rule(&ctx, user.id(), event, rule).await?;
+                        commands::set_event_rule(&ctx.services, user.id(), event, rule).await?;
                         Ok(empty_ok())
                     }
                     .await,
@@ -137,7 +138,7 @@ fn clear_event_rule(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Reje
             respond(
                 async {
                     let event = require_uuid("eventId", &id)?;
-                    commands::set_event_rule(&ctx, user.id(), event, None).await?;
+                    commands::set_event_rule(&ctx.services, user.id(), event, None).await?;
                     Ok(empty_ok())
                 }
                 .await,

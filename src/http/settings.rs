@@ -40,7 +40,7 @@ fn read_settings(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejecti
         .and(authenticated(ctx))
         .and_then(|ctx: Ctx, user: AuthUser| async move {
             respond(
-                commands::read(&ctx, user.id())
+                commands::read(&ctx.services, user.id())
                     .await
                     .map(|r| warp::reply::json(&row(&r))),
             )
@@ -56,7 +56,7 @@ fn read_document(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejecti
         .and(authenticated(ctx))
         .and_then(|ctx: Ctx, user: AuthUser| async move {
             respond(
-                commands::read(&ctx, user.id())
+                commands::read(&ctx.services, user.id())
                     .await
                     .map(|r| warp::reply::json(&document(&r))),
             )
@@ -79,7 +79,7 @@ fn replace_settings(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Reje
 async fn replace_handler(ctx: &Ctx, user: &AuthUser, body: &Value) -> Result<Response, AppError> {
     let changes =
         settings::complete(body).ok_or_else(|| AppError::bad_request(INVALID_SETTINGS))?;
-    let saved = commands::write(ctx, user.id(), None, &changes).await?;
+    let saved = commands::write(&ctx.services, user.id(), None, &changes).await?;
     Ok(warp::reply::json(&row(&saved)).into_response())
 }
 
@@ -114,6 +114,7 @@ async fn patch_handler(
     }
     let changes =
         settings::patch(&body.patch).ok_or_else(|| AppError::bad_request(INVALID_PATCH))?;
-    let saved = commands::write(ctx, user.id(), Some(body.base_revision), &changes).await?;
+    let saved =
+        commands::write(&ctx.services, user.id(), Some(body.base_revision), &changes).await?;
     Ok(warp::reply::json(&document(&saved)).into_response())
 }

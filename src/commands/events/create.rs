@@ -14,8 +14,8 @@ use std::collections::BTreeMap;
 use uuid::Uuid;
 
 use super::{Readers, send_event};
+use crate::commands::Services;
 use crate::commands::{MaybeTransient, calendar_gone, not_allowed, retry_transient};
-use crate::context::Ctx;
 use crate::domain::events::{EventInput, event_exists};
 use crate::domain::ids::{CalendarId, UserId};
 use crate::domain::roles::Action;
@@ -39,25 +39,25 @@ pub struct PendingCreate {
 /// each command, in order. `remembered` is what the calendar's actor remembers of the
 /// roles.
 pub async fn create_all(
-    ctx: &Ctx,
+    services: &Services,
     home: CalendarId,
     batch: &[PendingCreate],
     remembered: &RememberedRoles,
 ) -> Vec<Result<EventView, AppError>> {
-    ctx.metrics.event_batch(batch.len());
+    services.metrics.event_batch(batch.len());
     if batch.len() > 1 {
-        match retry_transient(|| commit(ctx, home.0, batch, remembered)).await {
+        match retry_transient(|| commit(services, home.0, batch, remembered)).await {
             // One of the ids exists, or one of the calendars was deleted meanwhile: each
             // command alone finds out whether it was concerned.
             Err(BatchError::Collision | BatchError::Refused(_)) => {}
-            outcome => return answers(ctx, batch, outcome),
+            outcome => return answers(services, batch, outcome),
         }
     }
     let mut all = Vec::with_capacity(batch.len());
     for one in batch {
         let one = std::slice::from_ref(one);
-        let outcome = retry_transient(|| commit(ctx, home.0, one, remembered)).await;
-        all.extend(answers(ctx, one, outcome));
+        let outcome = retry_transient(|| commit(services, home.0, one, remembered)).await;
+        all.extend(answers(services, one, outcome));
     }
     all
 }
@@ -95,7 +95,7 @@ impl From<CreationsError> for BatchError {
 
 /// Writes the batch ([`creations::create_batch`]); per-command refusals are in the result.
 async fn commit(
-    ctx: &Ctx,
+    services: &Services,
     home: Uuid,
     batch: &[PendingCreate],
     remembered: &RememberedRoles,
@@ -108,7 +108,7 @@ async fn commit(
         })
         .collect();
     let created =
-        creations::create_batch(&ctx.db, home, &creations, remembered, &mut check).await?;
+        creations::create_batch(&services.db, home, &creations, remembered, &mut check).await?;
     Ok(created
         .outcomes
         .into_iter()
@@ -151,7 +151,7 @@ fn readers(members: &CalendarRoles, links: &[Uuid]) -> Readers {
 
 /// Sends each created event's frames; the answer to every command.
 fn answers(
-    ctx: &Ctx,
+    services: &Services,
     batch: &[PendingCreate],
     outcome: Result<Committed, BatchError>,
 ) -> Vec<Result<EventView, AppError>> {
@@ -161,7 +161,7 @@ fn answers(
             .zip(results)
             .map(|(pending, result)| {
                 result.map(|(event, readers)| {
-                    send_event(ctx, "event_created", &event, &readers);
+                    send_event(services, "event_created", &event, &readers);
                     EventView::new(&event, pending.input.calendars.clone())
                 })
             })

@@ -10,27 +10,32 @@ use serde_json::json;
 use uuid::Uuid;
 
 use super::Readers;
-use crate::context::Ctx;
+use crate::commands::Services;
 use crate::domain::frames::{Frame, FrameBatch};
 use crate::views::events::EventView;
 
 /// Sends `kind` (`event_created` / `event_updated`) to every reader with their calendars:
 /// encoded once per distinct list of calendars, for the readers with an open stream only.
-pub fn send_event(ctx: &Ctx, kind: &'static str, event: &events::Model, readers: &Readers) {
-    for (users, frame) in event_frames(ctx, kind, event, readers) {
-        ctx.actors.sessions.broadcast(users, &frame);
+pub fn send_event(
+    services: &Services,
+    kind: &'static str,
+    event: &events::Model,
+    readers: &Readers,
+) {
+    for (users, frame) in event_frames(services, kind, event, readers) {
+        services.broadcast(users, &frame);
     }
 }
 
 /// Adds what [`send_event`] sends to `batch`, for a change that owes many frames.
 pub fn add_event(
-    ctx: &Ctx,
+    services: &Services,
     batch: &mut FrameBatch,
     kind: &'static str,
     event: &events::Model,
     readers: &Readers,
 ) {
-    for (users, frame) in event_frames(ctx, kind, event, readers) {
+    for (users, frame) in event_frames(services, kind, event, readers) {
         batch.add(users, &frame);
     }
 }
@@ -38,12 +43,12 @@ pub fn add_event(
 /// The frames of `kind` for `event`, one per distinct list of calendars, with the readers
 /// (those with an open stream) who get each.
 fn event_frames<'r>(
-    ctx: &Ctx,
+    services: &Services,
     kind: &'static str,
     event: &events::Model,
     readers: &'r Readers,
 ) -> Vec<(Vec<&'r str>, Frame)> {
-    let sessions = &ctx.actors.sessions;
+    let sessions = &services.announce;
     let mut by_view: BTreeMap<&Vec<Uuid>, Vec<&str>> = BTreeMap::new();
     for (user, calendars) in readers {
         if sessions.is_connected(user) {
@@ -65,20 +70,22 @@ fn event_frames<'r>(
 }
 
 /// Sends `event_removed` to users who can no longer see the event.
-pub fn send_removed<'a>(ctx: &Ctx, event_id: Uuid, users: impl IntoIterator<Item = &'a str>) {
-    ctx.actors
-        .sessions
-        .broadcast(users, &removed_frame(event_id));
+pub fn send_removed<'a>(
+    services: &Services,
+    event_id: Uuid,
+    users: impl IntoIterator<Item = &'a str>,
+) {
+    services.broadcast(users, &removed_frame(event_id));
 }
 
 /// Adds what [`send_removed`] sends to `batch` (for the users with an open stream).
 pub fn add_removed<'a>(
-    ctx: &Ctx,
+    services: &Services,
     batch: &mut FrameBatch,
     event_id: Uuid,
     users: impl IntoIterator<Item = &'a str>,
 ) {
-    let sessions = &ctx.actors.sessions;
+    let sessions = &services.announce;
     let connected: Vec<&str> = users
         .into_iter()
         .filter(|user| sessions.is_connected(user))

@@ -6,7 +6,7 @@ use uuid::Uuid;
 
 use super::{readers, send_event};
 use super::{refuse_constraint, retry_transient};
-use crate::context::Ctx;
+use crate::commands::Services;
 use crate::domain::event_content::EventContent;
 use crate::domain::events::{Attendance, EventInput};
 use crate::domain::ids::{CalendarId, EventId, UserId};
@@ -82,24 +82,24 @@ async fn require_target(
 /// Links the event into `target` (idempotent; the home calendar is unchanged);
 /// `event_updated` to the readers of every linked calendar.
 pub async fn link(
-    ctx: &Ctx,
+    services: &Services,
     by: &UserId,
     event: EventId,
     target: CalendarId,
 ) -> Result<EventView, AppError> {
-    retry_transient(|| link_once(ctx, by.as_str(), event.0, target.0))
+    retry_transient(|| link_once(services, by.as_str(), event.0, target.0))
         .await
         .map_err(refuse_constraint)
 }
 
 /// [`link`], once.
 async fn link_once(
-    ctx: &Ctx,
+    services: &Services,
     actor: &str,
     event_id: Uuid,
     target: Uuid,
 ) -> Result<EventView, AppError> {
-    let txn = ctx.db.begin_write().await?;
+    let txn = services.db.begin_write().await?;
     let (event, mut links) = visible_event(&txn, event_id, actor, true).await?;
     require_target(&txn, target, actor).await?;
     // A row written before today's rules must not spread into more calendars.
@@ -115,7 +115,7 @@ async fn link_once(
     let readers = readers(&txn, &links).await?;
     clock.check()?;
     txn.commit().await?;
-    send_event(ctx, "event_updated", &event, &readers);
+    send_event(services, "event_updated", &event, &readers);
     Ok(EventView::new(
         &event,
         readers.get(actor).cloned().unwrap_or_default(),
@@ -125,24 +125,24 @@ async fn link_once(
 /// Copies the event into `target` as a new, independent event (new id, the actor as creator
 /// and organizer, `target` as home, not cancelled); `event_created` to the target's members.
 pub async fn fork(
-    ctx: &Ctx,
+    services: &Services,
     by: &UserId,
     event: EventId,
     target: CalendarId,
 ) -> Result<EventView, AppError> {
-    retry_transient(|| fork_once(ctx, by.as_str(), event.0, target.0))
+    retry_transient(|| fork_once(services, by.as_str(), event.0, target.0))
         .await
         .map_err(refuse_constraint)
 }
 
 /// [`fork`], once.
 async fn fork_once(
-    ctx: &Ctx,
+    services: &Services,
     actor: &str,
     event_id: Uuid,
     target: Uuid,
 ) -> Result<EventView, AppError> {
-    let txn = ctx.db.begin_write().await?;
+    let txn = services.db.begin_write().await?;
     calendar_store::lock(&txn, target).await?;
     let (source, links) = visible_event(&txn, event_id, actor, false).await?;
     require_target(&txn, target, actor).await?;
@@ -192,31 +192,31 @@ async fn fork_once(
     let readers = readers(&txn, &[target]).await?;
     clock.check()?;
     txn.commit().await?;
-    send_event(ctx, "event_created", &event, &readers);
+    send_event(services, "event_created", &event, &readers);
     Ok(EventView::new(&event, vec![target]))
 }
 
 /// Sets the actor's attendance (any member who sees the event, viewers included);
 /// `attendance_changed` to every reader.
 pub async fn set_attendance(
-    ctx: &Ctx,
+    services: &Services,
     by: &UserId,
     event: EventId,
     answer: Attendance,
 ) -> Result<Vec<AttendeeView>, AppError> {
-    retry_transient(|| set_attendance_once(ctx, by.as_str(), event.0, answer))
+    retry_transient(|| set_attendance_once(services, by.as_str(), event.0, answer))
         .await
         .map_err(refuse_constraint)
 }
 
 /// [`set_attendance`], once.
 async fn set_attendance_once(
-    ctx: &Ctx,
+    services: &Services,
     actor: &str,
     event_id: Uuid,
     answer: Attendance,
 ) -> Result<Vec<AttendeeView>, AppError> {
-    let txn = ctx.db.begin_write().await?;
+    let txn = services.db.begin_write().await?;
     let (_, links) = visible_event(&txn, event_id, actor, true).await?;
     let clock = WriteDeadline::start();
     attendance::set(&txn, event_id, actor, answer, clock.now).await?;
@@ -232,19 +232,17 @@ async fn set_attendance_once(
         "attendance_changed",
         serde_json::json!({ "eventID": event_id, "attendees": attendees }),
     );
-    ctx.actors
-        .sessions
-        .broadcast(readers.keys().map(String::as_str), &frame);
+    services.broadcast(readers.keys().map(String::as_str), &frame);
     Ok(attendees)
 }
 
 /// The attendees of an event the reader can see (a read; no actor needed).
 pub async fn attendees(
-    ctx: &Ctx,
+    services: &Services,
     reader: &str,
     event_id: Uuid,
 ) -> Result<Vec<AttendeeView>, AppError> {
-    let db = ctx.db.conn();
+    let db = services.db.conn();
     visible_event(db, event_id, reader, false).await?;
     let attendees = attendance::list(db, event_id).await?;
     Ok(attendees.into_iter().map(AttendeeView::from).collect())

@@ -21,7 +21,7 @@ use uuid::Uuid;
 
 use super::not_allowed;
 use super::{refuse_constraint, retry_transient};
-use crate::context::Ctx;
+use crate::commands::Services;
 use crate::domain::events::{ChangeNews, EventInput};
 use crate::domain::ids::{CalendarId, EventId, UserId};
 use crate::domain::roles::{Action, Role};
@@ -87,24 +87,24 @@ async fn may_edit(
 /// editEvents there; links into calendars the actor is not a member of stay. With `base_revision` (the revision the client last saw) older than the current one, it
 /// changes nothing and answers 409 `EVENT_CONFLICT` with the current event as `current`.
 pub async fn update(
-    ctx: &Ctx,
+    services: &Services,
     by: &UserId,
     input: EventInput,
     base_revision: Option<i64>,
 ) -> Result<EventView, AppError> {
-    retry_transient(|| update_once(ctx, by.as_str(), input.clone(), base_revision))
+    retry_transient(|| update_once(services, by.as_str(), input.clone(), base_revision))
         .await
         .map_err(refuse_constraint)
 }
 
 /// [`update`], once.
 async fn update_once(
-    ctx: &Ctx,
+    services: &Services,
     actor: &str,
     input: EventInput,
     base_revision: Option<i64>,
 ) -> Result<EventView, AppError> {
-    let txn = ctx.db.begin_write().await?;
+    let txn = services.db.begin_write().await?;
     let event = event_store::lock(&txn, input.id)
         .await?
         .filter(|e| e.deleted_at.is_none())
@@ -193,15 +193,15 @@ async fn update_once(
             actor,
             readers: &after,
         };
-        due = queue_news(ctx, &txn, news, clock.now).await?;
+        due = queue_news(services, &txn, news, clock.now).await?;
     }
     clock.check()?;
     txn.commit().await?;
     if let Some(due) = due {
-        ctx.actors.notify_batch(due);
+        services.announce.mail_batch_due(due);
     }
-    send_event(ctx, "event_updated", &updated, &after);
-    send_removed(ctx, updated.id, lost);
+    send_event(services, "event_updated", &updated, &after);
+    send_removed(services, updated.id, lost);
     let mine = after.get(actor).cloned().unwrap_or_default();
     Ok(EventView::new(&updated, mine))
 }
@@ -219,7 +219,7 @@ struct News<'a> {
 /// Queues the move or cancellation for the attendees who did not decline and can still see
 /// the event, except the actor.
 async fn queue_news(
-    ctx: &Ctx,
+    services: &Services,
     txn: &impl ConnectionTrait,
     news: News<'_>,
     now: DateTime<Utc>,
@@ -234,7 +234,7 @@ async fn queue_news(
         "wasStart": crate::domain::time::format_timestamp(news.previous_start),
     });
     let delay = chrono::Duration::milliseconds(
-        i64::try_from(ctx.settings.mail.batch_delay_ms).unwrap_or(i64::MAX),
+        i64::try_from(services.mail_batch_delay_ms).unwrap_or(i64::MAX),
     );
     let mut earliest: Option<DateTime<Utc>> = None;
     for user in recipients
@@ -254,24 +254,24 @@ async fn queue_news(
 /// edit, and without `unlink` it leaves those. `removed` is `true` when no calendar keeps it
 /// (it is tombstoned).
 pub async fn delete(
-    ctx: &Ctx,
+    services: &Services,
     by: &UserId,
     event: EventId,
     unlink: Option<CalendarId>,
 ) -> Result<DeletedEventView, AppError> {
-    retry_transient(|| delete_once(ctx, by.as_str(), event.0, unlink.map(|c| c.0)))
+    retry_transient(|| delete_once(services, by.as_str(), event.0, unlink.map(|c| c.0)))
         .await
         .map_err(refuse_constraint)
 }
 
 /// [`delete`], once.
 async fn delete_once(
-    ctx: &Ctx,
+    services: &Services,
     actor: &str,
     event_id: Uuid,
     unlink: Option<Uuid>,
 ) -> Result<DeletedEventView, AppError> {
-    let txn = ctx.db.begin_write().await?;
+    let txn = services.db.begin_write().await?;
     let event = event_store::lock(&txn, event_id)
         .await?
         .filter(|e| e.deleted_at.is_none())
@@ -333,9 +333,9 @@ async fn delete_once(
     event_history::record_losses(&txn, lost.iter().copied(), event_id, clock.now).await?;
     clock.check()?;
     txn.commit().await?;
-    send_removed(ctx, event_id, lost);
+    send_removed(services, event_id, lost);
     if !removed {
-        send_event(ctx, "event_updated", &event, &after);
+        send_event(services, "event_updated", &event, &after);
     }
     Ok(DeletedEventView {
         id: event_id,

@@ -17,7 +17,7 @@ use sea_orm::ConnectionTrait;
 use uuid::Uuid;
 
 use super::Readers;
-use crate::context::Ctx;
+use crate::commands::Services;
 use crate::domain::frames::FrameBatch;
 use crate::error::AppError;
 use crate::store::events as event_store;
@@ -37,15 +37,20 @@ pub struct CalendarDeletion {
 impl CalendarDeletion {
     /// Sends the frames (after commit), each user's one_statement, however many events the
     /// calendar held.
-    pub fn announce(&self, ctx: &Ctx) {
+    pub fn announce(&self, services: &Services) {
         let mut batch = FrameBatch::default();
         for (event, readers) in &self.unlinked {
-            super::add_event(ctx, &mut batch, "event_updated", event, readers);
+            super::add_event(services, &mut batch, "event_updated", event, readers);
         }
         for (event, users) in &self.removed {
-            super::add_removed(ctx, &mut batch, *event, users.iter().map(String::as_str));
+            super::add_removed(
+                services,
+                &mut batch,
+                *event,
+                users.iter().map(String::as_str),
+            );
         }
-        ctx.actors.sessions.deliver(batch);
+        services.announce.deliver(batch);
     }
 }
 
@@ -174,13 +179,18 @@ pub struct LinksUndone {
 
 impl LinksUndone {
     /// Sends the frames (after commit), each user's together.
-    pub fn announce(&self, ctx: &Ctx) {
+    pub fn announce(&self, services: &Services) {
         let mut batch = FrameBatch::default();
         for (event, readers, lost) in &self.changed {
-            super::add_event(ctx, &mut batch, "event_updated", event, readers);
-            super::add_removed(ctx, &mut batch, event.id, lost.iter().map(String::as_str));
+            super::add_event(services, &mut batch, "event_updated", event, readers);
+            super::add_removed(
+                services,
+                &mut batch,
+                event.id,
+                lost.iter().map(String::as_str),
+            );
         }
-        ctx.actors.sessions.deliver(batch);
+        services.announce.deliver(batch);
     }
 }
 
