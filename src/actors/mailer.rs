@@ -157,7 +157,13 @@ impl Actor for MailerActor {
                 state.draining = true;
                 let me = myself.clone();
                 tokio::spawn(async move {
-                    if let Err(err) = crate::mail::batches::send_due(&ctx).await {
+                    let sender = crate::mail::batches::Sender {
+                        db: &ctx.db,
+                        mail: &ctx.mail,
+                        base_url: &ctx.base_url,
+                        retry_ms: ctx.settings.mail.retry_ms,
+                    };
+                    if let Err(err) = crate::mail::batches::send_due(sender).await {
                         tracing::error!(error = %err, "notifications.drain_failed");
                     }
                     let _ = me.send_message(MailerMsg::DrainFinished);

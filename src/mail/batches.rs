@@ -13,8 +13,8 @@ use serde_json::Value;
 
 use super::MailError;
 use super::templates::{self, ChangeItem};
-use crate::context::Ctx;
 use crate::error::AppError;
+use crate::store::Database;
 use crate::store::{events, notifications, settings, users};
 
 /// How long one instance holds claimed rows while sending.
@@ -22,10 +22,23 @@ const CLAIM_LEASE: Duration = Duration::minutes(2);
 /// Rows this old are abandoned when their send fails.
 const RETRY_HORIZON: Duration = Duration::hours(24);
 
+/// What sending the batches needs.
+#[derive(Debug, Clone, Copy)]
+pub struct Sender<'a> {
+    /// The database.
+    pub db: &'a Database,
+    /// The mail transport.
+    pub mail: &'a super::MailService,
+    /// The server's public origin (named in the mails).
+    pub base_url: &'a str,
+    /// How long a failed send waits before it is tried again (`MAIL_RETRY_MS`).
+    pub retry_ms: u64,
+}
+
 /// Sends every due batch once.
-pub async fn send_due(ctx: &Ctx) -> Result<(), AppError> {
+pub async fn send_due(ctx: Sender<'_>) -> Result<(), AppError> {
     let now = Utc::now();
-    let rows = notifications::claim_due(&ctx.db, now, CLAIM_LEASE).await?;
+    let rows = notifications::claim_due(ctx.db, now, CLAIM_LEASE).await?;
     let mut by_user: BTreeMap<String, Vec<pending_notifications::Model>> = BTreeMap::new();
     for row in rows {
         by_user.entry(row.user_id.clone()).or_default().push(row);
@@ -37,13 +50,13 @@ pub async fn send_due(ctx: &Ctx) -> Result<(), AppError> {
 }
 
 async fn send_batch(
-    ctx: &Ctx,
+    ctx: Sender<'_>,
     user_id: &str,
     rows: Vec<pending_notifications::Model>,
     now: DateTime<Utc>,
 ) -> Result<(), AppError> {
     let Some(user) = users::find(ctx.db.conn(), user_id).await? else {
-        notifications::finish(&ctx.db, &rows).await?;
+        notifications::finish(ctx.db, &rows).await?;
         return Ok(());
     };
     let preferences = settings::value_of(ctx.db.conn(), user_id).await?;
@@ -53,7 +66,7 @@ async fn send_batch(
         .and_then(Value::as_bool)
         .unwrap_or(true);
     if !wanted {
-        notifications::finish(&ctx.db, &rows).await?;
+        notifications::finish(ctx.db, &rows).await?;
         return Ok(());
     }
     // Only news of events the person can still see (a member of a calendar they are in).
@@ -62,7 +75,7 @@ async fn send_batch(
     let (rows, unseen): (Vec<_>, Vec<_>) = rows
         .into_iter()
         .partition(|row| visible.contains(&row.subject_id));
-    notifications::finish(&ctx.db, &unseen).await?;
+    notifications::finish(ctx.db, &unseen).await?;
     if rows.is_empty() {
         return Ok(());
     }
@@ -74,16 +87,16 @@ async fn send_batch(
         .unwrap_or(chrono_tz::UTC);
     let items: Vec<ChangeItem> = rows.iter().filter_map(ChangeItem::from_row).collect();
     let mail = templates::event_changes(
-        &templates::server_name(&ctx.base_url),
+        &templates::server_name(ctx.base_url),
         &user.email,
         &items,
         zone,
     );
     match ctx.mail.send(&mail).await {
-        Ok(()) => notifications::finish(&ctx.db, &rows).await?,
+        Ok(()) => notifications::finish(ctx.db, &rows).await?,
         Err(MailError::Invalid(reason)) => {
             tracing::warn!(reason, "notifications.dropped_invalid");
-            notifications::finish(&ctx.db, &rows).await?;
+            notifications::finish(ctx.db, &rows).await?;
         }
         Err(err) => {
             // Each row has its own horizon: a batch may hold news of different ages.
@@ -92,15 +105,13 @@ async fn send_batch(
                 .partition(|row| now - row.created_at > RETRY_HORIZON);
             if !expired.is_empty() {
                 tracing::error!(error = %err, rows = expired.len(), "notifications.abandoned");
-                notifications::finish(&ctx.db, &expired).await?;
+                notifications::finish(ctx.db, &expired).await?;
             }
             if !retried.is_empty() {
-                let retry = Duration::milliseconds(
-                    i64::try_from(ctx.settings.mail.retry_ms).unwrap_or(60_000),
-                );
+                let retry = Duration::milliseconds(i64::try_from(ctx.retry_ms).unwrap_or(60_000));
                 tracing::warn!(error = %err, rows = retried.len(), "notifications.retrying");
                 let ids: Vec<_> = retried.iter().map(|row| row.id).collect();
-                notifications::retry_at(&ctx.db, &ids, now + retry).await?;
+                notifications::retry_at(ctx.db, &ids, now + retry).await?;
             }
         }
     }
