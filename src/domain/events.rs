@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
-use serde_json::Value;
 use uuid::Uuid;
 
 use super::event_content::EventContent;
 use super::ids::canonical_uuid;
+use super::input::{Field, Lenient};
 use super::time::{from_epoch_millis, parse_timestamp};
 use crate::error::AppError;
 
@@ -87,9 +87,11 @@ impl TimestampInput {
     }
 }
 
+/// An Event body as clients send it (`POST` and `PUT /api/v1/events`); [`EventInput`] is
+/// what it must convert into.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct EventBody {
+pub struct EventBody {
     id: String,
     organizer: String,
     title: String,
@@ -111,15 +113,45 @@ struct EventBody {
     recurrence: Option<String>,
     #[serde(default)]
     url: Option<String>,
+    /// The revision the client last saw (read by updates only).
+    #[serde(default)]
+    revision: Option<Lenient<i64>>,
 }
 
-impl EventInput {
-    /// Validates an Event body; `invalid` prefixes shape errors.
-    pub fn parse(body: &Value, invalid: &str) -> Result<Self, AppError> {
-        let raw: EventBody = serde_json::from_value(body.clone()).map_err(|_| {
-            let problem = super::input::shape_problem::<EventBody>(body);
-            AppError::bad_request(format!("{invalid} ({problem})"))
-        })?;
+/// An update: the validated event and the revision the client last saw.
+#[derive(Debug)]
+pub struct EventUpdate {
+    /// The event.
+    pub input: EventInput,
+    /// The revision the client last saw, if it sent one (clients that do not send it
+    /// overwrite whatever is current).
+    pub base_revision: Option<i64>,
+}
+
+impl TryFrom<EventBody> for EventUpdate {
+    type Error = AppError;
+
+    fn try_from(mut body: EventBody) -> Result<Self, AppError> {
+        let base_revision = match body.revision.take() {
+            None => None,
+            Some(revision) => Some(
+                revision
+                    .valid()
+                    .ok_or_else(|| AppError::bad_request("revision must be a whole number."))?,
+            ),
+        };
+        Ok(Self {
+            input: EventInput::try_from(body)?,
+            base_revision,
+        })
+    }
+}
+
+impl TryFrom<EventBody> for EventInput {
+    type Error = AppError;
+
+    /// Validates an Event body: ids, times, and the stored content's rules.
+    fn try_from(raw: EventBody) -> Result<Self, AppError> {
         let id = canonical_uuid(&raw.id)
             .ok_or_else(|| AppError::bad_request("event.id must be a valid UUID."))?;
         let start = raw
@@ -165,7 +197,9 @@ impl EventInput {
         input.content().check()?;
         Ok(input)
     }
+}
 
+impl EventInput {
     /// The stored fields, to check.
     pub fn content(&self) -> EventContent<'_> {
         EventContent {
@@ -232,20 +266,30 @@ impl Attendance {
             Self::None => "none",
         }
     }
+}
 
-    /// The body of `PUT …/attendance`: `{status}`, or the older `{attending: bool}`;
+/// The body of `PUT …/attendance`: `{status}`, or the older `{attending: bool}`.
+#[derive(Debug, Default, Deserialize)]
+pub struct AttendanceBody {
+    #[serde(default)]
+    status: Field<String>,
+    #[serde(default)]
+    attending: Option<Lenient<bool>>,
+}
+
+impl TryFrom<AttendanceBody> for Attendance {
+    type Error = AppError;
+
     /// `status` wins when both are sent.
-    pub fn from_body(body: &Value) -> Result<Self, AppError> {
-        match (body.get("status"), body.get("attending")) {
-            (Some(Value::String(status)), _) => Self::parse(status).ok_or_else(|| {
-                AppError::bad_request("status must be going, maybe, declined or none...")
-            }),
-            (Some(_), _) => Err(AppError::bad_request(
-                "status must be going, maybe, declined or none...",
-            )),
-            (None, Some(Value::Bool(true))) => Ok(Self::Going),
-            (None, Some(Value::Bool(false))) => Ok(Self::None),
-            _ => Err(AppError::bad_request(
+    fn try_from(body: AttendanceBody) -> Result<Self, AppError> {
+        let invalid_status =
+            || AppError::bad_request("status must be going, maybe, declined or none...");
+        match (body.status, body.attending.and_then(Lenient::valid)) {
+            (Field::Valid(status), _) => Self::parse(&status).ok_or_else(invalid_status),
+            (Field::Invalid, _) => Err(invalid_status()),
+            (Field::Absent, Some(true)) => Ok(Self::Going),
+            (Field::Absent, Some(false)) => Ok(Self::None),
+            (Field::Absent, None) => Err(AppError::bad_request(
                 "status (going | maybe | declined | none) is required...",
             )),
         }
@@ -291,9 +335,20 @@ impl ChangeNews {
 #[cfg(test)]
 #[allow(clippy::expect_used, clippy::unwrap_used)]
 mod tests {
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     use super::*;
+
+    fn parse(body: &Value) -> Result<EventInput, AppError> {
+        let raw = serde_json::from_value::<EventBody>(body.clone())
+            .map_err(|_| AppError::bad_request("not an event body"))?;
+        EventInput::try_from(raw)
+    }
+
+    fn attendance(body: Value) -> Result<Attendance, AppError> {
+        let raw: AttendanceBody = serde_json::from_value(body).expect("any object");
+        Attendance::try_from(raw)
+    }
 
     fn body() -> Value {
         json!({
@@ -312,7 +367,7 @@ mod tests {
 
     #[test]
     fn a_valid_body_parses_with_defaults() {
-        let input = EventInput::parse(&body(), "x").expect("valid");
+        let input = parse(&body()).expect("valid");
         assert_eq!(input.calendars.len(), 1, "duplicates collapse");
         assert!(!input.has_attendees);
         assert_eq!(input.home_for_create().expect("home"), input.calendars[0]);
@@ -332,39 +387,39 @@ mod tests {
         for (field, value) in cases {
             let mut body = body();
             body[field] = value;
-            let err = EventInput::parse(&body, "bad event").expect_err(field);
+            let err = parse(&body).expect_err(field);
             assert_eq!(err.status(), http::StatusCode::BAD_REQUEST, "{field}");
         }
         let mut no_calendars = body();
         no_calendars["calendars"] = json!([]);
-        let input = EventInput::parse(&no_calendars, "x").expect("shape is fine");
+        let input = parse(&no_calendars).expect("shape is fine");
         assert!(input.home_for_create().is_err());
         let mut foreign_origin = body();
         foreign_origin["originCalendarID"] = json!("323e4567-e89b-12d3-a456-426614174000");
-        let input = EventInput::parse(&foreign_origin, "x").expect("shape is fine");
+        let input = parse(&foreign_origin).expect("shape is fine");
         assert!(input.home_for_create().is_err());
     }
 
     #[test]
     fn attendance_bodies() {
         assert_eq!(
-            Attendance::from_body(&json!({"status": "maybe"})).ok(),
+            attendance(json!({"status": "maybe"})).ok(),
             Some(Attendance::Maybe)
         );
         assert_eq!(
-            Attendance::from_body(&json!({"attending": true})).ok(),
+            attendance(json!({"attending": true})).ok(),
             Some(Attendance::Going)
         );
         assert_eq!(
-            Attendance::from_body(&json!({"attending": false})).ok(),
+            attendance(json!({"attending": false})).ok(),
             Some(Attendance::None)
         );
         assert_eq!(
-            Attendance::from_body(&json!({"status": "declined", "attending": true})).ok(),
+            attendance(json!({"status": "declined", "attending": true})).ok(),
             Some(Attendance::Declined)
         );
-        assert!(Attendance::from_body(&json!({"status": "perhaps"})).is_err());
-        assert!(Attendance::from_body(&json!({})).is_err());
+        assert!(attendance(json!({"status": "perhaps"})).is_err());
+        assert!(attendance(json!({})).is_err());
     }
 
     #[test]

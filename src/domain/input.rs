@@ -4,8 +4,61 @@
 //! access log). Only run once parsing failed: it parses the body a second time through
 //! serde-value, whose errors keep the expectation apart from the value.
 
-use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde::de::{DeserializeOwned, IgnoredAny};
 use serde_value::DeserializerError;
+
+/// A body field (or a whole body) whose wrong kind a route refuses in its own words rather
+/// than with the parser's: the value when it has the expected kind, or the mark that it was
+/// something else (never kept, never echoed).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Lenient<T> {
+    /// The expected kind of value.
+    Valid(T),
+    /// Anything else.
+    Invalid(IgnoredAny),
+}
+
+impl<T> Lenient<T> {
+    /// The value, if it had the expected kind.
+    pub fn valid(self) -> Option<T> {
+        match self {
+            Self::Valid(value) => Some(value),
+            Self::Invalid(_) => None,
+        }
+    }
+}
+
+impl<T: Default> Lenient<T> {
+    /// The value, or the default when it was something else (a body that is not an object
+    /// reads as an object without fields).
+    pub fn or_default(self) -> T {
+        self.valid().unwrap_or_default()
+    }
+}
+
+/// A body field told apart in three: absent, present with the expected kind of value, or
+/// present with anything else, `null` included (use it with `#[serde(default)]`).
+#[derive(Debug, Clone, Default)]
+pub enum Field<T> {
+    /// Not sent.
+    #[default]
+    Absent,
+    /// Sent, of the expected kind.
+    Valid(T),
+    /// Sent as anything else.
+    Invalid,
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Field<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(match Lenient::<T>::deserialize(deserializer)? {
+            Lenient::Valid(value) => Self::Valid(value),
+            Lenient::Invalid(_) => Self::Invalid,
+        })
+    }
+}
 
 /// What is wrong with `body` for `T`, naming the field and the expected kind of value.
 pub fn shape_problem<T: DeserializeOwned>(body: &serde_json::Value) -> String {

@@ -81,9 +81,9 @@ fn check_field(key: &str, value: &Value) -> Result<Option<Value>, ()> {
 }
 
 /// The known fields of `body`, validated; unknown ones are dropped.
-fn known_fields(body: &Value) -> Option<Map<String, Value>> {
+fn known_fields(body: &Map<String, Value>) -> Option<Map<String, Value>> {
     let mut fields = Map::new();
-    for (key, value) in body.as_object()? {
+    for (key, value) in body {
         match check_field(key, value) {
             Ok(Some(valid)) => {
                 fields.insert(key.clone(), valid);
@@ -96,7 +96,7 @@ fn known_fields(body: &Value) -> Option<Map<String, Value>> {
 }
 
 /// The fields of a complete settings body (PUT), or `None` when it is not valid settings.
-pub fn complete(body: &Value) -> Option<Map<String, Value>> {
+pub fn complete(body: &Map<String, Value>) -> Option<Map<String, Value>> {
     let fields = known_fields(body)?;
     REQUIRED
         .iter()
@@ -105,7 +105,7 @@ pub fn complete(body: &Value) -> Option<Map<String, Value>> {
 }
 
 /// The fields of a patch, or `None` when a known field is invalid or nothing known is left.
-pub fn patch(body: &Value) -> Option<Map<String, Value>> {
+pub fn patch(body: &Map<String, Value>) -> Option<Map<String, Value>> {
     known_fields(body).filter(|fields| !fields.is_empty())
 }
 
@@ -158,6 +158,18 @@ pub fn apply(current: &Value, changes: &Map<String, Value>) -> Value {
 mod tests {
     use super::*;
 
+    fn object(value: &Value) -> Map<String, Value> {
+        value.as_object().cloned().expect("an object")
+    }
+
+    fn complete_of(value: &Value) -> Option<Map<String, Value>> {
+        complete(&object(value))
+    }
+
+    fn patch_of(value: Value) -> Option<Map<String, Value>> {
+        patch(&object(&value))
+    }
+
     fn put_body() -> Value {
         json!({
             "notificationsOnByDefault": true,
@@ -170,34 +182,34 @@ mod tests {
 
     #[test]
     fn complete_settings_need_the_required_fields() {
-        assert!(complete(&put_body()).is_some());
+        assert!(complete_of(&put_body()).is_some());
         let mut missing = put_body();
         missing.as_object_mut().unwrap().remove("dateFormat");
-        assert!(complete(&missing).is_none());
+        assert!(complete_of(&missing).is_none());
         let mut bad = put_body();
         bad["theme"] = json!("chartreuse");
-        assert!(complete(&bad).is_none());
+        assert!(complete_of(&bad).is_none());
     }
 
     #[test]
     fn patches_strip_unknown_fields_and_refuse_empty_or_invalid_ones() {
-        let fields = patch(&json!({ "theme": "dark", "unknown": 1 })).unwrap();
+        let fields = patch_of(json!({ "theme": "dark", "unknown": 1 })).unwrap();
         assert_eq!(Value::Object(fields), json!({ "theme": "dark" }));
-        assert!(patch(&json!({ "unknown": 1 })).is_none());
-        assert!(patch(&json!({})).is_none());
-        assert!(patch(&json!({ "weekStartsOn": 3 })).is_none());
-        assert!(patch(&json!({ "timezone": "Europe/Prague" })).is_some());
-        assert!(patch(&json!({ "timezone": "Mars/Olympus" })).is_none());
-        assert!(patch(&json!({ "notificationEmails": { "eventChanged": false } })).is_none());
+        assert!(patch_of(json!({ "unknown": 1 })).is_none());
+        assert!(patch_of(json!({})).is_none());
+        assert!(patch_of(json!({ "weekStartsOn": 3 })).is_none());
+        assert!(patch_of(json!({ "timezone": "Europe/Prague" })).is_some());
+        assert!(patch_of(json!({ "timezone": "Mars/Olympus" })).is_none());
+        assert!(patch_of(json!({ "notificationEmails": { "eventChanged": false } })).is_none());
     }
 
     #[test]
     fn omitted_fields_keep_their_stored_values() {
         let stored = apply(
             &defaults(),
-            &patch(&json!({ "theme": "dark", "onboarded": true })).unwrap(),
+            &patch_of(json!({ "theme": "dark", "onboarded": true })).unwrap(),
         );
-        let after = apply(&stored, &complete(&put_body()).unwrap());
+        let after = apply(&stored, &complete_of(&put_body()).unwrap());
         assert_eq!(after["theme"], "dark");
         assert_eq!(after["onboarded"], true);
         assert_eq!(after["defaultCalendarView"], "week");
@@ -207,34 +219,34 @@ mod tests {
     fn the_reminder_and_the_switch_stay_in_step() {
         let silent = apply(
             &defaults(),
-            &patch(&json!({ "defaultReminder": reminders::silent_rule() })).unwrap(),
+            &patch_of(json!({ "defaultReminder": reminders::silent_rule() })).unwrap(),
         );
         assert_eq!(silent["notificationsOnByDefault"], false);
         let on = apply(
             &silent,
-            &patch(&json!({ "notificationsOnByDefault": true })).unwrap(),
+            &patch_of(json!({ "notificationsOnByDefault": true })).unwrap(),
         );
         assert_eq!(on["defaultReminder"], reminders::default_rule());
         let off = apply(
             &on,
-            &patch(&json!({ "notificationsOnByDefault": false })).unwrap(),
+            &patch_of(json!({ "notificationsOnByDefault": false })).unwrap(),
         );
         assert_eq!(off["defaultReminder"], reminders::silent_rule());
         let custom = json!({ "minutesBefore": 30, "allDay": null });
         let custom = apply(
             &off,
-            &patch(&json!({ "defaultReminder": custom.clone() })).unwrap(),
+            &patch_of(json!({ "defaultReminder": custom.clone() })).unwrap(),
         );
         assert_eq!(custom["notificationsOnByDefault"], true);
         let kept = apply(
             &custom,
-            &patch(&json!({ "notificationsOnByDefault": true })).unwrap(),
+            &patch_of(json!({ "notificationsOnByDefault": true })).unwrap(),
         );
         assert_eq!(
             kept["defaultReminder"],
             json!({ "minutesBefore": 30, "allDay": null })
         );
-        let themed = apply(&kept, &patch(&json!({ "theme": "light" })).unwrap());
+        let themed = apply(&kept, &patch_of(json!({ "theme": "light" })).unwrap());
         assert_eq!(themed["defaultReminder"], kept["defaultReminder"]);
     }
 }

@@ -6,7 +6,7 @@
 //! a command to the event's home calendar actor (a fork, to the target's).
 
 use http::StatusCode;
-use serde_json::Value;
+use serde::Deserialize;
 use uuid::Uuid;
 use warp::filters::BoxedFilter;
 use warp::reply::Response;
@@ -16,8 +16,9 @@ use super::extract::{AuthUser, authenticated, json_body, respond, route, with_ct
 use crate::actors::calendar::EventCommand;
 use crate::commands::events::links as event_links;
 use crate::context::Ctx;
-use crate::domain::events::{Attendance, EventInput};
+use crate::domain::events::{Attendance, AttendanceBody, EventBody, EventInput, EventUpdate};
 use crate::domain::ids::{CalendarId, EventId, canonical_uuid, require_uuid};
+use crate::domain::input::Lenient;
 use crate::error::AppError;
 use crate::store::events as event_store;
 
@@ -74,18 +75,18 @@ fn create_event(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejectio
         .and(warp::post())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
-        .and(json_body::<Value>(INVALID_CREATE))
-        .and_then(|ctx: Ctx, user: AuthUser, body: Value| async move {
-            respond(create_event_handler(&ctx, &user, &body).await)
+        .and(json_body::<EventBody>(INVALID_CREATE))
+        .and_then(|ctx: Ctx, user: AuthUser, body: EventBody| async move {
+            respond(create_event_handler(&ctx, &user, body).await)
         })
 }
 
 async fn create_event_handler(
     ctx: &Ctx,
     user: &AuthUser,
-    body: &Value,
+    body: EventBody,
 ) -> Result<Response, AppError> {
-    let input = EventInput::parse(body, INVALID_CREATE)?;
+    let input = EventInput::try_from(body)?;
     let home = input.home_for_create()?;
     let actor = user.id().to_owned();
     let view = ctx
@@ -106,19 +107,21 @@ fn update_event(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejectio
         .and(warp::put())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
-        .and(json_body::<Value>(INVALID_UPDATE))
-        .and_then(|ctx: Ctx, user: AuthUser, body: Value| async move {
-            respond(update_event_handler(&ctx, &user, &body).await)
+        .and(json_body::<EventBody>(INVALID_UPDATE))
+        .and_then(|ctx: Ctx, user: AuthUser, body: EventBody| async move {
+            respond(update_event_handler(&ctx, &user, body).await)
         })
 }
 
 async fn update_event_handler(
     ctx: &Ctx,
     user: &AuthUser,
-    body: &Value,
+    body: EventBody,
 ) -> Result<Response, AppError> {
-    let input = EventInput::parse(body, INVALID_UPDATE)?;
-    let base_revision = base_revision(body)?;
+    let EventUpdate {
+        input,
+        base_revision,
+    } = EventUpdate::try_from(body)?;
     let home = home_of(ctx, input.id).await?;
     let actor = user.id().to_owned();
     let view = ctx
@@ -132,18 +135,6 @@ async fn update_event_handler(
     Ok(warp::reply::json(&view).into_response())
 }
 
-/// The `revision` of an update body: the one the client last saw (optional; clients that
-/// do not send it overwrite whatever is current).
-fn base_revision(body: &Value) -> Result<Option<i64>, AppError> {
-    match body.get("revision") {
-        None | Some(Value::Null) => Ok(None),
-        Some(value) => value
-            .as_i64()
-            .map(Some)
-            .ok_or_else(|| AppError::bad_request("revision must be a whole number.")),
-    }
-}
-
 /// DELETE /api/v1/events — deletes, or with `unlinkCalendarID` removes from one calendar.
 fn delete_event(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     warp::path!("api" / "v1" / "events")
@@ -151,31 +142,57 @@ fn delete_event(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejectio
         .and(warp::delete())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
-        .and(json_body::<Value>(INVALID_UPDATE))
-        .and_then(|ctx: Ctx, user: AuthUser, body: Value| async move {
-            respond(delete_event_handler(&ctx, &user, &body).await)
-        })
+        .and(json_body::<Lenient<DeleteBody>>(INVALID_UPDATE))
+        .and_then(
+            |ctx: Ctx, user: AuthUser, body: Lenient<DeleteBody>| async move {
+                respond(delete_event_handler(&ctx, &user, body.or_default()).await)
+            },
+        )
+}
+
+/// `DELETE /api/v1/events` body: `{id, unlinkCalendarID?}`.
+#[derive(Debug, Default, Deserialize)]
+struct DeleteBody {
+    #[serde(default)]
+    id: Option<Lenient<String>>,
+    #[serde(rename = "unlinkCalendarID", default)]
+    unlink: Option<Lenient<String>>,
+}
+
+/// A deletion: the event, and the one calendar to take it out of, if only that.
+struct Deletion {
+    event: Uuid,
+    unlink: Option<Uuid>,
+}
+
+impl TryFrom<DeleteBody> for Deletion {
+    type Error = AppError;
+
+    fn try_from(body: DeleteBody) -> Result<Self, AppError> {
+        let event = body
+            .id
+            .and_then(Lenient::valid)
+            .and_then(|id| canonical_uuid(&id))
+            .ok_or_else(|| AppError::bad_request("event.id must be a valid UUID."))?;
+        let unlink = match body.unlink {
+            None => None,
+            Some(Lenient::Valid(id)) => Some(require_uuid("unlinkCalendarID", &id)?),
+            Some(Lenient::Invalid(_)) => {
+                return Err(AppError::bad_request(
+                    "unlinkCalendarID must be a valid UUID.",
+                ));
+            }
+        };
+        Ok(Self { event, unlink })
+    }
 }
 
 async fn delete_event_handler(
     ctx: &Ctx,
     user: &AuthUser,
-    body: &Value,
+    body: DeleteBody,
 ) -> Result<Response, AppError> {
-    let event = body
-        .get("id")
-        .and_then(Value::as_str)
-        .and_then(canonical_uuid)
-        .ok_or_else(|| AppError::bad_request("event.id must be a valid UUID."))?;
-    let unlink = match body.get("unlinkCalendarID") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(id)) => Some(require_uuid("unlinkCalendarID", id)?),
-        Some(_) => {
-            return Err(AppError::bad_request(
-                "unlinkCalendarID must be a valid UUID.",
-            ));
-        }
-    };
+    let Deletion { event, unlink } = Deletion::try_from(body)?;
     let home = home_of(ctx, event).await?;
     let actor = user.id().to_owned();
     let deleted = ctx
@@ -189,12 +206,23 @@ async fn delete_event_handler(
     Ok(warp::reply::json(&deleted).into_response())
 }
 
-/// `{calendarID}` of link and fork.
-fn target_calendar(body: &Value) -> Result<Uuid, AppError> {
-    body.get("calendarID")
-        .and_then(Value::as_str)
-        .and_then(canonical_uuid)
-        .ok_or_else(|| AppError::bad_request("calendarID must be a valid UUID."))
+/// `{calendarID}`: the body of link and fork.
+#[derive(Debug, Default, Deserialize)]
+struct TargetBody {
+    #[serde(rename = "calendarID", default)]
+    calendar: Option<Lenient<String>>,
+}
+
+impl TryFrom<TargetBody> for CalendarId {
+    type Error = AppError;
+
+    fn try_from(body: TargetBody) -> Result<Self, AppError> {
+        body.calendar
+            .and_then(Lenient::valid)
+            .and_then(|id| canonical_uuid(&id))
+            .map(CalendarId)
+            .ok_or_else(|| AppError::bad_request("calendarID must be a valid UUID."))
+    }
 }
 
 /// POST /api/v1/events/:eventId/link — the same event, also in the target calendar.
@@ -204,10 +232,12 @@ fn link_event(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection>
         .and(warp::post())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
-        .and(json_body::<Value>("Body must be { calendarID }."))
+        .and(json_body::<Lenient<TargetBody>>(
+            "Body must be { calendarID }.",
+        ))
         .and_then(
-            |id: String, ctx: Ctx, user: AuthUser, body: Value| async move {
-                respond(link_event_handler(&ctx, &user, &id, &body).await)
+            |id: String, ctx: Ctx, user: AuthUser, body: Lenient<TargetBody>| async move {
+                respond(link_event_handler(&ctx, &user, &id, body.or_default()).await)
             },
         )
 }
@@ -216,17 +246,17 @@ async fn link_event_handler(
     ctx: &Ctx,
     user: &AuthUser,
     id: &str,
-    body: &Value,
+    body: TargetBody,
 ) -> Result<Response, AppError> {
     let event = event_id(id)?;
-    let target = target_calendar(body)?;
+    let target = CalendarId::try_from(body)?;
     let home = home_of(ctx, event).await?;
     let actor = user.id().to_owned();
     let view = ctx
         .ask_calendar(CalendarId(home), |reply| EventCommand::Link {
             by: actor.into(),
             event: EventId(event),
-            target: CalendarId(target),
+            target,
             reply,
         })
         .await?;
@@ -240,10 +270,12 @@ fn fork_event(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection>
         .and(warp::post())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
-        .and(json_body::<Value>("Body must be { calendarID }."))
+        .and(json_body::<Lenient<TargetBody>>(
+            "Body must be { calendarID }.",
+        ))
         .and_then(
-            |id: String, ctx: Ctx, user: AuthUser, body: Value| async move {
-                respond(fork_event_handler(&ctx, &user, &id, &body).await)
+            |id: String, ctx: Ctx, user: AuthUser, body: Lenient<TargetBody>| async move {
+                respond(fork_event_handler(&ctx, &user, &id, body.or_default()).await)
             },
         )
 }
@@ -252,13 +284,13 @@ async fn fork_event_handler(
     ctx: &Ctx,
     user: &AuthUser,
     id: &str,
-    body: &Value,
+    body: TargetBody,
 ) -> Result<Response, AppError> {
     let event = event_id(id)?;
-    let target = target_calendar(body)?;
+    let target = CalendarId::try_from(body)?;
     let actor = user.id().to_owned();
     let view = ctx
-        .ask_calendar(CalendarId(target), |reply| EventCommand::Fork {
+        .ask_calendar(target, |reply| EventCommand::Fork {
             by: actor.into(),
             event: EventId(event),
             reply,
@@ -296,12 +328,12 @@ fn set_attendance(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Reject
         .and(warp::put())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
-        .and(json_body::<Value>(
+        .and(json_body::<Lenient<AttendanceBody>>(
             "status (going | maybe | declined | none) is required...",
         ))
         .and_then(
-            |id: String, ctx: Ctx, user: AuthUser, body: Value| async move {
-                respond(set_attendance_handler(&ctx, &user, &id, &body).await)
+            |id: String, ctx: Ctx, user: AuthUser, body: Lenient<AttendanceBody>| async move {
+                respond(set_attendance_handler(&ctx, &user, &id, body.or_default()).await)
             },
         )
 }
@@ -310,10 +342,10 @@ async fn set_attendance_handler(
     ctx: &Ctx,
     user: &AuthUser,
     id: &str,
-    body: &Value,
+    body: AttendanceBody,
 ) -> Result<Response, AppError> {
     let event = event_id(id)?;
-    let answer = Attendance::from_body(body)?;
+    let answer = Attendance::try_from(body)?;
     let home = home_of(ctx, event).await?;
     let actor = user.id().to_owned();
     let attendees = ctx

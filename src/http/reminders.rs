@@ -4,6 +4,7 @@
 //! /api/v1/reminders/events/:eventId {rule}` (the event must be visible; null clears) and
 //! `DELETE /api/v1/reminders/events/:eventId`. Writes answer 204.
 
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 use warp::filters::BoxedFilter;
@@ -14,6 +15,7 @@ use super::extract::{AuthUser, authenticated, json_body, respond, route, with_ct
 use crate::commands::{reminders as commands, settings as settings_commands};
 use crate::context::Ctx;
 use crate::domain::ids::require_uuid;
+use crate::domain::input::{Field, Lenient};
 use crate::domain::{reminders, settings};
 use crate::error::AppError;
 use crate::store::reminders as reminder_store;
@@ -32,16 +34,29 @@ pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
 
 const INVALID_RULE: &str = "Body must be { rule } — a reminder rule, or null to inherit.";
 
-/// `{rule}` with a valid rule or null (strict: no other keys).
-fn parse_body(body: &Value) -> Result<Option<Value>, AppError> {
-    let invalid = || AppError::bad_request(INVALID_RULE);
-    let object = body
-        .as_object()
-        .filter(|o| o.len() == 1)
-        .ok_or_else(invalid)?;
-    match object.get("rule").ok_or_else(invalid)? {
-        Value::Null => Ok(None),
-        rule => reminders::parse_rule(rule).map(Some).ok_or_else(invalid),
+/// `{rule}`: a reminder rule, or null to inherit (strict: no other keys).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuleBody {
+    #[serde(default)]
+    rule: Field<Value>,
+}
+
+/// A rule to store, or `None` to inherit.
+struct RuleChange(Option<Value>);
+
+impl TryFrom<Lenient<RuleBody>> for RuleChange {
+    type Error = AppError;
+
+    fn try_from(body: Lenient<RuleBody>) -> Result<Self, AppError> {
+        let invalid = || AppError::bad_request(INVALID_RULE);
+        match body.valid().map(|body| body.rule) {
+            Some(Field::Valid(Value::Null)) => Ok(Self(None)),
+            Some(Field::Valid(rule)) => reminders::parse_rule(&rule)
+                .map(|rule| Self(Some(rule)))
+                .ok_or_else(invalid),
+            _ => Err(invalid()),
+        }
     }
 }
 
@@ -87,13 +102,13 @@ fn set_calendar_rule(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rej
         .and(warp::put())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
-        .and(json_body::<Value>(INVALID_RULE))
+        .and(json_body::<Lenient<RuleBody>>(INVALID_RULE))
         .and_then(
-            |id: String, ctx: Ctx, user: AuthUser, body: Value| async move {
+            |id: String, ctx: Ctx, user: AuthUser, body: Lenient<RuleBody>| async move {
                 respond(
                     async {
                         let calendar = require_uuid("calendarId", &id)?;
-                        let rule = parse_body(&body)?;
+                        let RuleChange(rule) = RuleChange::try_from(body)?;
                         commands::set_calendar_rule(&ctx.services, user.id(), calendar, rule)
                             .await?;
                         Ok(empty_ok())
@@ -111,13 +126,13 @@ fn set_event_rule(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Reject
         .and(warp::put())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
-        .and(json_body::<Value>(INVALID_RULE))
+        .and(json_body::<Lenient<RuleBody>>(INVALID_RULE))
         .and_then(
-            |id: String, ctx: Ctx, user: AuthUser, body: Value| async move {
+            |id: String, ctx: Ctx, user: AuthUser, body: Lenient<RuleBody>| async move {
                 respond(
                     async {
                         let event = require_uuid("eventId", &id)?;
-                        let rule = parse_body(&body)?;
+                        let RuleChange(rule) = RuleChange::try_from(body)?;
                         commands::set_event_rule(&ctx.services, user.id(), event, rule).await?;
                         Ok(empty_ok())
                     }

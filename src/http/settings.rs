@@ -4,7 +4,7 @@
 //! `PATCH /api/v1/users/me/settings {baseRevision, patch}` (409 with `current`).
 
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use warp::filters::BoxedFilter;
 use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
@@ -12,6 +12,7 @@ use warp::{Filter, Rejection, Reply};
 use super::extract::{AuthUser, authenticated, json_body, respond, route, with_ctx};
 use crate::commands::settings as commands;
 use crate::context::Ctx;
+use crate::domain::input::Lenient;
 use crate::domain::settings;
 use crate::error::AppError;
 use crate::views::settings::{document, row};
@@ -70,15 +71,23 @@ fn replace_settings(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Reje
         .and(warp::put())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
-        .and(json_body::<Value>(INVALID_SETTINGS))
-        .and_then(|ctx: Ctx, user: AuthUser, body: Value| async move {
-            respond(replace_handler(&ctx, &user, &body).await)
-        })
+        .and(json_body::<Lenient<Map<String, Value>>>(INVALID_SETTINGS))
+        .and_then(
+            |ctx: Ctx, user: AuthUser, body: Lenient<Map<String, Value>>| async move {
+                respond(replace_handler(&ctx, &user, body).await)
+            },
+        )
 }
 
-async fn replace_handler(ctx: &Ctx, user: &AuthUser, body: &Value) -> Result<Response, AppError> {
-    let changes =
-        settings::complete(body).ok_or_else(|| AppError::bad_request(INVALID_SETTINGS))?;
+async fn replace_handler(
+    ctx: &Ctx,
+    user: &AuthUser,
+    body: Lenient<Map<String, Value>>,
+) -> Result<Response, AppError> {
+    let changes = body
+        .valid()
+        .and_then(|body| settings::complete(&body))
+        .ok_or_else(|| AppError::bad_request(INVALID_SETTINGS))?;
     let saved = commands::write(&ctx.services, user.id(), None, &changes).await?;
     Ok(warp::reply::json(&row(&saved)).into_response())
 }
@@ -88,7 +97,7 @@ async fn replace_handler(ctx: &Ctx, user: &AuthUser, body: &Value) -> Result<Res
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct PatchRequest {
     base_revision: i64,
-    patch: Value,
+    patch: Lenient<Map<String, Value>>,
 }
 
 /// PATCH /api/v1/users/me/settings — compare-and-swap on the revision.
@@ -112,8 +121,11 @@ async fn patch_handler(
     if body.base_revision < 1 {
         return Err(AppError::bad_request(INVALID_PATCH));
     }
-    let changes =
-        settings::patch(&body.patch).ok_or_else(|| AppError::bad_request(INVALID_PATCH))?;
+    let changes = body
+        .patch
+        .valid()
+        .and_then(|patch| settings::patch(&patch))
+        .ok_or_else(|| AppError::bad_request(INVALID_PATCH))?;
     let saved =
         commands::write(&ctx.services, user.id(), Some(body.base_revision), &changes).await?;
     Ok(warp::reply::json(&document(&saved)).into_response())
