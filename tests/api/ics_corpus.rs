@@ -2,8 +2,8 @@
 //! outcome compared with what Bowline promises for it (imported N events, or rejected
 //! naming a line), every file the manifest marks valid must import, and the table of
 //! outcomes is printed (the README carries a copy). A few files are then checked in detail
-//! (zones, all-day dates, overrides; more in `ics_corpus_details`). Skipped with a notice
-//! when the corpus is absent.
+//! (zones, all-day dates, overrides; more in `ics_corpus_details`). They fail, naming
+//! the path, when the corpus is absent.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -142,15 +142,16 @@ const EXPECTED: &[(&str, Outcome)] = &[
     ("vobject/UntilRespectsTimezoneTest.ics", Imported(1)),
 ];
 
-/// The corpus directory, or `None` (with a notice) when it is absent.
-pub fn corpus() -> Option<&'static Path> {
+/// The corpus directory; a test that needs it fails when it is absent (a test that could
+/// not run must not pass).
+pub fn corpus() -> &'static Path {
     let path = Path::new(CORPUS);
-    if path.is_dir() {
-        Some(path)
-    } else {
-        println!("NOTICE: {CORPUS} is absent; the corpus tests are skipped");
-        None
-    }
+    assert!(
+        path.is_dir(),
+        "the iCalendar corpus {CORPUS} is missing: clone the shared folder beside this \
+         repository (../shared/ics-corpus) to run the corpus tests"
+    );
+    path
 }
 
 fn files(dir: &Path) -> Vec<PathBuf> {
@@ -190,7 +191,7 @@ fn manifest_malformed(corpus: &Path) -> BTreeMap<String, bool> {
 
 #[tokio::test]
 async fn every_corpus_file_imports_or_is_rejected_as_expected() {
-    let Some(corpus) = corpus() else { return };
+    let corpus = corpus();
     let malformed = manifest_malformed(corpus);
     let app = spawn_app().await;
     let user = app.sign_up("corpus@example.com").await;
@@ -268,9 +269,7 @@ pub async fn corpus_events(
 
 #[tokio::test]
 async fn corpus_times_zones_and_overrides_are_read_right() {
-    if corpus().is_none() {
-        return;
-    }
+    corpus();
     let app = spawn_app().await;
     let user = app.sign_up("corpus-details@example.com").await;
     // (file, title of an event, its start, its end, its recurrence)
