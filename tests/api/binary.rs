@@ -236,3 +236,84 @@ fn a_port_in_use_fails_start_up_clearly() {
     assert!(output.contains("server.port"), "{output}");
     assert!(!output.contains("panicked"), "{output}");
 }
+
+/// Runs the binary with `args` in an empty directory and a clean environment; fails the
+/// test if it has not exited within `WAIT` (a command that serves never would).
+async fn run_command(args: &[&str], env: &[(&str, &str)]) -> (i32, String, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_bowline"))
+        .args(args)
+        .current_dir(dir.path())
+        .env_clear()
+        .envs(env.iter().copied())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(WAIT, output)
+        .await
+        .unwrap_or_else(|_| panic!("bowline {args:?} exits by itself"))
+        .expect("run bowline");
+    let text = String::from_utf8_lossy(&output.stdout).into_owned()
+        + &String::from_utf8_lossy(&output.stderr);
+    (output.status.code().unwrap_or(-1), text, dir)
+}
+
+#[tokio::test]
+async fn help_and_version_print_and_exit_without_starting_anything() {
+    for args in [["--help"], ["-h"], ["help"]] {
+        let (code, text, dir) = run_command(&args, &[]).await;
+        assert_eq!(code, 0, "{args:?}: {text}");
+        assert!(text.contains("Usage: bowline"), "{args:?}: {text}");
+        assert!(
+            text.contains("check-config") && text.contains("migrate"),
+            "{text}"
+        );
+        assert!(!dir.path().join("data").exists(), "{args:?} created ./data");
+    }
+    for args in [["--version"], ["-V"]] {
+        let (code, text, dir) = run_command(&args, &[]).await;
+        assert_eq!(code, 0, "{args:?}: {text}");
+        assert_eq!(text.trim(), concat!("bowline ", env!("CARGO_PKG_VERSION")));
+        assert!(!dir.path().join("data").exists(), "{args:?} created ./data");
+    }
+    let (code, text, _) = run_command(&["--no-such-option"], &[]).await;
+    assert_eq!(code, 2, "{text}");
+}
+
+#[tokio::test]
+async fn check_config_reports_without_secrets_or_names_the_bad_key() {
+    let secret = "a-session-signing-secret-of-forty-characters";
+    let (code, text, dir) = run_command(
+        &["check-config"],
+        &[("AUTH_SECRET", secret), ("PORT", "7123")],
+    )
+    .await;
+    assert_eq!(code, 0, "{text}");
+    let summary: Value = serde_json::from_str(text.trim()).expect("one JSON line");
+    assert_eq!(summary["valid"], true, "{summary}");
+    assert_eq!(summary["listen"], "127.0.0.1:7123", "{summary}");
+    assert!(!text.contains(secret), "the secret was printed: {text}");
+    assert!(
+        !dir.path().join("data").exists(),
+        "check-config created ./data"
+    );
+
+    let (code, text, _) = run_command(&["check-config"], &[("PORT", "seventy")]).await;
+    assert_eq!(code, 2, "{text}");
+    assert!(
+        text.contains("PORT") && text.contains("server.port"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn migrate_applies_the_schema_and_exits() {
+    let data = tempfile::tempdir().expect("temporary directory");
+    let data_dir = data.path().to_str().expect("utf-8 path");
+    let (code, text, _) = run_command(&["migrate"], &[("DATA_DIR", data_dir)]).await;
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("database.migrated"), "{text}");
+    assert!(data.path().join("bowline.db").is_file(), "no database file");
+    // Applying them again finds nothing to do.
+    let (code, text, _) = run_command(&["migrate"], &[("DATA_DIR", data_dir)]).await;
+    assert_eq!(code, 0, "{text}");
+}
