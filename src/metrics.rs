@@ -18,8 +18,11 @@ pub const HTTP_REQUESTS_TOTAL: &str = "svc_http_requests_total";
 pub const HTTP_REQUEST_DURATION_SECONDS: &str = "svc_http_request_duration_seconds";
 /// HTTP requests in progress by method.
 pub const HTTP_REQUESTS_IN_FLIGHT: &str = "svc_http_requests_in_flight";
-/// Failed provider discovery, account sync, event push or scheduler runs, by stage and provider.
+/// Failed provider discovery, account sync, event push or scheduler runs, by provider.
 pub const EXTERNAL_SYNC_FAILURES_TOTAL: &str = "svc_external_sync_failures_total";
+/// The providers whose sync failures [`EXTERNAL_SYNC_FAILURES_TOTAL`] counts (its
+/// `provider` label).
+pub const SYNC_PROVIDERS: [&str; 3] = ["google", "microsoft", "caldav"];
 /// Ticks skipped because the task's previous run was still active, by task.
 pub const SCHEDULED_TASK_SKIPS_TOTAL: &str = "svc_scheduled_task_skips_total";
 /// Finished scheduled-task runs by task and outcome (`ok`, `failed`, `leased_elsewhere`).
@@ -192,6 +195,24 @@ impl Metrics {
                 .increment(1);
             histogram!(HTTP_REQUEST_DURATION_SECONDS, "method" => method, "route" => route, "status" => status)
                 .record(elapsed.as_secs_f64());
+        });
+    }
+
+    /// Exports at zero the counters dashboards and alerts watch, for every label value they
+    /// can take, so that a healthy server has the series too: restarts and failures per
+    /// actor kind, skipped ticks per scheduled task, sync failures per provider.
+    pub fn export_zeros(&self, actor_kinds: &[&'static str], tasks: &[&'static str]) {
+        self.scoped(|| {
+            for kind in actor_kinds {
+                counter!(ACTOR_RESTARTS_TOTAL, "actor" => *kind).increment(0);
+                counter!(ACTOR_FAILURES_TOTAL, "actor" => *kind).increment(0);
+            }
+            for task in tasks {
+                counter!(SCHEDULED_TASK_SKIPS_TOTAL, "task" => *task).increment(0);
+            }
+            for provider in SYNC_PROVIDERS {
+                counter!(EXTERNAL_SYNC_FAILURES_TOTAL, "provider" => provider).increment(0);
+            }
         });
     }
 

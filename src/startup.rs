@@ -116,6 +116,9 @@ impl ApplicationBuilder {
         let mail = MailService::new(&settings).await?;
         let actors = Arc::new(Actors::default());
         let metrics = Arc::new(Metrics::new());
+        let actor_kinds = ActorKind::ALL.map(ActorKind::label);
+        let task_names: Vec<&'static str> = tasks.iter().map(TaskSpec::name).collect();
+        metrics.export_zeros(&actor_kinds, &task_names);
         let services = Services {
             db: db.clone(),
             announce: actors.clone(),

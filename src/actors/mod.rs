@@ -59,6 +59,17 @@ pub enum ActorKind {
 }
 
 impl ActorKind {
+    /// Every kind (their series are exported at zero from start-up).
+    pub const ALL: [Self; 7] = [
+        Self::Root,
+        Self::Scheduler,
+        Self::Mailer,
+        Self::SessionRegistry,
+        Self::Session,
+        Self::CalendarSupervisor,
+        Self::Calendar,
+    ];
+
     /// The metric label.
     pub fn label(self) -> &'static str {
         match self {

@@ -7,7 +7,7 @@
 //! - [`id_token`]: Google and Apple id-token verification against their JWKS.
 //! - [`jwt`]: stateless email-verification tokens.
 //! - [`csrf`]: the origin rules.
-//! - [`routes`]: the endpoints.
+//! - the endpoints are the HTTP edge's (`crate::http::auth_routes`).
 //!
 //! Session tokens, one-time tokens and member tokens are stored as SHA-256 hashes; the raw
 //! token exists only in the client's hands.
@@ -20,7 +20,6 @@ pub mod id_token;
 pub mod jwt;
 pub mod password;
 pub mod principal;
-pub mod routes;
 pub mod session;
 pub mod tokens;
 

@@ -4,11 +4,18 @@
 use chrono::{DateTime, Utc};
 use entities::invites;
 
+use crate::error::AppError;
+
 /// Whether `invite` may be previewed or used at `now`.
 pub fn is_usable(invite: &invites::Model, now: DateTime<Utc>) -> bool {
     invite.revoked_at.is_none()
         && invite.expires_at.is_none_or(|expires| expires > now)
         && invite.max_uses.is_none_or(|max| invite.uses < max)
+}
+
+/// 404 for an invite that does not exist, is not the calendar's, or is no longer usable.
+pub fn invite_not_found() -> AppError {
+    AppError::not_found("Invite not found...")
 }
 
 #[cfg(test)]

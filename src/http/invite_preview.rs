@@ -7,10 +7,10 @@ use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
 
 use super::extract::{request_ctx, respond, route, with_ctx};
-use super::invites::invite_not_found;
 use super::request::RequestCtx;
 use crate::context::Ctx;
 use crate::domain::ids::canonical_uuid;
+use crate::domain::invites::invite_not_found;
 use crate::domain::recurrence::expansion;
 use crate::error::AppError;
 use crate::rate_limit::INVITE_PREVIEW;

@@ -18,6 +18,7 @@ use crate::commands::{not_a_member, not_allowed};
 use crate::context::Ctx;
 use crate::domain::email;
 use crate::domain::ids::{CalendarId, canonical_uuid, require_uuid};
+use crate::domain::invites::invite_not_found;
 use crate::domain::roles::Action;
 use crate::error::AppError;
 use crate::mail::templates;
@@ -37,10 +38,6 @@ pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
         .or(list_invites(ctx))
         .unify()
         .boxed()
-}
-
-pub(super) fn invite_not_found() -> AppError {
-    AppError::not_found("Invite not found...")
 }
 
 /// `POST /api/v1/calendars/invites` body: the Invite document (`id` and `uses` ignored).

@@ -6,6 +6,7 @@
 //! [`server`] runs the listener. Static paths are registered before parameterised paths
 //! that could collide with them.
 
+pub mod auth_routes;
 pub mod avatars;
 pub mod body;
 pub mod calendars;
@@ -47,7 +48,7 @@ use request::RequestCtx;
 /// before them; the resources' prefixes are disjoint, so their order changes no match.
 /// Events, the busiest, come first.
 pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
-    let auth = crate::auth::routes::routes(ctx.clone());
+    let auth = auth_routes::routes(ctx.clone());
     let application = under(&["api", "v1", "events"], events::routes(ctx.clone()))
         .or(under(
             &["api", "v1", "calendars"],

@@ -140,3 +140,31 @@ async fn metrics_port_zero_disables_the_listener() {
     shutdown.trigger();
     run.await.expect("join").expect("clean stop");
 }
+
+#[tokio::test]
+async fn the_counters_alerts_watch_exist_at_zero_from_start_up() {
+    let app = spawn_app().await;
+    let text = app.metrics_text().await;
+    for actor in [
+        "root",
+        "scheduler",
+        "mailer",
+        "session_registry",
+        "session",
+        "calendar_supervisor",
+        "calendar",
+    ] {
+        for name in ["svc_actor_restarts_total", "svc_actor_failures_total"] {
+            let series = format!("{name}{{actor=\"{actor}\"}} 0");
+            assert!(text.contains(&series), "{series} missing:\n{text}");
+        }
+    }
+    for task in ["cleanup", "rate_limits", "wal_checkpoint", "metrics_upkeep"] {
+        let series = format!("svc_scheduled_task_skips_total{{task=\"{task}\"}} 0");
+        assert!(text.contains(&series), "{series} missing:\n{text}");
+    }
+    for provider in ["google", "microsoft", "caldav"] {
+        let series = format!("svc_external_sync_failures_total{{provider=\"{provider}\"}} 0");
+        assert!(text.contains(&series), "{series} missing:\n{text}");
+    }
+}

@@ -1,5 +1,5 @@
-//! `/api/auth/*`: the endpoints of better-auth 1.7.25 that the clients use, owned entirely
-//! by this subsystem.
+//! `/api/auth/*`: the endpoints of better-auth 1.7.25 that the clients use, over the
+//! authentication subsystem ([`crate::auth`]).
 //!
 //! One filter takes every `/api/auth/` request and routes it by method and path (exact
 //! match; an unknown path or method is a 404, as in better-auth). Before a handler runs, the
@@ -24,8 +24,8 @@ use warp::path::Tail;
 use warp::reply::Response;
 use warp::{Filter, Rejection};
 
-use super::error::AuthError;
-use super::session::AuthReply;
+use crate::auth::error::AuthError;
+use crate::auth::session::AuthReply;
 use crate::context::Ctx;
 use crate::error::AppError;
 use crate::http::extract::{JSON_BODY_LIMIT, body_bytes, request_ctx, with_ctx};
