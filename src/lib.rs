@@ -36,8 +36,6 @@ pub mod rate_limit;
 pub mod startup;
 /// Persistence: the only code that touches the database.
 pub mod store;
-/// `bowline-stress`: the concurrent-edit stress tool and benchmark driver.
-pub mod stress;
 /// JSON logging.
 pub mod telemetry;
 /// JSON documents shared by responses and frames.

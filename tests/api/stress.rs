@@ -1,10 +1,11 @@
-//! Smoke runs of `bowline-stress` against a real in-process server, so the tool cannot rot:
-//! a few seconds of each scenario with a few users, and correctness only (every check of
-//! the run passed, no 5xx). Never a timing assertion: these are benchmarks, not tests.
+//! Smoke runs of the built `bowline-stress` binary against a real in-process server, so the
+//! tool cannot rot: a few seconds of each scenario with a few users, and correctness only
+//! (every check of the run passed, no 5xx), read from the report it writes with `--json`.
+//! Never a timing assertion: these are benchmarks, not tests.
 
 use std::time::Duration;
 
-use bowline::stress::{self, Options, Report, Scenario};
+use serde_json::Value;
 
 use crate::helpers::{TestApp, spawn_app_with};
 
@@ -12,46 +13,93 @@ async fn app() -> TestApp {
     spawn_app_with(|settings| settings.auth.rate_limit = false).await
 }
 
-fn options(app: &TestApp, scenario: Scenario) -> Options {
-    let mut options = Options::new(&app.base);
-    options.scenario = scenario;
-    options.quiet = true;
-    options.metrics = app
-        .metrics_addr
-        .map(|addr| format!("http://{addr}/metrics"));
-    options
+/// Runs `bowline-stress` against `app` with `args` (quiet, reading the server's metrics)
+/// and returns its exit code and its JSON report; fails the test if it has not finished
+/// within a minute.
+async fn run(app: &TestApp, args: &[&str]) -> (i32, Value) {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let json = dir.path().join("report.json");
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_bowline-stress"));
+    command
+        .args(["--base", &app.base, "--quiet", "--json"])
+        .arg(&json)
+        .args(args)
+        .kill_on_drop(true);
+    if let Some(addr) = app.metrics_addr {
+        command.args(["--metrics", &format!("http://{addr}/metrics")]);
+    }
+    let output = tokio::time::timeout(Duration::from_secs(60), command.output())
+        .await
+        .expect("bowline-stress finishes within a minute")
+        .expect("run bowline-stress");
+    let code = output.status.code().unwrap_or(-1);
+    let text = std::fs::read_to_string(&json).unwrap_or_else(|err| {
+        panic!(
+            "no report ({err}), exit {code}: {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    (code, serde_json::from_str(&text).expect("a JSON report"))
 }
 
-fn assert_passed(report: &Report) {
-    assert!(report.passed, "{}", report.table());
+fn assert_passed(code: i32, report: &Value) {
+    assert_eq!(report["passed"], true, "{report:#}");
+    assert_eq!(code, 0, "{report:#}");
+    let statuses = report["statuses"].as_object().expect("statuses");
     assert!(
-        report.statuses.keys().all(|code| !code.starts_with('5')),
-        "{}",
-        report.table()
+        statuses.keys().all(|code| !code.starts_with('5')),
+        "{report:#}"
     );
-    assert!(report.memory.is_some(), "the metrics listener was read");
+    assert!(
+        report["memory"].is_object(),
+        "the metrics listener was read"
+    );
+}
+
+fn check_names(report: &Value) -> Vec<&str> {
+    report["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .filter_map(|check| check["name"].as_str())
+        .collect()
 }
 
 #[tokio::test]
 async fn mixed_writers_with_streams_lose_nothing() {
     let app = app().await;
-    let mut options = options(&app, Scenario::Mixed);
-    options.users = Some(6);
-    options.calendars = Some(3);
-    options.writers = 12;
-    options.duration = Duration::from_secs(3);
-    options.sse = true;
-    options.seed = Some(8);
-    let report = stress::run(&options).await.expect("the run starts");
-    assert_passed(&report);
-    let ops: Vec<&str> = report.operations.iter().map(|o| o.op.name()).collect();
+    let (code, report) = run(
+        &app,
+        &[
+            "--users",
+            "6",
+            "--calendars",
+            "3",
+            "--writers",
+            "12",
+            "--duration",
+            "3s",
+            "--sse",
+            "--seed",
+            "8",
+        ],
+    )
+    .await;
+    assert_passed(code, &report);
+    let ops: Vec<&str> = report["operations"]
+        .as_array()
+        .expect("operations")
+        .iter()
+        .filter_map(|o| o["op"].as_str())
+        .collect();
     for op in ["create", "update", "link", "attendance", "delete"] {
-        assert!(ops.contains(&op), "{op} ran: {}", report.table());
+        assert!(ops.contains(&op), "{op} ran: {report:#}");
     }
-    let frames = &report.broadcast.as_ref().expect("streams were open").frames;
-    assert!(frames.received > 0);
-    assert_eq!(frames.received, frames.expected, "{}", report.table());
-    let checks: Vec<&str> = report.checks.iter().map(|c| c.name.as_str()).collect();
+    let frames = &report["broadcast"]["frames"];
+    assert!(frames["received"].as_u64().expect("received") > 0);
+    assert_eq!(frames["received"], frames["expected"], "{report:#}");
+    let checks = check_names(&report);
     assert!(checks.contains(&"every member received every frame exactly once"));
     assert!(checks.contains(&"delta reads (since before the run) equal the model"));
 }
@@ -59,46 +107,80 @@ async fn mixed_writers_with_streams_lose_nothing() {
 #[tokio::test]
 async fn many_writers_on_one_calendar_lose_nothing() {
     let app = app().await;
-    let mut options = options(&app, Scenario::Mixed);
-    options.users = Some(4);
-    options.calendars = Some(1);
-    options.writers = 24;
-    options.duration = Duration::from_secs(2);
-    options.sse = true;
-    let report = stress::run(&options).await.expect("the run starts");
-    assert_passed(&report);
+    let (code, report) = run(
+        &app,
+        &[
+            "--users",
+            "4",
+            "--calendars",
+            "1",
+            "--writers",
+            "24",
+            "--duration",
+            "2s",
+            "--sse",
+        ],
+    )
+    .await;
+    assert_passed(code, &report);
 }
 
 #[tokio::test]
 async fn throughput_scenarios_check_what_they_measure() {
     let app = app().await;
-    let mut create = options(&app, Scenario::Create);
-    create.connections = Some(4);
-    create.duration = Duration::from_secs(1);
-    let report = stress::run(&create).await.expect("the run starts");
-    assert_passed(&report);
-    assert!(report.operations[0].ok > 0);
+    let (code, report) = run(
+        &app,
+        &[
+            "--scenario",
+            "create",
+            "--connections",
+            "4",
+            "--duration",
+            "1s",
+        ],
+    )
+    .await;
+    assert_passed(code, &report);
+    assert!(report["operations"][0]["ok"].as_u64().expect("ok") > 0);
 
-    let mut list = options(&app, Scenario::List);
-    list.connections = Some(4);
-    list.events = 20;
-    list.duration = Duration::from_secs(1);
-    let report = stress::run(&list).await.expect("the run starts");
-    assert_passed(&report);
+    let (code, report) = run(
+        &app,
+        &[
+            "--scenario",
+            "list",
+            "--connections",
+            "4",
+            "--events",
+            "20",
+            "--duration",
+            "1s",
+        ],
+    )
+    .await;
+    assert_passed(code, &report);
 }
 
 #[tokio::test]
 async fn fanout_reaches_every_stream_once() {
     let app = app().await;
-    let mut options = options(&app, Scenario::Fanout);
-    options.users = Some(3);
-    options.connections = Some(30);
-    options.broadcasts = 5;
-    let report = stress::run(&options).await.expect("the run starts");
-    assert_passed(&report);
-    let broadcast = report.broadcast.as_ref().expect("streams");
-    assert_eq!(broadcast.frames.received, 30 * 5);
-    assert_eq!(broadcast.last_connection.expect("timed").count, 5);
+    let (code, report) = run(
+        &app,
+        &[
+            "--scenario",
+            "fanout",
+            "--users",
+            "3",
+            "--connections",
+            "30",
+            "--broadcasts",
+            "5",
+        ],
+    )
+    .await;
+    assert_passed(code, &report);
+    let broadcast = &report["broadcast"];
+    assert_eq!(broadcast["frames"]["received"], 30 * 5, "{report:#}");
+    assert_eq!(broadcast["last_connection"]["count"], 5, "{report:#}");
 }
 
 #[tokio::test]
@@ -109,25 +191,38 @@ async fn a_dropped_stream_is_reported_not_silently_missed() {
         settings.stream.buffer = 1;
     })
     .await;
-    let mut options = options(&app, Scenario::Mixed);
-    options.users = Some(3);
-    options.calendars = Some(1);
-    options.writers = 12;
-    options.duration = Duration::from_secs(2);
-    options.sse = true;
-    options.frame_wait = Duration::from_secs(2);
-    let report = stress::run(&options).await.expect("the run starts");
-    if report.passed {
+    let (code, report) = run(
+        &app,
+        &[
+            "--users",
+            "3",
+            "--calendars",
+            "1",
+            "--writers",
+            "12",
+            "--duration",
+            "2s",
+            "--sse",
+            "--frame-wait",
+            "2s",
+        ],
+    )
+    .await;
+    if report["passed"] == true {
         // The client kept up with every frame; nothing to report then.
+        assert_eq!(code, 0);
         return;
     }
-    let dropped = report
-        .checks
+    assert_eq!(code, 1, "a failed check is exit code 1: {report:#}");
+    let dropped = report["checks"]
+        .as_array()
+        .expect("checks")
         .iter()
-        .find(|c| c.name == "no stream was dropped")
+        .find(|c| c["name"] == "no stream was dropped")
         .expect("the check is made");
-    assert!(!dropped.passed, "{}", report.table());
-    assert!(dropped.detail.contains("ended"), "{}", dropped.detail);
+    assert_eq!(dropped["passed"], false, "{report:#}");
+    let detail = dropped["detail"].as_str().expect("detail");
+    assert!(detail.contains("ended"), "{detail}");
 }
 
 #[tokio::test]
@@ -135,13 +230,22 @@ async fn sign_up_waits_out_the_servers_rate_limit() {
     // better-auth's limit: 3 sign-ups per 10 s per address; the fourth user waits for
     // `X-Retry-After` and the run goes on.
     let app = spawn_app_with(|settings| settings.auth.rate_limit = true).await;
-    let mut options = options(&app, Scenario::Create);
-    options.users = Some(4);
-    options.connections = Some(4);
-    options.duration = Duration::from_millis(500);
-    let report = stress::run(&options).await.expect("the run starts");
-    assert_passed(&report);
-    assert_eq!(report.users, 4);
+    let (code, report) = run(
+        &app,
+        &[
+            "--scenario",
+            "create",
+            "--users",
+            "4",
+            "--connections",
+            "4",
+            "--duration",
+            "500ms",
+        ],
+    )
+    .await;
+    assert_passed(code, &report);
+    assert_eq!(report["users"], 4, "{report:#}");
 }
 
 #[test]

@@ -14,6 +14,7 @@ use super::client::error_chain;
 /// Resident memory of the server process.
 pub const RESIDENT_MEMORY: &str = "svc_process_resident_memory_bytes";
 /// Open `/api/stream` connections.
+#[cfg(test)]
 pub const SSE_CONNECTIONS: &str = "svc_sse_connections";
 
 /// The value of the unlabelled sample `name` in exposition `text`.

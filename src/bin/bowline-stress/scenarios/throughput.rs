@@ -13,15 +13,15 @@ use reqwest::{Method, StatusCode};
 use uuid::Uuid;
 
 use super::{MemoryProbe, run_tag};
-use crate::stress::StressError;
-use crate::stress::client::{Client, Pool, User};
-use crate::stress::options::{Op, Options, Scenario};
-use crate::stress::progress::Console;
-use crate::stress::report::Report;
-use crate::stress::setup::{self, Layout, Role, Sharing};
-use crate::stress::stats::{Live, Outcome, Recorder};
-use crate::stress::verify::{self, Check, Problems};
-use crate::stress::writers::event_body;
+use crate::StressError;
+use crate::client::{Client, Pool, User};
+use crate::options::{Op, Options, Scenario};
+use crate::progress::Console;
+use crate::report::Report;
+use crate::setup::{self, Layout, Role, Sharing};
+use crate::stats::{Live, Outcome, Recorder};
+use crate::verify::{self, Check, Problems};
+use crate::writers::event_body;
 
 /// `list` parses every answer fully once in this many (the others are compared by length).
 const PARSE_EVERY: u64 = 64;
@@ -72,7 +72,7 @@ pub async fn run(options: &Options) -> Result<Report, StressError> {
     let mut memory = MemoryProbe::start(&client, options.metrics.as_deref()).await?;
     let live = Arc::new(Live::default());
     let started = Instant::now();
-    let started_at = crate::domain::time::format_timestamp(chrono::Utc::now());
+    let started_at = bowline::domain::time::format_timestamp(chrono::Utc::now());
     let deadline = started + options.duration;
     let mut workers = Vec::new();
     for n in 0..options.connections() {

@@ -12,17 +12,17 @@ use reqwest::{Method, StatusCode};
 use uuid::Uuid;
 
 use super::{MemoryProbe, open_streams, run_tag, since_marks};
-use crate::stress::client::{Client, Pool, User};
-use crate::stress::model::Model;
-use crate::stress::options::{Op, Options};
-use crate::stress::progress::Console;
-use crate::stress::report::{BroadcastFigures, Report};
-use crate::stress::setup::{self, Layout, Sharing};
-use crate::stress::sse::{Connection, Hub};
-use crate::stress::stats::{Live, Outcome, Recorder};
-use crate::stress::verify::FrameLatency;
-use crate::stress::writers::{self, Writers, event_body};
-use crate::stress::{StressError, verify};
+use crate::client::{Client, Pool, User};
+use crate::model::Model;
+use crate::options::{Op, Options};
+use crate::progress::Console;
+use crate::report::{BroadcastFigures, Report};
+use crate::setup::{self, Layout, Sharing};
+use crate::sse::{Connection, Hub};
+use crate::stats::{Live, Outcome, Recorder};
+use crate::verify::FrameLatency;
+use crate::writers::{self, Writers, event_body};
+use crate::{StressError, verify};
 
 /// Runs the mixed scenario.
 pub async fn run(options: &Options) -> Result<Report, StressError> {
@@ -58,7 +58,7 @@ pub async fn run(options: &Options) -> Result<Report, StressError> {
     ));
 
     let started = Instant::now();
-    let started_at = crate::domain::time::format_timestamp(chrono::Utc::now());
+    let started_at = bowline::domain::time::format_timestamp(chrono::Utc::now());
     let shared = Arc::new(Writers {
         client: client.clone(),
         users: users.clone(),

@@ -7,9 +7,9 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::{Check, Problems};
-use crate::stress::model::{Model, Timing};
-use crate::stress::sse::{Connection, FrameKey};
-use crate::stress::stats::Latencies;
+use crate::model::{Model, Timing};
+use crate::sse::{Connection, FrameKey};
+use crate::stats::Latencies;
 
 /// Frame counts of a run.
 #[derive(Debug, Clone, Default, Serialize)]

@@ -16,17 +16,17 @@ use reqwest::{Method, StatusCode};
 use uuid::Uuid;
 
 use super::{MemoryProbe, StreamGrowth, open_streams, run_tag};
-use crate::stress::client::{Client, Pool};
-use crate::stress::model::Model;
-use crate::stress::options::{Op, Options};
-use crate::stress::progress::Console;
-use crate::stress::report::{BroadcastFigures, Report};
-use crate::stress::setup::{self, Layout, Role, Sharing};
-use crate::stress::sse::{FrameKey, Hub};
-use crate::stress::stats::{Live, Outcome, Recorder};
-use crate::stress::verify::FrameLatency;
-use crate::stress::writers::event_body;
-use crate::stress::{StressError, verify};
+use crate::client::{Client, Pool};
+use crate::model::Model;
+use crate::options::{Op, Options};
+use crate::progress::Console;
+use crate::report::{BroadcastFigures, Report};
+use crate::setup::{self, Layout, Role, Sharing};
+use crate::sse::{FrameKey, Hub};
+use crate::stats::{Live, Outcome, Recorder};
+use crate::verify::FrameLatency;
+use crate::writers::event_body;
+use crate::{StressError, verify};
 
 /// Runs the fan-out scenario.
 pub async fn run(options: &Options) -> Result<Report, StressError> {
@@ -80,7 +80,7 @@ pub async fn run(options: &Options) -> Result<Report, StressError> {
     let mut last = FrameLatency::default();
     let progress = console.progress("fanout", live.clone(), None);
     let started = Instant::now();
-    let started_at = crate::domain::time::format_timestamp(chrono::Utc::now());
+    let started_at = bowline::domain::time::format_timestamp(chrono::Utc::now());
     for n in 0..options.broadcasts {
         let id = Uuid::new_v4();
         let body = event_body(id, &[calendar], &format!("broadcast {n}"));

@@ -27,8 +27,6 @@ pub const HOT_EVENTS: usize = 32;
 /// An event as acknowledged.
 #[derive(Debug, Clone)]
 pub struct EventState {
-    /// Home calendar (index).
-    pub home: usize,
     /// Linked calendars (indexes), home first.
     pub links: Vec<usize>,
     /// Highest acknowledged revision.
@@ -77,8 +75,6 @@ pub struct ExpectedFrame {
 /// What the writers' chosen event looked like when they took its lock.
 #[derive(Debug, Clone)]
 pub struct Snapshot {
-    /// Id.
-    pub id: Uuid,
     /// Linked calendars (indexes).
     pub links: Vec<usize>,
     /// Revision.
@@ -180,7 +176,6 @@ impl Model {
     pub fn snapshot(&self, id: Uuid) -> Option<Snapshot> {
         let event = self.events.get(&id).filter(|e| !e.deleted && !e.tainted)?;
         Some(Snapshot {
-            id,
             links: event.links.clone(),
             revision: event.revision,
         })
@@ -201,7 +196,6 @@ impl Model {
         self.events.insert(
             id,
             EventState {
-                home,
                 links: vec![home],
                 revision,
                 title,
@@ -302,7 +296,7 @@ impl Model {
 #[allow(clippy::expect_used, clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::stress::setup::Sharing;
+    use crate::setup::Sharing;
 
     fn model() -> Model {
         let mut layout = Layout::plan(4, 2, Sharing::Spread);

@@ -123,11 +123,6 @@ impl Layout {
             .get(user)
             .map_or_else(Vec::new, |roles| roles.keys().copied().collect())
     }
-
-    /// The calendar with id `id`.
-    pub fn index_of(&self, id: Uuid) -> Option<usize> {
-        self.calendars.iter().position(|c| *c == id)
-    }
 }
 
 /// Signs up `count` users with addresses unique to `tag`; `note` hears about rate limits.
