@@ -4,6 +4,7 @@
 //! immutably. Without `v` or under a stale one the answer is the current image with
 //! `no-cache` (those URLs change their answer when the avatar changes).
 
+use crate::http::endpoint::endpoint;
 use std::collections::HashMap;
 
 use chrono::Utc;
@@ -13,7 +14,7 @@ use warp::filters::BoxedFilter;
 use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
 
-use super::extract::{AuthUser, authenticated, json_body, respond, route, with_ctx};
+use super::extract::{AuthUser, authenticated, json_body, respond, with_ctx};
 use crate::context::Ctx;
 use crate::domain::avatars;
 use crate::error::AppError;
@@ -33,8 +34,7 @@ struct UploadRequest {
 
 /// POST /api/v1/users/avatar — 200 `{url}`.
 fn upload(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "users" / "avatar")
-        .and(route("/api/v1/users/avatar"))
+    endpoint!("api" / "v1" / "users" / "avatar")
         .and(warp::post())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
@@ -58,8 +58,7 @@ async fn upload_handler(ctx: &Ctx, user: &AuthUser, data: &str) -> Result<Respon
 
 /// GET /api/v1/users/:userId/avatar — public image bytes.
 fn download(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "users" / String / "avatar")
-        .and(route("/api/v1/users/:userId/avatar"))
+    endpoint!("api" / "v1" / "users" / {userId: String} / "avatar")
         .and(warp::get())
         .and(with_ctx(ctx))
         .and(warp::query::<HashMap<String, String>>())

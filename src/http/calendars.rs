@@ -3,13 +3,14 @@
 //! `DELETE /api/v1/calendars`, and the legacy `GET /api/v1/calendars/google` sync trigger.
 //! Changes go through the calendar's actor.
 
+use crate::http::endpoint::endpoint;
 use http::StatusCode;
 use serde::Deserialize;
 use warp::filters::BoxedFilter;
 use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
 
-use super::extract::{AuthUser, authenticated, json_body, ok_text, respond, route, with_ctx};
+use super::extract::{AuthUser, authenticated, json_body, ok_text, respond, with_ctx};
 use crate::actors::calendar::CalendarCommand;
 use crate::commands::calendar::CalendarChange;
 use crate::commands::not_a_member;
@@ -84,8 +85,7 @@ impl CalendarRequest {
 /// GET /api/v1/calendars/google — the legacy "sync my providers" trigger; no provider is
 /// connected through this server yet, so there is nothing to sync.
 fn legacy_sync(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "calendars" / "google")
-        .and(route("/api/v1/calendars/google"))
+    endpoint!("api" / "v1" / "calendars" / "google")
         .and(warp::get())
         .and(authenticated(ctx))
         .map(|_: AuthUser| ok_text())
@@ -93,8 +93,7 @@ fn legacy_sync(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection
 
 /// GET /api/v1/calendars — the caller's calendars with their role.
 fn list_calendars(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "calendars")
-        .and(route("/api/v1/calendars"))
+    endpoint!("api" / "v1" / "calendars")
         .and(warp::get())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
@@ -122,8 +121,7 @@ async fn list_calendars_handler(ctx: &Ctx, user: &AuthUser) -> Result<Response, 
 
 /// GET /api/v1/calendars/:id — one calendar with its members (members only).
 fn get_calendar(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "calendars" / String)
-        .and(route("/api/v1/calendars/:id"))
+    endpoint!("api" / "v1" / "calendars" / {id: String})
         .and(warp::get())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
@@ -146,8 +144,7 @@ async fn get_calendar_handler(ctx: &Ctx, user: &AuthUser, id: &str) -> Result<Re
 
 /// POST /api/v1/calendars — creates a calendar owned by the caller (201).
 fn create_calendar(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "calendars")
-        .and(route("/api/v1/calendars"))
+    endpoint!("api" / "v1" / "calendars")
         .and(warp::post())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
@@ -203,8 +200,7 @@ pub(super) fn native_destination(
 
 /// PUT /api/v1/calendars — owner-only rename and recolor.
 fn update_calendar(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "calendars")
-        .and(route("/api/v1/calendars"))
+    endpoint!("api" / "v1" / "calendars")
         .and(warp::put())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
@@ -236,8 +232,7 @@ async fn update_calendar_handler(
 
 /// DELETE /api/v1/calendars — owner-only; never the personal calendar.
 fn delete_calendar(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "calendars")
-        .and(route("/api/v1/calendars"))
+    endpoint!("api" / "v1" / "calendars")
         .and(warp::delete())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))

@@ -4,12 +4,13 @@
 //! validated before any database access; the answer is rendered by
 //! [`crate::views::event_list`].
 
+use crate::http::endpoint::endpoint;
 use chrono::{DateTime, Duration, Utc};
 use http::header::CONTENT_TYPE;
 use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
 
-use super::extract::{AuthUser, authenticated, respond, route, with_ctx};
+use super::extract::{AuthUser, authenticated, respond, with_ctx};
 use crate::context::Ctx;
 use crate::domain::events::{DELTA_OVERLAP, MAX_RANGE_DAYS};
 use crate::domain::time::parse_timestamp;
@@ -77,8 +78,7 @@ pub(super) fn list_events(
     ctx: Ctx,
 ) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     let query = warp::query::raw().or(warp::any().map(String::new)).unify();
-    warp::path!("api" / "v1" / "events")
-        .and(route("/api/v1/events"))
+    endpoint!("api" / "v1" / "events")
         .and(warp::get())
         .and(query)
         .and(with_ctx(ctx.clone()))

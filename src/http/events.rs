@@ -5,6 +5,7 @@
 //! Input is validated here, before any authorization or database access; every change is
 //! a command to the event's home calendar actor (a fork, to the target's).
 
+use crate::http::endpoint::endpoint;
 use http::StatusCode;
 use serde::Deserialize;
 use uuid::Uuid;
@@ -12,7 +13,7 @@ use warp::filters::BoxedFilter;
 use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
 
-use super::extract::{AuthUser, authenticated, json_body, respond, route, with_ctx};
+use super::extract::{AuthUser, authenticated, json_body, respond, with_ctx};
 use crate::actors::calendar::EventCommand;
 use crate::commands::events::links as event_links;
 use crate::context::Ctx;
@@ -70,8 +71,7 @@ async fn home_of(ctx: &Ctx, event_id: Uuid) -> Result<Uuid, AppError> {
 
 /// POST /api/v1/events — creates the event (client-chosen id), 201.
 fn create_event(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "events")
-        .and(route("/api/v1/events"))
+    endpoint!("api" / "v1" / "events")
         .and(warp::post())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
@@ -102,8 +102,7 @@ async fn create_event_handler(
 /// PUT /api/v1/events — replaces the event (its home calendar governs editing); with a
 /// `revision` older than the current one, a 409 with `current` instead.
 fn update_event(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "events")
-        .and(route("/api/v1/events"))
+    endpoint!("api" / "v1" / "events")
         .and(warp::put())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
@@ -137,8 +136,7 @@ async fn update_event_handler(
 
 /// DELETE /api/v1/events — deletes, or with `unlinkCalendarID` removes from one calendar.
 fn delete_event(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "events")
-        .and(route("/api/v1/events"))
+    endpoint!("api" / "v1" / "events")
         .and(warp::delete())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
@@ -227,8 +225,7 @@ impl TryFrom<TargetBody> for CalendarId {
 
 /// POST /api/v1/events/:eventId/link — the same event, also in the target calendar.
 fn link_event(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "events" / String / "link")
-        .and(route("/api/v1/events/:eventId/link"))
+    endpoint!("api" / "v1" / "events" / {eventId: String} / "link")
         .and(warp::post())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
@@ -265,8 +262,7 @@ async fn link_event_handler(
 
 /// POST /api/v1/events/:eventId/fork — an independent copy in the target calendar, 201.
 fn fork_event(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "events" / String / "fork")
-        .and(route("/api/v1/events/:eventId/fork"))
+    endpoint!("api" / "v1" / "events" / {eventId: String} / "fork")
         .and(warp::post())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
@@ -301,8 +297,7 @@ async fn fork_event_handler(
 
 /// GET /api/v1/events/:eventId/attendees — `[{id, name, image, status}]`, no emails.
 fn list_attendees(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "events" / String / "attendees")
-        .and(route("/api/v1/events/:eventId/attendees"))
+    endpoint!("api" / "v1" / "events" / {eventId: String} / "attendees")
         .and(warp::get())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
@@ -323,8 +318,7 @@ async fn list_attendees_handler(
 
 /// PUT /api/v1/events/:eventId/attendance — `{status}` (viewers may answer); idempotent.
 fn set_attendance(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "events" / String / "attendance")
-        .and(route("/api/v1/events/:eventId/attendance"))
+    endpoint!("api" / "v1" / "events" / {eventId: String} / "attendance")
         .and(warp::put())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))

@@ -9,6 +9,7 @@
 //! - `GET /api/v1/calendars/:id/export` (any member) returns a `text/calendar` snapshot as
 //!   an attachment named after the calendar.
 
+use crate::http::endpoint::endpoint;
 use bytes::Bytes;
 use chrono::Utc;
 use chrono_tz::Tz;
@@ -20,7 +21,7 @@ use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
 
 use super::calendars::native_destination;
-use super::extract::{AuthUser, authenticated, body_bytes, respond, route, with_ctx};
+use super::extract::{AuthUser, authenticated, body_bytes, respond, with_ctx};
 use crate::context::Ctx;
 use crate::domain::ids::require_uuid;
 use crate::domain::roles::Role;
@@ -66,8 +67,7 @@ struct ImportedCalendarView {
 
 /// POST /api/v1/calendars/import — a new calendar from an iCalendar file (201).
 fn import(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "calendars" / "import")
-        .and(route("/api/v1/calendars/import"))
+    endpoint!("api" / "v1" / "calendars" / "import")
         .and(warp::post())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
@@ -178,8 +178,7 @@ async fn user_zone(ctx: &Ctx, user: &AuthUser) -> Result<Tz, AppError> {
 
 /// GET /api/v1/calendars/:id/export — the calendar as `text/calendar` (members only).
 fn export(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "calendars" / String / "export")
-        .and(route("/api/v1/calendars/:id/export"))
+    endpoint!("api" / "v1" / "calendars" / {id: String} / "export")
         .and(warp::get())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))

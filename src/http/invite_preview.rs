@@ -2,11 +2,12 @@
 //! address): calendar identity, member names and avatars, and event summaries for the next
 //! 30 days with recurring events expanded; never emails or full event records.
 
+use crate::http::endpoint::endpoint;
 use chrono::{DateTime, Utc};
 use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
 
-use super::extract::{request_ctx, respond, route, with_ctx};
+use super::extract::{request_ctx, respond, with_ctx};
 use super::request::RequestCtx;
 use crate::context::Ctx;
 use crate::domain::ids::canonical_uuid;
@@ -126,8 +127,7 @@ fn summarize(
 /// GET /api/v1/calendars/tokens/:token — public: calendar identity, member names and
 /// avatars, event summaries for the next 30 days; never emails or full events.
 pub fn preview(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "calendars" / "tokens" / String)
-        .and(route("/api/v1/calendars/tokens/:token"))
+    endpoint!("api" / "v1" / "calendars" / "tokens" / {token: String})
         .and(warp::get())
         .and(with_ctx(ctx))
         .and(request_ctx())

@@ -4,6 +4,7 @@
 //! `POST /api/v1/calendars/invites/:inviteId/send {email}` (20 per hour per account); the
 //! public preview lives in `invite_preview`.
 
+use crate::http::endpoint::endpoint;
 use chrono::{DateTime, Utc};
 use http::StatusCode;
 use serde::Deserialize;
@@ -12,7 +13,7 @@ use warp::filters::BoxedFilter;
 use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
 
-use super::extract::{AuthUser, authenticated, json_body, respond, route, with_ctx};
+use super::extract::{AuthUser, authenticated, json_body, respond, with_ctx};
 use crate::actors::calendar::CalendarCommand;
 use crate::commands::{not_a_member, not_allowed};
 use crate::context::Ctx;
@@ -61,8 +62,7 @@ const INVALID_INVITE: &str = "Request is missing valid invite data...";
 
 /// POST /api/v1/calendars/invites — creates an invite (owner or editor), 201.
 fn create_invite(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "calendars" / "invites")
-        .and(route("/api/v1/calendars/invites"))
+    endpoint!("api" / "v1" / "calendars" / "invites")
         .and(warp::post())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
@@ -129,8 +129,7 @@ async fn create_invite_handler(
 
 /// GET /api/v1/calendars/:calendarId/invites — usable invites, newest first (invite right).
 fn list_invites(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "calendars" / String / "invites")
-        .and(route("/api/v1/calendars/:calendarId/invites"))
+    endpoint!("api" / "v1" / "calendars" / {calendarId: String} / "invites")
         .and(warp::get())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
@@ -166,8 +165,7 @@ async fn calendar_of(ctx: &Ctx, invite_id: &str) -> Result<(uuid::Uuid, uuid::Uu
 
 /// DELETE /api/v1/calendars/invites/:inviteId — revokes at once (invite right).
 fn revoke_invite(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "calendars" / "invites" / String)
-        .and(route("/api/v1/calendars/invites/:inviteId"))
+    endpoint!("api" / "v1" / "calendars" / "invites" / {inviteId: String})
         .and(warp::delete())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
@@ -199,8 +197,7 @@ struct SendInviteRequest {
 
 /// POST /api/v1/calendars/invites/:inviteId/send — mails the invite link (204).
 fn send_invite(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "calendars" / "invites" / String / "send")
-        .and(route("/api/v1/calendars/invites/:inviteId/send"))
+    endpoint!("api" / "v1" / "calendars" / "invites" / {inviteId: String} / "send")
         .and(warp::post())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))

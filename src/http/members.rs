@@ -4,12 +4,13 @@
 //! `PUT /api/v1/calendars/:calendarId/members/:userId {role}`, removal
 //! `DELETE /api/v1/calendars/:calendarId/members/:userId`.
 
+use crate::http::endpoint::endpoint;
 use serde::Deserialize;
 use warp::filters::BoxedFilter;
 use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
 
-use super::extract::{AuthUser, authenticated, json_body, ok_text, respond, route, with_ctx};
+use super::extract::{AuthUser, authenticated, json_body, ok_text, respond, with_ctx};
 use crate::actors::calendar::CalendarCommand;
 use crate::commands::not_a_member;
 use crate::context::Ctx;
@@ -35,8 +36,7 @@ pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
 
 /// GET /api/v1/calendars/:calendarId/members — `[{id, name, image, role}]`, owner first.
 fn list_members(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "calendars" / String / "members")
-        .and(route("/api/v1/calendars/:calendarId/members"))
+    endpoint!("api" / "v1" / "calendars" / {calendarId: String} / "members")
         .and(warp::get())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
@@ -67,8 +67,7 @@ struct JoinRequest {
 
 /// POST /api/v1/calendars/members/:calendarId — joins with an invite token, as a viewer.
 fn join(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "calendars" / "members" / String)
-        .and(route("/api/v1/calendars/members/:calendarId"))
+    endpoint!("api" / "v1" / "calendars" / "members" / {calendarId: String})
         .and(warp::post())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
@@ -106,8 +105,7 @@ async fn join_handler(
 
 /// DELETE /api/v1/calendars/members/:calendarId — the caller leaves.
 fn leave(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "calendars" / "members" / String)
-        .and(route("/api/v1/calendars/members/:calendarId"))
+    endpoint!("api" / "v1" / "calendars" / "members" / {calendarId: String})
         .and(warp::delete())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
@@ -144,8 +142,7 @@ fn target_user(user_id: &str) -> Result<String, AppError> {
 
 /// PUT /api/v1/calendars/:calendarId/members/:userId — changes a role (manageMembers).
 fn set_role(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "calendars" / String / "members" / String)
-        .and(route("/api/v1/calendars/:calendarId/members/:userId"))
+    endpoint!("api" / "v1" / "calendars" / {calendarId: String} / "members" / {userId: String})
         .and(warp::put())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
@@ -188,8 +185,7 @@ async fn set_role_handler(
 
 /// DELETE /api/v1/calendars/:calendarId/members/:userId — removes a member (owner).
 fn remove_member(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "calendars" / String / "members" / String)
-        .and(route("/api/v1/calendars/:calendarId/members/:userId"))
+    endpoint!("api" / "v1" / "calendars" / {calendarId: String} / "members" / {userId: String})
         .and(warp::delete())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))

@@ -12,6 +12,7 @@ pub mod body;
 pub mod calendars;
 pub mod connections;
 pub mod cors;
+pub mod endpoint;
 pub mod event_reads;
 pub mod events;
 pub mod extract;

@@ -3,6 +3,7 @@
 //! `GET`/`PATCH {baseRevision, name, config}`/`DELETE /api/v1/pages/:id` (owned Pages only:
 //! anything else is 404). Bodies are strict and configs are checked against `PageConfigV1`.
 
+use crate::http::endpoint::endpoint;
 use http::StatusCode;
 use serde::Deserialize;
 use serde_json::Value;
@@ -11,7 +12,7 @@ use warp::filters::BoxedFilter;
 use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
 
-use super::extract::{AuthUser, authenticated, json_body, respond, route, with_ctx};
+use super::extract::{AuthUser, authenticated, json_body, respond, with_ctx};
 use crate::commands::pages::{self as commands, page_not_found};
 use crate::context::Ctx;
 use crate::domain::ids::canonical_uuid;
@@ -56,8 +57,7 @@ fn name_and_config(
 
 /// GET /api/v1/pages — active Pages by position.
 fn list_pages(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "pages")
-        .and(route("/api/v1/pages"))
+    endpoint!("api" / "v1" / "pages")
         .and(warp::get())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
@@ -80,8 +80,7 @@ struct CreateRequest {
 
 /// POST /api/v1/pages — 201 PageDocument.
 fn create_page(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "pages")
-        .and(route("/api/v1/pages"))
+    endpoint!("api" / "v1" / "pages")
         .and(warp::post())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
@@ -112,8 +111,7 @@ struct ReorderRequest {
 
 /// PUT /api/v1/pages/reorder — all active Pages in the new order.
 fn reorder_pages(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "pages" / "reorder")
-        .and(route("/api/v1/pages/reorder"))
+    endpoint!("api" / "v1" / "pages" / "reorder")
         .and(warp::put())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
@@ -155,8 +153,7 @@ async fn reorder_handler(
 
 /// GET /api/v1/pages/:id.
 fn read_page(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "pages" / String)
-        .and(route("/api/v1/pages/:id"))
+    endpoint!("api" / "v1" / "pages" / {id: String})
         .and(warp::get())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
@@ -182,8 +179,7 @@ struct SaveRequest {
 
 /// PATCH /api/v1/pages/:id — compare-and-swap save.
 fn save_page(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "pages" / String)
-        .and(route("/api/v1/pages/:id"))
+    endpoint!("api" / "v1" / "pages" / {id: String})
         .and(warp::patch())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
@@ -217,8 +213,7 @@ fn save_page(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> 
 
 /// DELETE /api/v1/pages/:id — soft delete, 200 `{id}`.
 fn delete_page(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "pages" / String)
-        .and(route("/api/v1/pages/:id"))
+    endpoint!("api" / "v1" / "pages" / {id: String})
         .and(warp::delete())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))

@@ -4,6 +4,7 @@
 //! /api/v1/reminders/events/:eventId {rule}` (the event must be visible; null clears) and
 //! `DELETE /api/v1/reminders/events/:eventId`. Writes answer 204.
 
+use crate::http::endpoint::endpoint;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
@@ -11,7 +12,7 @@ use warp::filters::BoxedFilter;
 use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
 
-use super::extract::{AuthUser, authenticated, json_body, respond, route, with_ctx};
+use super::extract::{AuthUser, authenticated, json_body, respond, with_ctx};
 use crate::commands::{reminders as commands, settings as settings_commands};
 use crate::context::Ctx;
 use crate::domain::ids::require_uuid;
@@ -67,8 +68,7 @@ fn empty_ok() -> Response {
 
 /// GET /api/v1/reminders.
 fn read_rules(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "reminders")
-        .and(route("/api/v1/reminders"))
+    endpoint!("api" / "v1" / "reminders")
         .and(warp::get())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
@@ -97,8 +97,7 @@ async fn read_handler(ctx: &Ctx, user: &AuthUser) -> Result<Response, AppError> 
 
 /// PUT /api/v1/reminders/calendars/:calendarId.
 fn set_calendar_rule(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "reminders" / "calendars" / String)
-        .and(route("/api/v1/reminders/calendars/:calendarId"))
+    endpoint!("api" / "v1" / "reminders" / "calendars" / {calendarId: String})
         .and(warp::put())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
@@ -121,8 +120,7 @@ fn set_calendar_rule(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rej
 
 /// PUT /api/v1/reminders/events/:eventId.
 fn set_event_rule(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "reminders" / "events" / String)
-        .and(route("/api/v1/reminders/events/:eventId"))
+    endpoint!("api" / "v1" / "reminders" / "events" / {eventId: String})
         .and(warp::put())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
@@ -144,8 +142,7 @@ fn set_event_rule(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Reject
 
 /// DELETE /api/v1/reminders/events/:eventId — the same as PUT with a null rule.
 fn clear_event_rule(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "reminders" / "events" / String)
-        .and(route("/api/v1/reminders/events/:eventId"))
+    endpoint!("api" / "v1" / "reminders" / "events" / {eventId: String})
         .and(warp::delete())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))

@@ -1,11 +1,12 @@
 //! Server identity and health: `GET /api/v1/server` and `GET /api/v1/server/ok` (public).
 
+use crate::http::endpoint::endpoint;
 use serde::Serialize;
 use warp::filters::BoxedFilter;
 use warp::reply::Response;
 use warp::{Filter, Reply};
 
-use super::extract::{route, with_ctx};
+use super::extract::with_ctx;
 use crate::context::Ctx;
 use crate::domain::version::{IMPLEMENTATION, MIN_CLIENT_VERSION, WIRE_VERSION};
 
@@ -49,8 +50,7 @@ pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
 
 /// GET /api/v1/server/ok — liveness with the version.
 fn server_health() -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
-    warp::path!("api" / "v1" / "server" / "ok")
-        .and(route("/api/v1/server/ok"))
+    endpoint!("api" / "v1" / "server" / "ok")
         .and(warp::get())
         .map(|| {
             warp::reply::json(&HealthResponse {
@@ -63,8 +63,7 @@ fn server_health() -> impl Filter<Extract = (Response,), Error = warp::Rejection
 
 /// GET /api/v1/server — what this server offers, for clients deciding what to show.
 fn server_info(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
-    warp::path!("api" / "v1" / "server")
-        .and(route("/api/v1/server"))
+    endpoint!("api" / "v1" / "server")
         .and(warp::get())
         .and(with_ctx(ctx))
         .map(|ctx: Ctx| warp::reply::json(&server_info_handler(&ctx)).into_response())

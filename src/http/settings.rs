@@ -3,13 +3,14 @@
 //! `GET /api/v1/users/settings/document` and the compare-and-swap
 //! `PATCH /api/v1/users/me/settings {baseRevision, patch}` (409 with `current`).
 
+use crate::http::endpoint::endpoint;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use warp::filters::BoxedFilter;
 use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
 
-use super::extract::{AuthUser, authenticated, json_body, respond, route, with_ctx};
+use super::extract::{AuthUser, authenticated, json_body, respond, with_ctx};
 use crate::commands::settings as commands;
 use crate::context::Ctx;
 use crate::domain::input::Lenient;
@@ -34,8 +35,7 @@ const INVALID_PATCH: &str = "Request is missing a valid settings patch.";
 
 /// GET /api/v1/users/settings — the raw row.
 fn read_settings(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "users" / "settings")
-        .and(route("/api/v1/users/settings"))
+    endpoint!("api" / "v1" / "users" / "settings")
         .and(warp::get())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
@@ -50,8 +50,7 @@ fn read_settings(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejecti
 
 /// GET /api/v1/users/settings/document — `{value, revision, updatedAt}`.
 fn read_document(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "users" / "settings" / "document")
-        .and(route("/api/v1/users/settings/document"))
+    endpoint!("api" / "v1" / "users" / "settings" / "document")
         .and(warp::get())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
@@ -66,8 +65,7 @@ fn read_document(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejecti
 
 /// PUT /api/v1/users/settings — complete settings, upserted.
 fn replace_settings(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "users" / "settings")
-        .and(route("/api/v1/users/settings"))
+    endpoint!("api" / "v1" / "users" / "settings")
         .and(warp::put())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
@@ -102,8 +100,7 @@ struct PatchRequest {
 
 /// PATCH /api/v1/users/me/settings — compare-and-swap on the revision.
 fn patch_settings(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "users" / "me" / "settings")
-        .and(route("/api/v1/users/me/settings"))
+    endpoint!("api" / "v1" / "users" / "me" / "settings")
         .and(warp::patch())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))

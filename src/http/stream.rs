@@ -9,6 +9,7 @@
 //! (for falling behind, or because the session or member token it was opened with ended),
 //! or when the server shuts down.
 
+use crate::http::endpoint::endpoint;
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
@@ -26,7 +27,7 @@ use warp::filters::BoxedFilter;
 use warp::reply::Response;
 use warp::{Filter, Reply};
 
-use super::extract::{AuthUser, authenticated, respond, route, with_ctx};
+use super::extract::{AuthUser, authenticated, respond, with_ctx};
 use crate::actors::session::StreamCredential;
 use crate::actors::sessions::{Attached, RegistryMsg};
 use crate::actors::{ActorKind, ask_slot};
@@ -36,8 +37,7 @@ use crate::error::AppError;
 
 /// The stream route.
 pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
-    warp::path!("api" / "stream")
-        .and(route("/api/stream"))
+    endpoint!("api" / "stream")
         .and(warp::get())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))

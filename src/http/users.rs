@@ -3,12 +3,13 @@
 //! emailed token is the credential; 10 per 15 minutes per address) deletes the user, their
 //! sessions and accounts.
 
+use crate::http::endpoint::endpoint;
 use serde::Deserialize;
 use warp::filters::BoxedFilter;
 use warp::reply::Response;
 use warp::{Filter, Rejection};
 
-use super::extract::{AuthUser, json_body, ok_text, respond, route, signed_in, with_ctx};
+use super::extract::{AuthUser, json_body, ok_text, respond, signed_in, with_ctx};
 use super::request::RequestCtx;
 use crate::auth::deletion;
 use crate::context::Ctx;
@@ -25,8 +26,7 @@ pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
 
 /// DELETE /api/v1/users — starts email-confirmed deletion.
 fn delete_user(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "users")
-        .and(route("/api/v1/users"))
+    endpoint!("api" / "v1" / "users")
         .and(warp::delete())
         .and(with_ctx(ctx.clone()))
         .and(signed_in(ctx))
@@ -49,8 +49,7 @@ struct DeleteConfirmRequest {
 
 /// POST /api/v1/users/delete/confirm — completes deletion with the emailed token.
 fn delete_confirm(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    warp::path!("api" / "v1" / "users" / "delete" / "confirm")
-        .and(route("/api/v1/users/delete/confirm"))
+    endpoint!("api" / "v1" / "users" / "delete" / "confirm")
         .and(warp::post())
         .and(with_ctx(ctx))
         .and(super::extract::request_ctx())

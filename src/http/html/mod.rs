@@ -4,13 +4,14 @@
 //! and script, no external assets), readable on a phone; they read their token from the URL
 //! and call the API on the same origin.
 
+use crate::http::endpoint::endpoint;
 use http::HeaderValue;
 use http::header::{CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE};
 use warp::filters::BoxedFilter;
 use warp::reply::Response;
 use warp::{Filter, Reply};
 
-use super::extract::{route, with_ctx};
+use super::extract::with_ctx;
 use crate::context::Ctx;
 
 const STYLE: &str = include_str!("page.css");
@@ -88,26 +89,21 @@ fn apple_app_site_association(ctx: &Ctx) -> Response {
 
 /// The page routes.
 pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
-    let invite = warp::path!("invite" / String)
-        .and(route("/invite/:token"))
+    let invite = endpoint!("invite" / {token: String})
         .and(warp::get())
         .and(with_ctx(ctx.clone()))
         .map(|token: String, ctx: Ctx| invite_page(&ctx, &token));
-    let association = warp::path!(".well-known" / "apple-app-site-association")
-        .and(route("/.well-known/apple-app-site-association"))
+    let association = endpoint!(".well-known" / "apple-app-site-association")
         .and(warp::get())
         .and(with_ctx(ctx))
         .map(|ctx: Ctx| apple_app_site_association(&ctx));
-    let reset = warp::path!("reset-password")
-        .and(route("/reset-password"))
+    let reset = endpoint!("reset-password")
         .and(warp::get())
         .map(|| html(page(RESET_PASSWORD)));
-    let delete = warp::path!("delete-account")
-        .and(route("/delete-account"))
+    let delete = endpoint!("delete-account")
         .and(warp::get())
         .map(|| html(page(DELETE_ACCOUNT)));
-    let verified = warp::path!("email-verified")
-        .and(route("/email-verified"))
+    let verified = endpoint!("email-verified")
         .and(warp::get())
         .map(|| html(page(EMAIL_VERIFIED)));
     reset
