@@ -58,7 +58,6 @@ pub async fn confirm(
     }
     let deleted = user_store::delete(&txn, &user_id).await?;
     txn.commit().await?;
-    ctx.db.credentials_changed(&user_id);
     if deleted {
         tracing::info!("account.deleted");
         Ok(Some(user_id))

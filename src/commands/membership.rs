@@ -85,14 +85,11 @@ pub async fn leave(
         Some(_) => {}
     }
     let lost = events::visibility::on_membership_lost(&txn, calendar_id, user, now).await?;
-    let removed = members::remove(&txn, calendar_id, user).await?;
+    members::remove(&txn, calendar_id, user).await?;
     let undone = events::visibility::on_home_membership_lost(&txn, calendar_id, user, now).await?;
     calendar_store::touch(&txn, calendar_id, now).await?;
     let remaining = members::list(&txn, calendar_id).await?;
     txn.commit().await?;
-    if removed.member_tokens {
-        services.db.credentials_changed(user);
-    }
     announce_removed(services, user, calendar_id);
     undone.announce(services);
     let mut frames = FrameBatch::default();
@@ -177,15 +174,12 @@ pub async fn remove(
         return Err(member_not_found());
     }
     let lost = events::visibility::on_membership_lost(&txn, calendar_id, target, now).await?;
-    let removed = members::remove(&txn, calendar_id, target).await?;
+    members::remove(&txn, calendar_id, target).await?;
     let undone =
         events::visibility::on_home_membership_lost(&txn, calendar_id, target, now).await?;
     calendar_store::touch(&txn, calendar_id, now).await?;
     let remaining = members::list(&txn, calendar_id).await?;
     txn.commit().await?;
-    if removed.member_tokens {
-        services.db.credentials_changed(target);
-    }
     announce_removed(services, target, calendar_id);
     undone.announce(services);
     let mut frames = FrameBatch::default();

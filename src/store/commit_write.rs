@@ -36,7 +36,7 @@ impl Database {
     /// here, so a timestamp taken after this call is not delayed by the pool.
     pub async fn begin_commit_write(&self) -> Result<CommitWrite, DbErr> {
         match &self.writer {
-            Some(writer) => Ok(CommitWrite::Txn(writer.begin().await?)),
+            Some(_) => Ok(CommitWrite::Txn(self.begin_write().await?)),
             None => {
                 let conn = self
                     .conn

@@ -9,7 +9,7 @@ use sea_orm::{
 };
 use uuid::Uuid;
 
-use super::Unique;
+use super::{Unique, WriteTxn};
 use crate::domain::roles::Role;
 
 /// A member with their user record.
@@ -184,23 +184,10 @@ pub async fn set_role(
     Ok(result.rows_affected == 1)
 }
 
-/// What removing a membership removed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Removed {
-    /// The membership was there.
-    pub membership: bool,
-    /// The user, a federated shadow left with no calendar, lost its member tokens (tell
-    /// [`super::Database::credentials_changed`] once committed).
-    pub member_tokens: bool,
-}
-
-/// Removes a membership. A federated shadow user left with no calendar loses its member
-/// tokens in the same transaction.
-pub async fn remove(
-    txn: &impl ConnectionTrait,
-    calendar_id: Uuid,
-    user_id: &str,
-) -> Result<Removed, DbErr> {
+/// Removes a membership; whether there was one. A federated shadow user left with no
+/// calendar loses its member tokens in the same transaction (a credential change, announced
+/// once `txn` commits).
+pub async fn remove(txn: &WriteTxn, calendar_id: Uuid, user_id: &str) -> Result<bool, DbErr> {
     let removed = calendar_members::Entity::delete_many()
         .filter(calendar_members::Column::CalendarId.eq(calendar_id))
         .filter(calendar_members::Column::UserId.eq(user_id))
@@ -222,14 +209,10 @@ pub async fn remove(
                 .filter(member_tokens::Column::UserId.eq(user_id))
                 .exec(txn)
                 .await?;
-            return Ok(Removed {
-                membership: true,
-                member_tokens: revoked.rows_affected > 0,
-            });
+            if revoked.rows_affected > 0 {
+                txn.credentials_changed(user_id);
+            }
         }
     }
-    Ok(Removed {
-        membership: removed,
-        member_tokens: false,
-    })
+    Ok(removed)
 }

@@ -231,9 +231,18 @@ impl Database {
     /// PostgreSQL a plain `BEGIN`, read committed and read-write by the connection's
     /// defaults).
     pub async fn begin_write(&self) -> Result<WriteTxn, DbErr> {
-        match &self.writer {
-            Some(writer) => writer.begin().await,
-            None => Ok(WriteTxn::Pool(self.conn.begin().await?)),
+        let txn = match &self.writer {
+            Some(writer) => writer.begin().await?,
+            None => writer::Txn::Pool(self.conn.begin().await?),
+        };
+        Ok(WriteTxn::new(txn, self.credential_hooks()))
+    }
+
+    /// Where a committed credential change goes ([`WriteTxn::credentials_changed`]).
+    fn credential_hooks(&self) -> writer::CredentialHooks {
+        writer::CredentialHooks {
+            sessions: self.sessions.clone(),
+            changes: self.credentials.clone(),
         }
     }
 
@@ -252,8 +261,9 @@ impl Database {
     }
 
     /// A change to `user_id` or their credentials (sessions, member tokens) was committed:
-    /// forgets their cached sessions and tells the listeners of [`Self::credential_changes`]
-    /// (the store functions given a [`Database`] call it themselves).
+    /// forgets their cached sessions and tells the listeners of [`Self::credential_changes`].
+    /// The store functions given a [`Database`] call it themselves; those given a
+    /// [`WriteTxn`] have the transaction call it once it commits.
     pub fn credentials_changed(&self, user_id: &str) {
         self.sessions.forget_user(user_id);
         self.credentials.publish(user_id);

@@ -9,8 +9,8 @@ use sea_orm::{
     QueryFilter, QueryOrder,
 };
 
-use super::Database;
 use super::Unique;
+use super::{Database, WriteTxn};
 
 /// A session to create.
 #[derive(Debug, Clone)]
@@ -156,10 +156,18 @@ pub async fn delete(db: &Database, user_id: &str, id: &str) -> Result<(), DbErr>
     Ok(())
 }
 
-/// Deletes every session of `user_id`, except `keep` when given, in the caller's
-/// transaction: the caller forgets the cached sessions once it commits
-/// ([`Database::credentials_changed`]). Outside a transaction, [`end_all_for_user`].
+/// Deletes every session of `user_id`, except `keep` when given, in `txn`; the cached
+/// sessions are forgotten once it commits. Outside a transaction, [`end_all_for_user`].
 pub async fn delete_all_for_user(
+    txn: &WriteTxn,
+    user_id: &str,
+    keep: Option<&str>,
+) -> Result<u64, DbErr> {
+    txn.credentials_changed(user_id);
+    delete_rows_of_user(txn, user_id, keep).await
+}
+
+async fn delete_rows_of_user(
     db: &impl ConnectionTrait,
     user_id: &str,
     keep: Option<&str>,
@@ -178,7 +186,7 @@ pub async fn end_all_for_user(
     user_id: &str,
     keep: Option<&str>,
 ) -> Result<u64, DbErr> {
-    let ended = delete_all_for_user(db.conn(), user_id, keep).await?;
+    let ended = delete_rows_of_user(db.conn(), user_id, keep).await?;
     db.credentials_changed(user_id);
     Ok(ended)
 }

@@ -7,8 +7,8 @@ use sea_orm::{
     QueryFilter, SqlErr,
 };
 
-use super::Database;
 use super::Unique;
+use super::{Database, WriteTxn};
 use crate::domain::settings;
 
 /// Colour of a new personal calendar.
@@ -202,17 +202,21 @@ pub async fn set_email(
 }
 
 /// Deletes the user; sessions, accounts, memberships, owned calendars and settings go with
-/// it (foreign keys cascade). Runs in the caller's transaction (one that consumes a token, say):
-/// the caller forgets the cached sessions once it commits ([`Database::credentials_changed`]).
-/// Outside a transaction, [`delete_now`].
-pub async fn delete(db: &impl ConnectionTrait, id: &str) -> Result<bool, DbErr> {
+/// it (foreign keys cascade). Runs in `txn` (one that consumes a token, say); the user's
+/// cached sessions and streams end once it commits. Outside a transaction, [`delete_now`].
+pub async fn delete(txn: &WriteTxn, id: &str) -> Result<bool, DbErr> {
+    txn.credentials_changed(id);
+    delete_row(txn, id).await
+}
+
+async fn delete_row(db: &impl ConnectionTrait, id: &str) -> Result<bool, DbErr> {
     let result = users::Entity::delete_by_id(id.to_owned()).exec(db).await?;
     Ok(result.rows_affected == 1)
 }
 
 /// [`delete`] outside a transaction, forgetting the user's cached sessions.
 pub async fn delete_now(db: &Database, id: &str) -> Result<bool, DbErr> {
-    let deleted = delete(db.conn(), id).await?;
+    let deleted = delete_row(db.conn(), id).await?;
     db.credentials_changed(id);
     Ok(deleted)
 }

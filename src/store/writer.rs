@@ -110,10 +110,10 @@ impl SqliteWriter {
     }
 
     /// Starts a write transaction (its `BEGIN` goes with its first statement).
-    pub(crate) async fn begin(&self) -> Result<WriteTxn, DbErr> {
+    pub(crate) async fn begin(&self) -> Result<Txn, DbErr> {
         let mut locked = self.lock().await?;
         locked.held.get_mut().begin_owed = true;
-        Ok(WriteTxn::Sqlite(SqliteTxn { locked }))
+        Ok(Txn::Sqlite(SqliteTxn { locked }))
     }
 
     /// Closes the connection, waiting for the transaction in progress, if any.
@@ -289,8 +289,26 @@ impl Drop for SqliteTxn {
 
 /// A write transaction ([`super::Database::begin_write`]): on SQLite's writer connection or
 /// on a PostgreSQL pool connection. Dropped without [`WriteTxn::commit`], it rolls back.
+/// The store functions that change a user's credentials inside it say so
+/// ([`WriteTxn::credentials_changed`]); once it commits, the server forgets those users'
+/// cached sessions and ends the streams whose credential is gone.
 #[derive(Debug)]
-pub enum WriteTxn {
+pub struct WriteTxn {
+    txn: Txn,
+    after_commit: CredentialHooks,
+    changed: parking_lot::Mutex<Vec<String>>,
+}
+
+/// What a committed credential change must reach.
+#[derive(Debug, Clone)]
+pub(crate) struct CredentialHooks {
+    pub(crate) sessions: Arc<super::session_cache::SessionCache>,
+    pub(crate) changes: Arc<super::credentials::CredentialChanges>,
+}
+
+/// The connection a write transaction runs on.
+#[derive(Debug)]
+pub(crate) enum Txn {
     /// SQLite.
     Sqlite(SqliteTxn),
     /// PostgreSQL.
@@ -298,12 +316,29 @@ pub enum WriteTxn {
 }
 
 impl WriteTxn {
+    pub(crate) fn new(txn: Txn, after_commit: CredentialHooks) -> Self {
+        Self {
+            txn,
+            after_commit,
+            changed: parking_lot::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// `user_id`'s credentials (sessions, password, member tokens) or the user itself change
+    /// in this transaction: announced once it commits.
+    pub fn credentials_changed(&self, user_id: &str) {
+        self.changed.lock().push(user_id.to_owned());
+    }
+
     /// Commits the transaction.
     pub async fn commit(self) -> Result<(), DbErr> {
-        match self {
-            Self::Sqlite(txn) => txn.commit().await,
-            Self::Pool(txn) => txn.commit().await,
+        let (txn, announce) = self.split();
+        match txn {
+            Txn::Sqlite(txn) => txn.commit().await?,
+            Txn::Pool(txn) => txn.commit().await?,
         }
+        announce.run();
+        Ok(())
     }
 
     /// Runs `stmt`, the transaction's last, and commits. On SQLite the commit goes in the
@@ -311,19 +346,22 @@ impl WriteTxn {
     /// fails, nothing after it runs and the transaction rolls back when dropped); on
     /// PostgreSQL the two go one after the other.
     pub async fn commit_after(self, stmt: Statement) -> Result<(), DbErr> {
-        match self {
-            Self::Sqlite(txn) => txn.commit_after(stmt).await,
-            Self::Pool(txn) => {
+        let (txn, announce) = self.split();
+        match txn {
+            Txn::Sqlite(txn) => txn.commit_after(stmt).await?,
+            Txn::Pool(txn) => {
                 txn.execute_raw(stmt).await?;
-                txn.commit().await
+                txn.commit().await?;
             }
         }
+        announce.run();
+        Ok(())
     }
 
     /// Rolls the transaction back (as dropping it does, but waiting until it is done).
     pub async fn rollback(self) -> Result<(), DbErr> {
-        match self {
-            Self::Sqlite(mut txn) => {
+        match self.txn {
+            Txn::Sqlite(mut txn) => {
                 let held = txn.locked.held.get_mut();
                 if held.begun {
                     held.begun = false;
@@ -334,7 +372,33 @@ impl WriteTxn {
                 }
                 Ok(())
             }
-            Self::Pool(txn) => txn.rollback().await,
+            Txn::Pool(txn) => txn.rollback().await,
+        }
+    }
+
+    fn split(self) -> (Txn, Announcement) {
+        let users = self.changed.into_inner();
+        (
+            self.txn,
+            Announcement {
+                users,
+                hooks: self.after_commit,
+            },
+        )
+    }
+}
+
+/// The credential changes of a transaction, told once it committed.
+struct Announcement {
+    users: Vec<String>,
+    hooks: CredentialHooks,
+}
+
+impl Announcement {
+    fn run(self) {
+        for user in &self.users {
+            self.hooks.sessions.forget_user(user);
+            self.hooks.changes.publish(user);
         }
     }
 }
@@ -342,37 +406,37 @@ impl WriteTxn {
 #[async_trait]
 impl ConnectionTrait for WriteTxn {
     fn get_database_backend(&self) -> DbBackend {
-        match self {
-            Self::Sqlite(_) => DbBackend::Sqlite,
-            Self::Pool(txn) => txn.get_database_backend(),
+        match &self.txn {
+            Txn::Sqlite(_) => DbBackend::Sqlite,
+            Txn::Pool(txn) => txn.get_database_backend(),
         }
     }
 
     async fn execute_raw(&self, stmt: Statement) -> Result<ExecResult, DbErr> {
-        match self {
-            Self::Sqlite(txn) => txn.locked.execute_raw(stmt).await,
-            Self::Pool(txn) => txn.execute_raw(stmt).await,
+        match &self.txn {
+            Txn::Sqlite(txn) => txn.locked.execute_raw(stmt).await,
+            Txn::Pool(txn) => txn.execute_raw(stmt).await,
         }
     }
 
     async fn execute_unprepared(&self, sql: &str) -> Result<ExecResult, DbErr> {
-        match self {
-            Self::Sqlite(txn) => txn.locked.execute_unprepared(sql).await,
-            Self::Pool(txn) => txn.execute_unprepared(sql).await,
+        match &self.txn {
+            Txn::Sqlite(txn) => txn.locked.execute_unprepared(sql).await,
+            Txn::Pool(txn) => txn.execute_unprepared(sql).await,
         }
     }
 
     async fn query_one_raw(&self, stmt: Statement) -> Result<Option<QueryResult>, DbErr> {
-        match self {
-            Self::Sqlite(txn) => txn.locked.query_one_raw(stmt).await,
-            Self::Pool(txn) => txn.query_one_raw(stmt).await,
+        match &self.txn {
+            Txn::Sqlite(txn) => txn.locked.query_one_raw(stmt).await,
+            Txn::Pool(txn) => txn.query_one_raw(stmt).await,
         }
     }
 
     async fn query_all_raw(&self, stmt: Statement) -> Result<Vec<QueryResult>, DbErr> {
-        match self {
-            Self::Sqlite(txn) => txn.locked.query_all_raw(stmt).await,
-            Self::Pool(txn) => txn.query_all_raw(stmt).await,
+        match &self.txn {
+            Txn::Sqlite(txn) => txn.locked.query_all_raw(stmt).await,
+            Txn::Pool(txn) => txn.query_all_raw(stmt).await,
         }
     }
 }

@@ -156,7 +156,6 @@ pub async fn reset_password(req: &AuthRequest) -> Result<AuthReply, AppError> {
     accounts::set_password(&txn, &user_id, &hash, req.now).await?;
     session_store::delete_all_for_user(&txn, &user_id, None).await?;
     txn.commit().await?;
-    ctx.db.credentials_changed(&user_id);
     tracing::info!("auth.password_reset");
     Ok(AuthReply::json(json!({ "status": true })))
 }
