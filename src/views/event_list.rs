@@ -23,7 +23,7 @@ const EVENT_OVERHEAD: usize = 420;
 pub fn events_array(events: &[PackedEvent<'_>]) -> Result<String, AppError> {
     let text: usize = events
         .iter()
-        .map(|e| e.1.get().len() + e.2.get().len() + e.3.get().len())
+        .map(|e| e.creator_id.get().len() + e.organizer.get().len() + e.title.get().len())
         .sum();
     let mut out = String::with_capacity(2 + text + events.len() * EVENT_OVERHEAD);
     out.push('[');
@@ -73,47 +73,47 @@ pub fn events_response(events: &str, deleted_ids: &[Uuid], server_time: DateTime
 /// One event document, keys in [`super::events::EventView`]'s order.
 fn push_event(out: &mut String, e: &PackedEvent<'_>) -> Result<(), Unreadable> {
     out.push_str("{\"id\":");
-    push_uuid(out, e.0).map_err(|()| Unreadable("id"))?;
+    push_uuid(out, e.id).map_err(|()| Unreadable("id"))?;
     out.push_str(",\"createdAt\":");
-    push_timestamp(out, e.16).map_err(|()| Unreadable("created_at"))?;
+    push_timestamp(out, e.created_at).map_err(|()| Unreadable("created_at"))?;
     out.push_str(",\"updatedAt\":");
-    push_timestamp(out, e.17).map_err(|()| Unreadable("updated_at"))?;
+    push_timestamp(out, e.updated_at).map_err(|()| Unreadable("updated_at"))?;
     out.push_str(",\"creatorID\":");
-    out.push_str(e.1.get());
+    out.push_str(e.creator_id.get());
     out.push_str(",\"title\":");
-    out.push_str(e.3.get());
+    out.push_str(e.title.get());
     out.push_str(",\"color\":");
-    out.push_str(e.4.get());
+    out.push_str(e.color.get());
     out.push_str(",\"start\":");
-    push_timestamp(out, e.5).map_err(|()| Unreadable("start"))?;
+    push_timestamp(out, e.start).map_err(|()| Unreadable("start"))?;
     out.push_str(",\"end\":");
-    push_timestamp(out, e.6).map_err(|()| Unreadable("end"))?;
+    push_timestamp(out, e.end).map_err(|()| Unreadable("end"))?;
     out.push_str(",\"isAllDay\":");
-    push_bool(out, e.7.0);
+    push_bool(out, e.is_all_day.0);
     out.push_str(",\"description\":");
-    push_optional(out, e.10);
+    push_optional(out, e.description);
     out.push_str(",\"location\":");
-    push_optional(out, e.11);
+    push_optional(out, e.location);
     out.push_str(",\"isCanceled\":");
-    push_bool(out, e.8.0);
+    push_bool(out, e.is_canceled.0);
     out.push_str(",\"hasAttendees\":");
-    push_bool(out, e.9.0);
+    push_bool(out, e.has_attendees.0);
     out.push_str(",\"organizer\":");
-    out.push_str(e.2.get());
+    out.push_str(e.organizer.get());
     out.push_str(",\"recurrence\":");
-    push_optional(out, e.12);
+    push_optional(out, e.recurrence);
     out.push_str(",\"url\":");
-    push_optional(out, e.13);
+    push_optional(out, e.url);
     out.push_str(",\"originCalendarID\":");
-    match e.14 {
+    match e.origin_calendar_id {
         Some(origin) => push_uuid(out, origin).map_err(|()| Unreadable("origin_calendar_id"))?,
         None => out.push_str("null"),
     }
     // The read lists live events only.
     out.push_str(",\"deletedAt\":null,\"revision\":");
-    let _ = write!(out, "{}", e.15);
+    let _ = write!(out, "{}", e.revision);
     out.push_str(",\"calendars\":[");
-    for (n, calendar) in e.18.split(',').filter(|c| !c.is_empty()).enumerate() {
+    for (n, calendar) in e.calendars.split(',').filter(|c| !c.is_empty()).enumerate() {
         if n > 0 {
             out.push(',');
         }

@@ -300,59 +300,60 @@ impl PackedEvents {
     }
 }
 
-/// One event as [`visible`] packed it: its columns in [`COLUMNS`] order, then its calendars.
+/// One event as [`visible`] packed it: a JSON array of its columns in [`COLUMNS`] order, then
+/// its calendars (serde reads a struct from an array field by field, in declaration order).
 ///
 /// Ids are hex (SQLite) or hyphenated (PostgreSQL), timestamps as stored (RFC 3339 with any
 /// fraction), and the text columns JSON string tokens exactly as the database wrote them.
 #[derive(Debug, Deserialize)]
-pub struct PackedEvent<'a>(
+pub struct PackedEvent<'a> {
     /// `id`.
-    pub &'a str,
+    pub id: &'a str,
     /// `creator_id`.
     #[serde(borrow)]
-    pub &'a RawValue,
+    pub creator_id: &'a RawValue,
     /// `organizer`.
     #[serde(borrow)]
-    pub &'a RawValue,
+    pub organizer: &'a RawValue,
     /// `title`.
     #[serde(borrow)]
-    pub &'a RawValue,
+    pub title: &'a RawValue,
     /// `color`.
     #[serde(borrow)]
-    pub &'a RawValue,
+    pub color: &'a RawValue,
     /// `start`.
-    pub &'a str,
+    pub start: &'a str,
     /// `end`.
-    pub &'a str,
+    pub end: &'a str,
     /// `is_all_day`.
-    pub Flag,
+    pub is_all_day: Flag,
     /// `is_canceled`.
-    pub Flag,
+    pub is_canceled: Flag,
     /// `has_attendees`.
-    pub Flag,
+    pub has_attendees: Flag,
     /// `description`.
     #[serde(borrow)]
-    pub Option<&'a RawValue>,
+    pub description: Option<&'a RawValue>,
     /// `location`.
     #[serde(borrow)]
-    pub Option<&'a RawValue>,
+    pub location: Option<&'a RawValue>,
     /// `recurrence`.
     #[serde(borrow)]
-    pub Option<&'a RawValue>,
+    pub recurrence: Option<&'a RawValue>,
     /// `url`.
     #[serde(borrow)]
-    pub Option<&'a RawValue>,
+    pub url: Option<&'a RawValue>,
     /// `origin_calendar_id`.
-    pub Option<&'a str>,
+    pub origin_calendar_id: Option<&'a str>,
     /// `revision`.
-    pub i64,
+    pub revision: i64,
     /// `created_at`.
-    pub &'a str,
+    pub created_at: &'a str,
     /// `updated_at`.
-    pub &'a str,
+    pub updated_at: &'a str,
     /// The reader's calendars, comma-separated.
-    pub &'a str,
-);
+    pub calendars: &'a str,
+}
 
 /// A boolean as PostgreSQL (`true`) or SQLite (`1`) packs it.
 #[derive(Debug, Clone, Copy)]
