@@ -25,6 +25,7 @@ pub mod members;
 pub mod metrics_endpoint;
 pub mod pages;
 pub mod pipeline;
+pub mod preface;
 pub mod rejection;
 pub mod reminders;
 pub mod request;

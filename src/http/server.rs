@@ -13,11 +13,12 @@
 //! at `MAX_CONNECTIONS` the oldest connection without a request in progress gives its place
 //! to a new one; when all are busy the new one is answered 503 and closed.
 //!
-//! The protocol is chosen by peeking at the first bytes (the HTTP/2 preface means
-//! prior-knowledge h2c), within the header timeout, and the connection is then served by
-//! hyper's HTTP/1 or HTTP/2 connection alone. hyper-util's auto-detecting connection holds
-//! room for both in every connection's task, about 9 KiB more per open stream, and waits
-//! for the preface without a timeout.
+//! The protocol is chosen from the first bytes ([`super::preface`]: the HTTP/2 preface means
+//! prior-knowledge h2c), read within the header timeout and handed back to the protocol, and
+//! the connection is then served by hyper's HTTP/1 or HTTP/2 connection alone. hyper-util's
+//! auto-detecting connection does the same reading but holds room for both protocols in
+//! every connection's task, about 9 KiB more per open stream, and waits for the preface
+//! without a timeout.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -31,6 +32,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 use super::connections::{Registry, Slot, Tracked, Watched};
 use super::pipeline::Pipeline;
+use super::preface::read_opening;
 use crate::context::Shutdown;
 use crate::metrics::Metrics;
 
@@ -133,12 +135,20 @@ async fn serve_connection(
     watcher: hyper_util::server::graceful::Watcher,
     limits: Limits,
 ) {
-    let Ok(h2) =
-        tokio::time::timeout(limits.header_read_timeout, opens_with_h2_preface(&stream)).await
-    else {
-        tracing::debug!("http.connection.silent");
-        return;
+    let stream = Watched::new(stream, slot.connection.clone());
+    let stream = match tokio::time::timeout(limits.header_read_timeout, read_opening(stream)).await
+    {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(err)) => {
+            tracing::debug!(error = %err, "http.connection.error");
+            return;
+        }
+        Err(_) => {
+            tracing::debug!("http.connection.silent");
+            return;
+        }
     };
+    let h2 = stream.is_h2();
     let connection = slot.connection.clone();
     // The request's future is boxed: it is large (the whole pipeline and its routes) and
     // done once the response head is ready, while a connection's task lives as long as
@@ -151,7 +161,7 @@ async fn serve_connection(
             Ok::<_, Infallible>(response.map(|body| Tracked::new(body, in_progress)))
         })
     });
-    let io = TokioIo::new(Watched::new(stream, slot.connection.clone()));
+    let io = TokioIo::new(stream);
     let served = if h2 {
         let mut builder = http2::Builder::new(TokioExecutor::new());
         builder
@@ -189,26 +199,6 @@ async fn refuse(mut stream: TcpStream) {
         let _ = stream.shutdown().await;
     })
     .await;
-}
-
-/// What a prior-knowledge HTTP/2 client sends first (RFC 9113, section 3.4).
-const H2_PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-
-/// Whether the client opens with the HTTP/2 preface, read without consuming it. A client
-/// that sends the start of it and stalls is given a second, then served as HTTP/1 (which
-/// refuses it). The caller bounds the wait for the first bytes.
-async fn opens_with_h2_preface(stream: &TcpStream) -> bool {
-    let mut first = [0_u8; H2_PREFACE.len()];
-    for _ in 0..200 {
-        match stream.peek(&mut first).await {
-            Ok(0) | Err(_) => return false,
-            Ok(n) if first[..n] != H2_PREFACE[..n] => return false,
-            Ok(n) if n == H2_PREFACE.len() => return true,
-            // Only a part of the preface so far: peek again once more has arrived.
-            Ok(_) => tokio::time::sleep(Duration::from_millis(5)).await,
-        }
-    }
-    false
 }
 
 fn is_connection_error(err: &std::io::Error) -> bool {
