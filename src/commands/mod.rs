@@ -84,35 +84,6 @@ pub fn calendar_gone() -> AppError {
     AppError::forbidden("A calendar this change refers to no longer exists.")
 }
 
-/// What an event write that broke a constraint means to its caller. Writes lock the event
-/// (or its home calendar), not every calendar they touch, so a calendar deleted at the same
-/// time fails the write's foreign key (403: the calendar is gone, as a check a moment later
-/// would have said) and a row written at the same time fails a unique key (409: try again).
-/// Neither is a 500; any other error passes through.
-pub fn refuse_constraint(err: AppError) -> AppError {
-    let AppError::Internal(cause) = &err else {
-        return err;
-    };
-    match cause
-        .downcast_ref::<sea_orm::DbErr>()
-        .and_then(sea_orm::DbErr::sql_err)
-    {
-        Some(sea_orm::SqlErr::ForeignKeyConstraintViolation(detail)) => {
-            tracing::warn!(detail = %detail, "event.write.foreign_key");
-            calendar_gone()
-        }
-        Some(sea_orm::SqlErr::UniqueConstraintViolation(detail)) => {
-            tracing::warn!(detail = %detail, "event.write.unique_key");
-            AppError::Conflict {
-                error: "EVENT_CONFLICT".into(),
-                message: "The event changed at the same time. Try again.".into(),
-                current: None,
-            }
-        }
-        _ => err,
-    }
-}
-
 /// How many times a command runs when the database keeps aborting it to break a deadlock.
 const TRANSIENT_ATTEMPTS: u32 = 4;
 

@@ -385,6 +385,28 @@ fn database_error(err: &DbErr) -> Option<&dyn sea_orm::sqlx::error::DatabaseErro
 /// SQLite's extended result code for a trigger's `RAISE(ABORT, …)` (`SQLITE_CONSTRAINT_TRIGGER`).
 const SQLITE_TRIGGER_ABORT: &str = "1811";
 
+/// A key constraint a statement broke, as the database reported it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum BrokenKey {
+    /// A foreign key (PostgreSQL `23503`, SQLite `SQLITE_CONSTRAINT_FOREIGNKEY`), with the
+    /// constraint's name where the database gives it (PostgreSQL; SQLite names none).
+    Foreign(Option<String>),
+    /// A primary or unique key (PostgreSQL `23505`, SQLite `SQLITE_CONSTRAINT_PRIMARYKEY`
+    /// or `SQLITE_CONSTRAINT_UNIQUE`).
+    Unique,
+}
+
+/// The key constraint `err` reports broken, read from its SQLSTATE or SQLite's extended
+/// result code.
+pub(crate) fn broken_key(err: &DbErr) -> Option<BrokenKey> {
+    let db_err = database_error(err)?;
+    match db_err.code().as_deref()? {
+        "23503" | "787" => Some(BrokenKey::Foreign(db_err.constraint().map(str::to_owned))),
+        "23505" | "1555" | "2067" => Some(BrokenKey::Unique),
+        _ => None,
+    }
+}
+
 /// Whether `err` is the refusal a trigger raises under `name`: on PostgreSQL by its
 /// SQLSTATE `code`, on SQLite (whose triggers have no codes) by the trigger's abort code and
 /// the name it aborts with.

@@ -266,3 +266,81 @@ async fn a_link_the_database_aborts_to_break_a_deadlock_runs_again() {
     assert_eq!(events[0]["calendars"], json!([home, target]));
     assert_eq!(events[0]["revision"], 2);
 }
+
+/// What the store says a refused event write lost its race to, read from the key the
+/// database reports broken (by the constraint's name on PostgreSQL, by SQLite's result code
+/// there), never from the message's text: a link into a calendar that is gone, a link of an
+/// event that is gone, an answer by a user who is gone, a row written twice; an error that is
+/// no such race is not explained as one.
+#[tokio::test]
+async fn a_refused_rows_broken_key_names_the_race_it_lost() {
+    use bowline::store::events::{RaceLost, race_lost};
+    use entities::{calendar_events, event_attendees};
+    use sea_orm::{ActiveModelTrait, ActiveValue::Set};
+
+    let app = spawn_app().await;
+    let owner = app.sign_up("racer@example.com").await;
+    let home = calendar(&app, &owner, "Home").await;
+    let event = app
+        .create_event(&owner, &event_body(&[&home], "Raced", 9))
+        .await;
+    let event = uuid::Uuid::parse_str(event["id"].as_str().expect("id")).expect("uuid");
+    let home = uuid::Uuid::parse_str(&home).expect("uuid");
+    let conn = app.db_connection().await;
+    let postgres = conn.get_database_backend() == sea_orm::DbBackend::Postgres;
+    let now = chrono::Utc::now();
+    let link = |event_id, calendar_id| calendar_events::ActiveModel {
+        event_id: Set(event_id),
+        calendar_id: Set(calendar_id),
+        created_at: Set(now),
+        linked_by: Set(None),
+    };
+
+    let err = link(event, uuid::Uuid::new_v4())
+        .insert(&conn)
+        .await
+        .expect_err("a link into no calendar");
+    assert_eq!(race_lost(&err), Some(RaceLost::CalendarGone), "{err}");
+
+    let err = link(event, home)
+        .insert(&conn)
+        .await
+        .expect_err("the home link twice");
+    assert_eq!(race_lost(&err), Some(RaceLost::KeyTaken), "{err}");
+
+    // SQLite names no constraint, and serializes event writes so that only a link's
+    // calendar can go meanwhile: there every foreign key reads as that.
+    let err = link(uuid::Uuid::new_v4(), home)
+        .insert(&conn)
+        .await
+        .expect_err("a link of no event");
+    let expected = if postgres {
+        RaceLost::EventGone
+    } else {
+        RaceLost::CalendarGone
+    };
+    assert_eq!(race_lost(&err), Some(expected), "{err}");
+
+    let err = event_attendees::ActiveModel {
+        event_id: Set(event),
+        user_id: Set("no-such-user".into()),
+        status: Set("going".into()),
+        created_at: Set(now),
+        updated_at: Set(now),
+    }
+    .insert(&conn)
+    .await
+    .expect_err("an answer by no user");
+    let expected = if postgres {
+        RaceLost::UserGone
+    } else {
+        RaceLost::CalendarGone
+    };
+    assert_eq!(race_lost(&err), Some(expected), "{err}");
+
+    let err = conn
+        .execute_unprepared("INSERT INTO calendar_events (event_id) VALUES (NULL)")
+        .await
+        .expect_err("a null key");
+    assert_eq!(race_lost(&err), None, "{err}");
+}

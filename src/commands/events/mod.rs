@@ -20,14 +20,14 @@ use serde_json::json;
 use uuid::Uuid;
 
 use super::not_allowed;
-use super::{refuse_constraint, retry_transient};
+use super::{calendar_gone, retry_transient};
 use crate::commands::Services;
 use crate::domain::events::{ChangeNews, EventInput};
 use crate::domain::ids::{CalendarId, EventId, UserId};
 use crate::domain::roles::{Action, Role};
 use crate::error::AppError;
 use crate::store::events::history as event_history;
-use crate::store::events::{self as event_store, WriteDeadline};
+use crate::store::events::{self as event_store, RaceLost, WriteDeadline};
 use crate::store::{attendance, members, notifications};
 use crate::views::events::{DeletedEventView, EventView};
 pub use frames::{add_event, add_removed, send_event, send_removed};
@@ -50,6 +50,34 @@ pub async fn readers(db: &impl ConnectionTrait, links: &[Uuid]) -> Result<Reader
 
 fn event_not_found() -> AppError {
     AppError::not_found("Event not found...")
+}
+
+/// What an event write that lost a race means to its caller
+/// ([`crate::store::events::race_lost`]): a calendar or user deleted meanwhile is a 403 (as
+/// a check a moment later would have said), the event deleted meanwhile a 404, a row
+/// written meanwhile a 409 (try again). None of them is a 500; any other error passes
+/// through.
+pub fn refuse_constraint(err: AppError) -> AppError {
+    let AppError::Internal(cause) = &err else {
+        return err;
+    };
+    let Some(lost) = cause
+        .downcast_ref::<sea_orm::DbErr>()
+        .and_then(event_store::race_lost)
+    else {
+        return err;
+    };
+    tracing::warn!(race = ?lost, "event.write.race_lost");
+    match lost {
+        RaceLost::CalendarGone => calendar_gone(),
+        RaceLost::UserGone => AppError::forbidden("A user this change refers to no longer exists."),
+        RaceLost::EventGone => event_not_found(),
+        RaceLost::KeyTaken => AppError::Conflict {
+            error: "EVENT_CONFLICT".into(),
+            message: "The event changed at the same time. Try again.".into(),
+            current: None,
+        },
+    }
 }
 
 /// The user's role in each calendar of `calendars` (absent: not a member).

@@ -59,9 +59,9 @@ impl CreationsError {
 
 impl From<DbErr> for CreationsError {
     fn from(err: DbErr) -> Self {
-        match err.sql_err() {
-            Some(sea_orm::SqlErr::ForeignKeyConstraintViolation(_)) => Self::CalendarGone,
-            Some(sea_orm::SqlErr::UniqueConstraintViolation(_)) => Self::Duplicate,
+        match super::race_lost(&err) {
+            Some(super::RaceLost::CalendarGone) => Self::CalendarGone,
+            Some(super::RaceLost::KeyTaken) => Self::Duplicate,
             _ => Self::Database(err),
         }
     }

@@ -26,8 +26,44 @@ use sea_orm::{
 };
 use uuid::Uuid;
 
-use super::Unique;
+use super::{BrokenKey, Unique, broken_key};
 use crate::domain::events::EventInput;
+
+/// A change an event write lost a race to: the database refused one of its rows because of
+/// a row another writer deleted or wrote meanwhile. Writes lock the event (or its home
+/// calendar), not every calendar or user their rows refer to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RaceLost {
+    /// A calendar the write links into was deleted.
+    CalendarGone,
+    /// The event was deleted.
+    EventGone,
+    /// A user the write refers to (an attendee) was deleted.
+    UserGone,
+    /// A row with the same key was written.
+    KeyTaken,
+}
+
+/// Which race `err` says an event write lost, read from the constraint it broke: on
+/// PostgreSQL by the foreign key's name (`<table>_<column>_fk`, as the migrations name
+/// them); SQLite names no constraint, and there the one foreign key an event write can
+/// break at all is a link's calendar (its writes are serialized, so the event and its
+/// attendees cannot go meanwhile).
+pub fn race_lost(err: &DbErr) -> Option<RaceLost> {
+    match broken_key(err)? {
+        BrokenKey::Unique => Some(RaceLost::KeyTaken),
+        BrokenKey::Foreign(None) => Some(RaceLost::CalendarGone),
+        BrokenKey::Foreign(Some(name)) => match name.as_str() {
+            "calendar_events_event_id_fk"
+            | "event_attendees_event_id_fk"
+            | "event_reminders_event_id_fk" => Some(RaceLost::EventGone),
+            "event_attendees_user_id_fk" | "event_reminders_user_id_fk" => Some(RaceLost::UserGone),
+            "calendar_events_calendar_id_fk" => Some(RaceLost::CalendarGone),
+            // A key no event write touches: not a race this module knows how to explain.
+            _ => None,
+        },
+    }
+}
 
 /// The event with this id, deleted or not.
 pub async fn find(db: &impl ConnectionTrait, id: Uuid) -> Result<Option<events::Model>, DbErr> {
