@@ -102,6 +102,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Opened<S> {
 }
 
 #[cfg(test)]
+#[allow(clippy::expect_used, clippy::unwrap_used)]
 mod tests {
     use tokio::io::AsyncWriteExt;
 
