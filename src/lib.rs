@@ -32,6 +32,8 @@ pub mod mail;
 pub mod metrics;
 /// In-memory, per-process rate limits.
 pub mod rate_limit;
+/// One server's stop signal.
+pub mod shutdown;
 /// Building and running a server.
 pub mod startup;
 /// Persistence: the only code that touches the database.

@@ -15,11 +15,11 @@ use tokio::task::JoinHandle;
 
 use crate::actors::root::{RootActor, RootArgs, RootMsg};
 use crate::actors::scheduler::{TaskSpec, builtin_tasks};
-use crate::actors::{ActorKind, Actors};
+use crate::actors::{ActorKind, Actors, Shared};
 use crate::auth::Auth;
 use crate::commands::Services;
 use crate::config::Settings;
-use crate::context::{AppContext, Ctx, Shutdown};
+use crate::context::{AppContext, Ctx};
 use crate::cpu::CpuWork;
 use crate::domain::capabilities::Capabilities;
 use crate::domain::version::{IMPLEMENTATION, WIRE_VERSION};
@@ -27,6 +27,7 @@ use crate::http;
 use crate::mail::MailService;
 use crate::metrics::Metrics;
 use crate::rate_limit::RateLimiter;
+use crate::shutdown::Shutdown;
 use crate::store::Database;
 
 /// Why a server could not start or stopped with an error.
@@ -125,13 +126,9 @@ impl ApplicationBuilder {
             metrics: metrics.clone(),
             mail_batch_delay_ms: settings.mail.batch_delay_ms,
         };
-        let ctx: Ctx = Arc::new(AppContext {
-            capabilities: Capabilities::new(&settings, mail.deliverable()),
-            auth,
+        let shared = Arc::new(Shared {
             mail: Arc::new(mail),
             limits: RateLimiter::default(),
-            http_client,
-            cpu: CpuWork::per_core(settings.call_timeout()),
             settings,
             base_url,
             instance_id: uuid::Uuid::new_v4().to_string(),
@@ -141,9 +138,16 @@ impl ApplicationBuilder {
             services,
             shutdown: Shutdown::new(),
         });
+        let ctx: Ctx = Arc::new(AppContext {
+            capabilities: Capabilities::new(&shared.settings, shared.mail.deliverable()),
+            auth,
+            http_client,
+            cpu: CpuWork::per_core(shared.settings.call_timeout()),
+            shared,
+        });
 
         let args = RootArgs {
-            ctx: ctx.clone(),
+            shared: ctx.shared.clone(),
             tasks: tasks.into(),
         };
         let (root, root_task) = Actor::spawn(None, RootActor, args)

@@ -8,6 +8,8 @@
 //! in the meantime. An actor whose calendar does not exist (an unknown id in a request, or
 //! the calendar it just deleted) answers and asks to be stopped right away.
 
+use super::Shared;
+use std::sync::Arc;
 use std::time::Duration;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef};
@@ -16,7 +18,6 @@ use uuid::Uuid;
 use super::calendars::CalendarsMsg;
 use super::{ActorKind, MessageTimer, reply};
 use crate::commands::{self, events::create::PendingCreate};
-use crate::context::Ctx;
 use crate::domain::ids::CalendarId;
 use crate::store::events::remembered_roles::RememberedRoles;
 use crate::views::events::EventView;
@@ -29,8 +30,8 @@ pub struct CalendarActor;
 
 /// What a calendar actor starts with.
 pub struct CalendarArgs {
-    /// The server's context.
-    pub ctx: Ctx,
+    /// What the server's actors share.
+    pub shared: Arc<Shared>,
     /// Its calendar.
     pub calendar_id: Uuid,
     /// Its supervisor (told when the actor is idle).
@@ -39,7 +40,7 @@ pub struct CalendarArgs {
 
 /// The actor's state.
 pub struct CalendarState {
-    ctx: Ctx,
+    shared: Arc<Shared>,
     calendar_id: CalendarId,
     supervisor: ActorRef<CalendarsMsg>,
     idle_after: Duration,
@@ -85,7 +86,7 @@ impl CalendarState {
             let (batch, ports): (Vec<PendingCreate>, Vec<_>) =
                 self.pending_creates.drain(..take).unzip();
             let answers = commands::events::create::create_all(
-                &self.ctx.services,
+                &self.shared.services,
                 self.calendar_id,
                 &batch,
                 &self.remembered_roles,
@@ -123,17 +124,20 @@ impl CalendarState {
 
     /// Runs a command about the calendar, its members or its invites.
     async fn run(&mut self, command: CalendarCommand) {
-        let (ctx, id) = (&self.ctx.services, self.calendar_id);
+        let (shared, id) = (&self.shared.services, self.calendar_id);
         match command {
             CalendarCommand::Update {
                 by,
                 change,
                 reply: port,
             } => {
-                reply(port, commands::calendar::update(ctx, id, &by, change).await);
+                reply(
+                    port,
+                    commands::calendar::update(shared, id, &by, change).await,
+                );
             }
             CalendarCommand::Delete { by, reply: port } => {
-                let deleted = commands::calendar::delete(ctx, id, &by).await;
+                let deleted = commands::calendar::delete(shared, id, &by).await;
                 self.missing |= deleted.is_ok();
                 reply(port, deleted);
             }
@@ -144,11 +148,11 @@ impl CalendarState {
             } => {
                 reply(
                     port,
-                    commands::membership::join(ctx, id, &user, invite).await,
+                    commands::membership::join(shared, id, &user, invite).await,
                 );
             }
             CalendarCommand::Leave { user, reply: port } => {
-                reply(port, commands::membership::leave(ctx, id, &user).await);
+                reply(port, commands::membership::leave(shared, id, &user).await);
             }
             CalendarCommand::SetRole {
                 by,
@@ -157,7 +161,7 @@ impl CalendarState {
                 reply: port,
             } => reply(
                 port,
-                commands::membership::set_role(ctx, id, &by, &target, role).await,
+                commands::membership::set_role(shared, id, &by, &target, role).await,
             ),
             CalendarCommand::RemoveMember {
                 by,
@@ -166,7 +170,7 @@ impl CalendarState {
             } => {
                 reply(
                     port,
-                    commands::membership::remove(ctx, id, &by, &target).await,
+                    commands::membership::remove(shared, id, &by, &target).await,
                 );
             }
             CalendarCommand::CreateInvite {
@@ -176,14 +180,17 @@ impl CalendarState {
                 reply: port,
             } => reply(
                 port,
-                commands::invites::create(ctx, id, &by, expires_at, max_uses).await,
+                commands::invites::create(shared, id, &by, expires_at, max_uses).await,
             ),
             CalendarCommand::RevokeInvite {
                 by,
                 invite,
                 reply: port,
             } => {
-                reply(port, commands::invites::revoke(ctx, id, &by, invite).await);
+                reply(
+                    port,
+                    commands::invites::revoke(shared, id, &by, invite).await,
+                );
             }
         }
     }
@@ -191,7 +198,7 @@ impl CalendarState {
     /// Runs a command about an event homed in the calendar (creations are batched
     /// instead: [`CalendarState::queue_create`]).
     async fn run_event(&self, command: EventCommand) {
-        let (ctx, id) = (&self.ctx.services, self.calendar_id);
+        let (shared, id) = (&self.shared.services, self.calendar_id);
         match command {
             EventCommand::Update {
                 by,
@@ -200,7 +207,7 @@ impl CalendarState {
                 reply: port,
             } => reply(
                 port,
-                commands::events::update(ctx, &by, input, base_revision).await,
+                commands::events::update(shared, &by, input, base_revision).await,
             ),
             EventCommand::Delete {
                 by,
@@ -210,7 +217,7 @@ impl CalendarState {
             } => {
                 reply(
                     port,
-                    commands::events::delete(ctx, &by, event, unlink).await,
+                    commands::events::delete(shared, &by, event, unlink).await,
                 );
             }
             EventCommand::Link {
@@ -221,7 +228,7 @@ impl CalendarState {
             } => {
                 reply(
                     port,
-                    commands::events::links::link(ctx, &by, event, target).await,
+                    commands::events::links::link(shared, &by, event, target).await,
                 );
             }
             EventCommand::Fork {
@@ -231,7 +238,7 @@ impl CalendarState {
             } => {
                 reply(
                     port,
-                    commands::events::links::fork(ctx, &by, event, id).await,
+                    commands::events::links::fork(shared, &by, event, id).await,
                 );
             }
             EventCommand::SetAttendance {
@@ -241,7 +248,7 @@ impl CalendarState {
                 reply: port,
             } => reply(
                 port,
-                commands::events::links::set_attendance(ctx, &by, event, answer).await,
+                commands::events::links::set_attendance(shared, &by, event, answer).await,
             ),
             EventCommand::Create {
                 by,
@@ -250,8 +257,12 @@ impl CalendarState {
             } => {
                 // A creation on its own, as a batch of one.
                 let batch = [PendingCreate { by, input }];
-                let answers =
-                    commands::events::create::create_all(ctx, id, &batch, &self.remembered_roles);
+                let answers = commands::events::create::create_all(
+                    shared,
+                    id,
+                    &batch,
+                    &self.remembered_roles,
+                );
                 if let Some(answer) = answers.await.pop() {
                     reply(port, answer);
                 }
@@ -270,10 +281,10 @@ impl Actor for CalendarActor {
         myself: ActorRef<Self::Msg>,
         args: Self::Arguments,
     ) -> Result<Self::State, ActorProcessingErr> {
-        let idle_after = Duration::from_millis(args.ctx.settings.actors.calendar_idle_ms);
+        let idle_after = Duration::from_millis(args.shared.settings.actors.calendar_idle_ms);
         myself.send_after(idle_after, || CalendarMsg::IdleCheck { handled: 0 });
         // Commands may name any calendar id; one that does not exist must not keep an actor.
-        let missing = match crate::store::calendars::find(args.ctx.db.conn(), args.calendar_id)
+        let missing = match crate::store::calendars::find(args.shared.db.conn(), args.calendar_id)
             .await
         {
             Ok(found) => found.is_none(),
@@ -283,7 +294,7 @@ impl Actor for CalendarActor {
             }
         };
         Ok(CalendarState {
-            ctx: args.ctx,
+            shared: args.shared,
             calendar_id: CalendarId(args.calendar_id),
             supervisor: args.supervisor,
             idle_after,
@@ -301,7 +312,7 @@ impl Actor for CalendarActor {
         message: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        let _timer = MessageTimer::start(&state.ctx.metrics, ActorKind::Calendar);
+        let _timer = MessageTimer::start(&state.shared.metrics, ActorKind::Calendar);
         match message {
             CalendarMsg::IdleCheck { handled } => state.idle_check(&myself, handled),
             CalendarMsg::FlushCreates => {

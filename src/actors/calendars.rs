@@ -7,7 +7,9 @@
 //! and a new actor takes its place at once (within a per-calendar restart budget; past it,
 //! on the calendar's next command).
 
+use super::Shared;
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
@@ -17,7 +19,6 @@ use uuid::Uuid;
 use super::calendar::{CalendarActor, CalendarArgs, CalendarMsg};
 use super::supervision::{RestartBudget, RestartPolicy};
 use super::{ActorKind, ChildSlot, MessageTimer};
-use crate::context::Ctx;
 use crate::error::AppError;
 
 /// Handle for sending commands to calendar actors.
@@ -99,7 +100,7 @@ struct Entry {
 
 /// The supervisor's state.
 pub struct SupervisorState {
-    ctx: Ctx,
+    shared: Arc<Shared>,
     entries: HashMap<Uuid, Entry>,
     by_actor: HashMap<ActorId, Uuid>,
     budgets: HashMap<Uuid, RestartBudget>,
@@ -108,7 +109,7 @@ pub struct SupervisorState {
 
 impl SupervisorState {
     fn publish_live(&self) {
-        self.ctx
+        self.shared
             .actors
             .calendars
             .live
@@ -123,7 +124,7 @@ impl CalendarSupervisor {
         calendar_id: Uuid,
     ) -> Result<ActorRef<CalendarMsg>, ActorProcessingErr> {
         let args = CalendarArgs {
-            ctx: state.ctx.clone(),
+            shared: state.shared.clone(),
             calendar_id,
             supervisor: myself.clone(),
         };
@@ -137,7 +138,7 @@ impl CalendarSupervisor {
             },
         );
         state
-            .ctx
+            .shared
             .metrics
             .actor_alive(ActorKind::Calendar.label(), 1.0);
         state.publish_live();
@@ -148,16 +149,16 @@ impl CalendarSupervisor {
 impl Actor for CalendarSupervisor {
     type Msg = CalendarsMsg;
     type State = SupervisorState;
-    type Arguments = Ctx;
+    type Arguments = Arc<Shared>;
 
     async fn pre_start(
         &self,
         _myself: ActorRef<Self::Msg>,
-        ctx: Self::Arguments,
+        shared: Self::Arguments,
     ) -> Result<Self::State, ActorProcessingErr> {
-        let policy = RestartPolicy::from_settings(&ctx.settings.actors);
+        let policy = RestartPolicy::from_settings(&shared.settings.actors);
         Ok(SupervisorState {
-            ctx,
+            shared,
             entries: HashMap::new(),
             by_actor: HashMap::new(),
             budgets: HashMap::new(),
@@ -175,7 +176,7 @@ impl Actor for CalendarSupervisor {
             .await;
         for _ in state.by_actor.drain() {
             state
-                .ctx
+                .shared
                 .metrics
                 .actor_alive(ActorKind::Calendar.label(), -1.0);
         }
@@ -190,8 +191,8 @@ impl Actor for CalendarSupervisor {
         message: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        let ctx = state.ctx.clone();
-        let _timer = MessageTimer::start(&ctx.metrics, ActorKind::CalendarSupervisor);
+        let shared = state.shared.clone();
+        let _timer = MessageTimer::start(&shared.metrics, ActorKind::CalendarSupervisor);
         match message {
             CalendarsMsg::Forward {
                 calendar_id,
@@ -246,7 +247,7 @@ impl Actor for CalendarSupervisor {
             return Ok(());
         };
         state
-            .ctx
+            .shared
             .metrics
             .actor_alive(ActorKind::Calendar.label(), -1.0);
         let current = state
@@ -261,8 +262,8 @@ impl Actor for CalendarSupervisor {
             return Ok(());
         };
         let kind = ActorKind::Calendar;
-        state.ctx.metrics.actor_failed(kind.label());
-        state.ctx.actors.stats.failed(kind);
+        state.shared.metrics.actor_failed(kind.label());
+        state.shared.actors.stats.failed(kind);
         tracing::error!(calendar = %calendar_id, error = %err, "actor.failed");
         let policy = state.policy;
         let allowed = state
@@ -271,10 +272,10 @@ impl Actor for CalendarSupervisor {
             .or_insert_with(|| RestartBudget::new(policy))
             .next_delay(Instant::now())
             .is_some();
-        if allowed && current && !state.ctx.shutdown.is_triggered() {
+        if allowed && current && !state.shared.shutdown.is_triggered() {
             if Self::spawn(&myself, state, calendar_id).await.is_ok() {
-                state.ctx.metrics.actor_restarted(kind.label());
-                state.ctx.actors.stats.restarted(kind);
+                state.shared.metrics.actor_restarted(kind.label());
+                state.shared.actors.stats.restarted(kind);
             }
         } else if !allowed {
             tracing::error!(calendar = %calendar_id, "actor.restart_budget_exhausted");

@@ -8,6 +8,7 @@
 //! earliest due time (told by `BatchQueued` after each commit, and reloaded from the
 //! database at start, so a restart keeps the original due times) and sends what is due.
 
+use super::Shared;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,7 +19,6 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tokio::sync::Semaphore;
 
 use super::{ActorKind, MessageTimer, reply};
-use crate::context::Ctx;
 use crate::error::AppError;
 use crate::mail::{Mail, MailError};
 
@@ -39,7 +39,7 @@ type Wakeup = (
 
 /// The mailer's state.
 pub struct MailerState {
-    ctx: Ctx,
+    shared: Arc<Shared>,
     permits: Arc<Semaphore>,
     /// The pending wake-up for due batches.
     wakeup: Option<Wakeup>,
@@ -95,17 +95,17 @@ pub enum MailerMsg {
 impl Actor for MailerActor {
     type Msg = MailerMsg;
     type State = MailerState;
-    type Arguments = Ctx;
+    type Arguments = Arc<Shared>;
 
     async fn pre_start(
         &self,
         myself: ActorRef<Self::Msg>,
-        ctx: Self::Arguments,
+        shared: Self::Arguments,
     ) -> Result<Self::State, ActorProcessingErr> {
         // Batches left pending by a previous run (or instance) keep their due times.
         myself.send_message(MailerMsg::DrainBatches)?;
         Ok(MailerState {
-            ctx,
+            shared,
             permits: Arc::new(Semaphore::new(CONCURRENT_SENDS)),
             wakeup: None,
             draining: false,
@@ -119,8 +119,8 @@ impl Actor for MailerActor {
         message: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        let ctx = state.ctx.clone();
-        let _timer = MessageTimer::start(&ctx.metrics, ActorKind::Mailer);
+        let shared = state.shared.clone();
+        let _timer = MessageTimer::start(&shared.metrics, ActorKind::Mailer);
         let permits = state.permits.clone();
         match message {
             MailerMsg::Send { mail } => {
@@ -128,7 +128,7 @@ impl Actor for MailerActor {
                     let Ok(_permit) = permits.acquire().await else {
                         return;
                     };
-                    send_with_retries(&ctx, &mail).await;
+                    send_with_retries(&shared, &mail).await;
                 });
             }
             MailerMsg::Deliver { mail, reply: port } => {
@@ -136,7 +136,7 @@ impl Actor for MailerActor {
                     let Ok(_permit) = permits.acquire().await else {
                         return;
                     };
-                    let result = ctx.mail.send(&mail).await.map_err(|err| {
+                    let result = shared.mail.send(&mail).await.map_err(|err| {
                         tracing::warn!(kind = mail.kind, error = %err, "mail.failed");
                         AppError::BadGateway {
                             error: "MailNotSent".into(),
@@ -158,10 +158,10 @@ impl Actor for MailerActor {
                 let me = myself.clone();
                 tokio::spawn(async move {
                     let sender = crate::mail::batches::Sender {
-                        db: &ctx.db,
-                        mail: &ctx.mail,
-                        base_url: &ctx.base_url,
-                        retry_ms: ctx.settings.mail.retry_ms,
+                        db: &shared.db,
+                        mail: &shared.mail,
+                        base_url: &shared.base_url,
+                        retry_ms: shared.settings.mail.retry_ms,
                     };
                     if let Err(err) = crate::mail::batches::send_due(sender).await {
                         tracing::error!(error = %err, "notifications.drain_failed");
@@ -174,7 +174,7 @@ impl Actor for MailerActor {
                 if std::mem::take(&mut state.drain_again) {
                     myself.send_message(MailerMsg::DrainBatches)?;
                 } else {
-                    match crate::store::notifications::next_wakeup(&ctx.db).await {
+                    match crate::store::notifications::next_wakeup(&shared.db).await {
                         Ok(Some(next)) => state.wake_at(&myself, next),
                         Ok(None) => {}
                         Err(err) => {
@@ -190,10 +190,10 @@ impl Actor for MailerActor {
     }
 }
 
-async fn send_with_retries(ctx: &Ctx, mail: &Mail) {
+async fn send_with_retries(shared: &Arc<Shared>, mail: &Mail) {
     let mut delays = RETRY_DELAYS.iter();
     loop {
-        match ctx.mail.send(mail).await {
+        match shared.mail.send(mail).await {
             Ok(()) => return,
             Err(MailError::Invalid(reason)) => {
                 tracing::warn!(kind = mail.kind, reason, "mail.dropped_invalid");

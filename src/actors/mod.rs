@@ -25,6 +25,7 @@ pub mod root;
 pub mod scheduler;
 pub mod session;
 pub mod sessions;
+mod shared;
 pub mod supervision;
 
 use std::sync::Arc;
@@ -37,6 +38,7 @@ use ractor::{ActorRef, Message, RpcReplyPort};
 use crate::error::AppError;
 use crate::metrics::Metrics;
 
+pub use shared::Shared;
 pub use supervision::SupervisionStats;
 
 /// The kinds of actor, used as the `actor` label of the `svc_actor_*` metrics.

@@ -4,6 +4,7 @@
 //! server down with an error) when a child exhausts its budget. On stop it stops its
 //! children and waits for them.
 
+use super::Shared;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,7 +17,6 @@ use super::scheduler::{SchedulerActor, SchedulerArgs, TaskSpec};
 use super::sessions::SessionRegistryActor;
 use super::supervision::{RestartBudget, RestartPolicy};
 use super::{ActorKind, MessageTimer};
-use crate::context::Ctx;
 
 /// The root supervisor.
 #[derive(Debug)]
@@ -24,8 +24,8 @@ pub struct RootActor;
 
 /// What the root needs to (re)build its children.
 pub struct RootArgs {
-    /// The server's context.
-    pub ctx: Ctx,
+    /// What the server's actors share.
+    pub shared: Arc<Shared>,
     /// The scheduler's tasks; shared across restarts so "still running" survives them.
     pub tasks: Arc<[TaskSpec]>,
 }
@@ -42,7 +42,7 @@ pub enum RootMsg {
 
 /// The root's state.
 pub struct RootState {
-    ctx: Ctx,
+    shared: Arc<Shared>,
     tasks: Arc<[TaskSpec]>,
     policy: RestartPolicy,
     children: HashMap<ActorId, ActorKind>,
@@ -68,13 +68,13 @@ impl RootActor {
         kind: ActorKind,
         initial: bool,
     ) -> Result<(), ActorProcessingErr> {
-        let ctx = state.ctx.clone();
+        let shared = state.shared.clone();
         let cell = myself.get_cell();
-        let actors = &ctx.actors;
+        let actors = &shared.actors;
         let spawned = match kind {
             ActorKind::Scheduler => {
                 let args = SchedulerArgs {
-                    ctx: ctx.clone(),
+                    shared: shared.clone(),
                     tasks: state.tasks.clone(),
                     initial,
                 };
@@ -83,19 +83,20 @@ impl RootActor {
                 actor.get_cell()
             }
             ActorKind::Mailer => {
-                let (actor, _) = Actor::spawn_linked(None, MailerActor, ctx.clone(), cell).await?;
+                let (actor, _) =
+                    Actor::spawn_linked(None, MailerActor, shared.clone(), cell).await?;
                 actors.mailer.set(Some(actor.clone()));
                 actor.get_cell()
             }
             ActorKind::SessionRegistry => {
                 let (actor, _) =
-                    Actor::spawn_linked(None, SessionRegistryActor, ctx.clone(), cell).await?;
+                    Actor::spawn_linked(None, SessionRegistryActor, shared.clone(), cell).await?;
                 actors.sessions.registry.set(Some(actor.clone()));
                 actor.get_cell()
             }
             ActorKind::CalendarSupervisor => {
                 let (actor, _) =
-                    Actor::spawn_linked(None, CalendarSupervisor, ctx.clone(), cell).await?;
+                    Actor::spawn_linked(None, CalendarSupervisor, shared.clone(), cell).await?;
                 actors.calendars.supervisor.set(Some(actor.clone()));
                 actor.get_cell()
             }
@@ -104,18 +105,18 @@ impl RootActor {
             }
         };
         state.children.insert(spawned.get_id(), kind);
-        ctx.metrics.actor_alive(kind.label(), 1.0);
+        shared.metrics.actor_alive(kind.label(), 1.0);
         Ok(())
     }
 
     /// Forgets a child that stopped, clearing its slot.
     fn child_down(state: &mut RootState, kind: ActorKind) {
-        state.ctx.metrics.actor_alive(kind.label(), -1.0);
+        state.shared.metrics.actor_alive(kind.label(), -1.0);
         match kind {
-            ActorKind::Scheduler => state.ctx.actors.scheduler.set(None),
-            ActorKind::Mailer => state.ctx.actors.mailer.set(None),
-            ActorKind::SessionRegistry => state.ctx.actors.sessions.registry.set(None),
-            ActorKind::CalendarSupervisor => state.ctx.actors.calendars.supervisor.set(None),
+            ActorKind::Scheduler => state.shared.actors.scheduler.set(None),
+            ActorKind::Mailer => state.shared.actors.mailer.set(None),
+            ActorKind::SessionRegistry => state.shared.actors.sessions.registry.set(None),
+            ActorKind::CalendarSupervisor => state.shared.actors.calendars.supervisor.set(None),
             ActorKind::Root | ActorKind::Session | ActorKind::Calendar => {}
         }
     }
@@ -137,7 +138,7 @@ impl RootActor {
                     limit = policy.limit,
                     "actor.restart_budget_exhausted"
                 );
-                state.ctx.shutdown.escalate(format!(
+                state.shared.shutdown.escalate(format!(
                     "{} failed more than {} times within {} ms",
                     kind.label(),
                     policy.limit,
@@ -158,9 +159,9 @@ impl Actor for RootActor {
         myself: ActorRef<Self::Msg>,
         args: Self::Arguments,
     ) -> Result<Self::State, ActorProcessingErr> {
-        let policy = RestartPolicy::from_settings(&args.ctx.settings.actors);
+        let policy = RestartPolicy::from_settings(&args.shared.settings.actors);
         let mut state = RootState {
-            ctx: args.ctx,
+            shared: args.shared,
             tasks: args.tasks,
             policy,
             children: HashMap::new(),
@@ -192,22 +193,22 @@ impl Actor for RootActor {
         message: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        let ctx = state.ctx.clone();
-        let _timer = MessageTimer::start(&ctx.metrics, ActorKind::Root);
+        let shared = state.shared.clone();
+        let _timer = MessageTimer::start(&shared.metrics, ActorKind::Root);
         match message {
             RootMsg::Restart { kind } => {
-                if ctx.shutdown.is_triggered() {
+                if shared.shutdown.is_triggered() {
                     return Ok(());
                 }
                 match Self::spawn_child(&myself, state, kind, false).await {
                     Ok(()) => {
-                        ctx.metrics.actor_restarted(kind.label());
-                        ctx.actors.stats.restarted(kind);
+                        shared.metrics.actor_restarted(kind.label());
+                        shared.actors.stats.restarted(kind);
                         tracing::info!(actor = kind.label(), "actor.restarted");
                     }
                     Err(err) => {
-                        ctx.metrics.actor_failed(kind.label());
-                        ctx.actors.stats.failed(kind);
+                        shared.metrics.actor_failed(kind.label());
+                        shared.actors.stats.failed(kind);
                         tracing::error!(actor = kind.label(), error = %err, "actor.restart_failed");
                         Self::schedule_restart(&myself, state, kind);
                     }
@@ -229,8 +230,8 @@ impl Actor for RootActor {
                     return Ok(());
                 };
                 Self::child_down(state, kind);
-                state.ctx.metrics.actor_failed(kind.label());
-                state.ctx.actors.stats.failed(kind);
+                state.shared.metrics.actor_failed(kind.label());
+                state.shared.actors.stats.failed(kind);
                 tracing::error!(actor = kind.label(), error = %err, "actor.failed");
                 Self::schedule_restart(&myself, state, kind);
             }
@@ -239,7 +240,7 @@ impl Actor for RootActor {
                     return Ok(());
                 };
                 Self::child_down(state, kind);
-                if !state.ctx.shutdown.is_triggered() {
+                if !state.shared.shutdown.is_triggered() {
                     tracing::warn!(
                         actor = kind.label(),
                         reason,

@@ -10,6 +10,7 @@
 //! row in the database first, so that with several instances on one database a tick runs
 //! once.
 
+use super::Shared;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,14 +23,14 @@ use tracing::Instrument;
 
 use super::{ActorKind, MessageTimer, reply};
 use crate::config::Settings;
-use crate::context::Ctx;
 use crate::error::AppError;
 use crate::store::{maintenance, scheduled_tasks, wal};
 
 /// Error type of a task run.
 pub type TaskError = Box<dyn std::error::Error + Send + Sync>;
 /// A task's body.
-pub type TaskJob = Arc<dyn Fn(Ctx) -> BoxFuture<'static, Result<(), TaskError>> + Send + Sync>;
+pub type TaskJob =
+    Arc<dyn Fn(Arc<Shared>) -> BoxFuture<'static, Result<(), TaskError>> + Send + Sync>;
 
 /// Whether a task runs on every instance or once per database.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,7 +65,7 @@ impl TaskSpec {
     /// A task named `name` running `job` every `every`.
     pub fn new<F, Fut>(name: &'static str, every: Duration, scope: TaskScope, job: F) -> Self
     where
-        F: Fn(Ctx) -> Fut + Send + Sync + 'static,
+        F: Fn(Arc<Shared>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<(), TaskError>> + Send + 'static,
     {
         Self {
@@ -73,7 +74,7 @@ impl TaskSpec {
             scope,
             run_at_start: false,
             skips_expected: false,
-            job: Arc::new(move |ctx| job(ctx).boxed()),
+            job: Arc::new(move |shared| job(shared).boxed()),
             run: Arc::new(Mutex::new(RunState::default())),
         }
     }
@@ -104,8 +105,8 @@ pub fn builtin_tasks(settings: &Settings) -> Vec<TaskSpec> {
             "cleanup",
             Duration::from_millis(settings.scheduler.cleanup_interval_ms),
             TaskScope::Cluster,
-            |ctx: Ctx| async move {
-                let report = maintenance::cleanup(&ctx.db).await?;
+            |shared: Arc<Shared>| async move {
+                let report = maintenance::cleanup(&shared.db).await?;
                 tracing::debug!(expired_rows = report.expired_rows, "cleanup.done");
                 Ok(())
             },
@@ -116,8 +117,8 @@ pub fn builtin_tasks(settings: &Settings) -> Vec<TaskSpec> {
             "rate_limits",
             Duration::from_secs(60),
             TaskScope::Instance,
-            |ctx: Ctx| async move {
-                ctx.limits.prune(std::time::Instant::now());
+            |shared: Arc<Shared>| async move {
+                shared.limits.prune(std::time::Instant::now());
                 Ok(())
             },
         ),
@@ -126,8 +127,8 @@ pub fn builtin_tasks(settings: &Settings) -> Vec<TaskSpec> {
             "wal_checkpoint",
             wal::CHECKPOINT_EVERY,
             TaskScope::Instance,
-            |ctx: Ctx| async move {
-                wal::checkpoint(&ctx.db).await?;
+            |shared: Arc<Shared>| async move {
+                wal::checkpoint(&shared.db).await?;
                 Ok(())
             },
         )
@@ -136,8 +137,8 @@ pub fn builtin_tasks(settings: &Settings) -> Vec<TaskSpec> {
             "metrics_upkeep",
             Duration::from_secs(5),
             TaskScope::Instance,
-            |ctx: Ctx| async move {
-                ctx.metrics.run_upkeep();
+            |shared: Arc<Shared>| async move {
+                shared.metrics.run_upkeep();
                 Ok(())
             },
         ),
@@ -174,8 +175,8 @@ pub struct SchedulerActor;
 
 /// What each incarnation of the scheduler starts from.
 pub struct SchedulerArgs {
-    /// The server's context.
-    pub ctx: Ctx,
+    /// What the server's actors share.
+    pub shared: Arc<Shared>,
     /// The tasks, shared with the root across restarts.
     pub tasks: Arc<[TaskSpec]>,
     /// `true` for the first incarnation (runs the `run_at_start` tasks).
@@ -184,7 +185,7 @@ pub struct SchedulerArgs {
 
 /// The scheduler's state.
 pub struct SchedulerState {
-    ctx: Ctx,
+    shared: Arc<Shared>,
     tasks: Arc<[TaskSpec]>,
 }
 
@@ -229,7 +230,7 @@ impl Actor for SchedulerActor {
             }
         }
         Ok(SchedulerState {
-            ctx: args.ctx,
+            shared: args.shared,
             tasks: args.tasks,
         })
     }
@@ -240,16 +241,16 @@ impl Actor for SchedulerActor {
         message: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        let _timer = MessageTimer::start(&state.ctx.metrics, ActorKind::Scheduler);
+        let _timer = MessageTimer::start(&state.shared.metrics, ActorKind::Scheduler);
         match message {
             SchedulerMsg::Tick { task } => {
                 if let Some(spec) = state.tasks.iter().find(|spec| spec.name == task) {
-                    start_run(&state.ctx, spec, None);
+                    start_run(&state.shared, spec, None);
                 }
             }
             SchedulerMsg::RunNow { task, reply: port } => {
                 match state.tasks.iter().find(|spec| spec.name == task) {
-                    Some(spec) => start_run(&state.ctx, spec, Some(port)),
+                    Some(spec) => start_run(&state.shared, spec, Some(port)),
                     None => reply(
                         port,
                         Err(AppError::not_found(format!(
@@ -295,7 +296,7 @@ impl Drop for RunFinisher {
 
 /// Starts a run of `spec` in its own task. If it is already running, a tick is skipped and
 /// counted, and an explicit request joins the active run.
-fn start_run(ctx: &Ctx, spec: &TaskSpec, port: Option<OutcomePort>) {
+fn start_run(shared: &Arc<Shared>, spec: &TaskSpec, port: Option<OutcomePort>) {
     let name = spec.name;
     {
         let mut state = spec.run.lock();
@@ -303,7 +304,7 @@ fn start_run(ctx: &Ctx, spec: &TaskSpec, port: Option<OutcomePort>) {
             match port {
                 Some(port) => state.waiters.push(port),
                 None => {
-                    ctx.metrics.task_skipped(name);
+                    shared.metrics.task_skipped(name);
                     if spec.skips_expected {
                         tracing::debug!(
                             task = name,
@@ -328,14 +329,14 @@ fn start_run(ctx: &Ctx, spec: &TaskSpec, port: Option<OutcomePort>) {
         state: spec.run.clone(),
         outcome: RunOutcome::Failed,
     };
-    let ctx = ctx.clone();
+    let shared = shared.clone();
     let job = spec.job.clone();
     let scope = spec.scope;
     let span = tracing::info_span!("scheduled_task", task = name);
     tokio::spawn(
         async move {
-            let outcome = run_once(&ctx, name, scope, &job).await;
-            ctx.metrics.task_finished(name, outcome.label());
+            let outcome = run_once(&shared, name, scope, &job).await;
+            shared.metrics.task_finished(name, outcome.label());
             finisher.finish(outcome);
         }
         .instrument(span),
@@ -343,14 +344,19 @@ fn start_run(ctx: &Ctx, spec: &TaskSpec, port: Option<OutcomePort>) {
 }
 
 /// One run: lease (for cluster tasks), the job itself with panics caught, release.
-async fn run_once(ctx: &Ctx, name: &'static str, scope: TaskScope, job: &TaskJob) -> RunOutcome {
-    let owner = ctx.instance_id.as_str();
+async fn run_once(
+    shared: &Arc<Shared>,
+    name: &'static str,
+    scope: TaskScope,
+    job: &TaskJob,
+) -> RunOutcome {
+    let owner = shared.instance_id.as_str();
     if scope == TaskScope::Cluster {
         let now = chrono::Utc::now();
         let lease = chrono::Duration::milliseconds(
-            i64::try_from(ctx.settings.scheduler.lease_ms).unwrap_or(i64::MAX),
+            i64::try_from(shared.settings.scheduler.lease_ms).unwrap_or(i64::MAX),
         );
-        match scheduled_tasks::acquire(&ctx.db, name, owner, now, now + lease).await {
+        match scheduled_tasks::acquire(&shared.db, name, owner, now, now + lease).await {
             Ok(scheduled_tasks::Lease::Acquired) => {}
             Ok(scheduled_tasks::Lease::HeldElsewhere) => return RunOutcome::LeasedElsewhere,
             Err(err) => {
@@ -359,7 +365,7 @@ async fn run_once(ctx: &Ctx, name: &'static str, scope: TaskScope, job: &TaskJob
             }
         }
     }
-    let outcome = match AssertUnwindSafe(job(ctx.clone())).catch_unwind().await {
+    let outcome = match AssertUnwindSafe(job(shared.clone())).catch_unwind().await {
         Ok(Ok(())) => RunOutcome::Completed,
         Ok(Err(err)) => {
             tracing::error!(error = %err, "scheduler.task.failed");
@@ -372,7 +378,7 @@ async fn run_once(ctx: &Ctx, name: &'static str, scope: TaskScope, job: &TaskJob
     };
     if scope == TaskScope::Cluster
         && let Err(err) =
-            scheduled_tasks::release(&ctx.db, name, owner, chrono::Utc::now(), outcome.label())
+            scheduled_tasks::release(&shared.db, name, owner, chrono::Utc::now(), outcome.label())
                 .await
     {
         tracing::error!(error = %err, "scheduler.release_failed");

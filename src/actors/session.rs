@@ -9,6 +9,8 @@
 //! the actor checks them again and drops the connections whose credential is gone: a stream
 //! ends with its session.
 
+use super::Shared;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -18,7 +20,6 @@ use tokio::sync::mpsc;
 
 use super::sessions::RegistryMsg;
 use super::{ActorKind, MessageTimer};
-use crate::context::Ctx;
 use crate::store::{member_tokens, sessions};
 
 /// What a stream was opened with.
@@ -45,8 +46,8 @@ pub struct SessionActor;
 
 /// What a session actor starts with.
 pub struct SessionArgs {
-    /// The server's context.
-    pub ctx: Ctx,
+    /// What the server's actors share.
+    pub shared: Arc<Shared>,
     /// The user.
     pub user_id: String,
     /// The registry, told about connections this actor drops.
@@ -63,7 +64,7 @@ struct Connection {
 
 /// The actor's state.
 pub struct SessionState {
-    ctx: Ctx,
+    shared: Arc<Shared>,
     user_id: String,
     registry: ActorRef<RegistryMsg>,
     connections: Vec<Connection>,
@@ -113,7 +114,7 @@ impl Actor for SessionActor {
         args: Self::Arguments,
     ) -> Result<Self::State, ActorProcessingErr> {
         Ok(SessionState {
-            ctx: args.ctx,
+            shared: args.shared,
             user_id: args.user_id,
             registry: args.registry,
             connections: Vec::new(),
@@ -127,8 +128,8 @@ impl Actor for SessionActor {
         message: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        let ctx = state.ctx.clone();
-        let _timer = MessageTimer::start(&ctx.metrics, ActorKind::Session);
+        let shared = state.shared.clone();
+        let _timer = MessageTimer::start(&shared.metrics, ActorKind::Session);
         match message {
             SessionMsg::Attach {
                 connection,
@@ -143,7 +144,7 @@ impl Actor for SessionActor {
                     credential,
                     expires_at,
                 });
-                if ctx.db.credential_changes().count() != credentials_seen {
+                if shared.db.credential_changes().count() != credentials_seen {
                     // A change was committed after the credential was read: look again.
                     let _ = myself.send_message(SessionMsg::CheckCredentials);
                 } else {
@@ -200,7 +201,7 @@ impl SessionState {
                 StreamCredential::MemberToken(hash) => token_hashes.push(hash.clone()),
             }
         }
-        let db = &self.ctx.db;
+        let db = &self.shared.db;
         let live = match sessions::live(db, &session_ids, now).await {
             Ok(mut live) => match member_tokens::live(db, &token_hashes, now).await {
                 Ok(tokens) => {

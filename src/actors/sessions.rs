@@ -6,6 +6,7 @@
 //! registry also follows the committed credential changes and has the session actor of each
 //! user concerned check its streams' credentials.
 
+use super::Shared;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -18,7 +19,6 @@ use tokio_util::task::AbortOnDropHandle;
 
 use super::session::{SessionActor, SessionArgs, SessionMsg, StreamCredential};
 use super::{ActorKind, ChildSlot, MessageTimer, reply};
-use crate::context::Ctx;
 use crate::domain::frames::{Frame, FrameBatch};
 use crate::error::AppError;
 
@@ -145,13 +145,13 @@ pub struct SessionRegistryActor;
 
 /// Tells the session actor of each user whose credentials changed to check its streams (all
 /// of them, if this fell behind the changes).
-async fn follow_credential_changes(ctx: Ctx) {
-    let mut changes = ctx.db.credential_changes().subscribe();
+async fn follow_credential_changes(shared: Arc<Shared>) {
+    let mut changes = shared.db.credential_changes().subscribe();
     loop {
         match changes.recv().await {
-            Ok(user) => ctx.actors.sessions.check_credentials_of(&user),
+            Ok(user) => shared.actors.sessions.check_credentials_of(&user),
             Err(broadcast::error::RecvError::Lagged(_)) => {
-                ctx.actors.sessions.check_all_credentials();
+                shared.actors.sessions.check_all_credentials();
             }
             Err(broadcast::error::RecvError::Closed) => return,
         }
@@ -165,7 +165,7 @@ struct UserEntry {
 
 /// The registry's state.
 pub struct RegistryState {
-    ctx: Ctx,
+    shared: Arc<Shared>,
     users: HashMap<String, UserEntry>,
     actors: HashMap<ActorId, String>,
     next_connection: u64,
@@ -177,17 +177,23 @@ pub struct RegistryState {
 impl RegistryState {
     fn update_gauges(&self) {
         let connections: usize = self.users.values().map(|u| u.connections.len()).sum();
-        self.ctx.metrics.sse_gauges(connections, self.users.len());
-        self.ctx.actors.sessions.counts.send_replace(StreamCounts {
-            connections,
-            users: self.users.len(),
-        });
+        self.shared
+            .metrics
+            .sse_gauges(connections, self.users.len());
+        self.shared
+            .actors
+            .sessions
+            .counts
+            .send_replace(StreamCounts {
+                connections,
+                users: self.users.len(),
+            });
     }
 
     /// Stops the user's actor; its termination event settles the gauge.
     fn forget(&mut self, user_id: &str) {
         if let Some(entry) = self.users.remove(user_id) {
-            self.ctx.actors.sessions.set(user_id, None);
+            self.shared.actors.sessions.set(user_id, None);
             entry.actor.stop(None);
         }
     }
@@ -196,16 +202,17 @@ impl RegistryState {
 impl Actor for SessionRegistryActor {
     type Msg = RegistryMsg;
     type State = RegistryState;
-    type Arguments = Ctx;
+    type Arguments = Arc<Shared>;
 
     async fn pre_start(
         &self,
         _myself: ActorRef<Self::Msg>,
-        ctx: Self::Arguments,
+        shared: Self::Arguments,
     ) -> Result<Self::State, ActorProcessingErr> {
-        let follower = AbortOnDropHandle::new(tokio::spawn(follow_credential_changes(ctx.clone())));
+        let follower =
+            AbortOnDropHandle::new(tokio::spawn(follow_credential_changes(shared.clone())));
         let state = RegistryState {
-            ctx,
+            shared,
             users: HashMap::new(),
             actors: HashMap::new(),
             next_connection: 0,
@@ -229,7 +236,7 @@ impl Actor for SessionRegistryActor {
         }
         for _ in state.actors.drain() {
             state
-                .ctx
+                .shared
                 .metrics
                 .actor_alive(ActorKind::Session.label(), -1.0);
         }
@@ -243,8 +250,8 @@ impl Actor for SessionRegistryActor {
         message: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        let ctx = state.ctx.clone();
-        let _timer = MessageTimer::start(&ctx.metrics, ActorKind::SessionRegistry);
+        let shared = state.shared.clone();
+        let _timer = MessageTimer::start(&shared.metrics, ActorKind::SessionRegistry);
         match message {
             RegistryMsg::Attach {
                 user_id,
@@ -255,15 +262,15 @@ impl Actor for SessionRegistryActor {
             } => {
                 if !state.users.contains_key(&user_id) {
                     let args = SessionArgs {
-                        ctx: ctx.clone(),
+                        shared: shared.clone(),
                         user_id: user_id.clone(),
                         registry: myself.clone(),
                     };
                     match Actor::spawn_linked(None, SessionActor, args, myself.get_cell()).await {
                         Ok((actor, _)) => {
-                            ctx.metrics.actor_alive(ActorKind::Session.label(), 1.0);
+                            shared.metrics.actor_alive(ActorKind::Session.label(), 1.0);
                             state.actors.insert(actor.get_id(), user_id.clone());
-                            ctx.actors.sessions.set(&user_id, Some(actor.clone()));
+                            shared.actors.sessions.set(&user_id, Some(actor.clone()));
                             state.users.insert(
                                 user_id.clone(),
                                 UserEntry {
@@ -281,7 +288,7 @@ impl Actor for SessionRegistryActor {
                 }
                 let connection = state.next_connection;
                 state.next_connection += 1;
-                let capacity = usize::try_from(ctx.settings.stream.buffer).unwrap_or(256);
+                let capacity = usize::try_from(shared.settings.stream.buffer).unwrap_or(256);
                 let (queue, frames) = mpsc::channel(capacity);
                 if let Some(entry) = state.users.get_mut(&user_id) {
                     let _ = entry.actor.send_message(SessionMsg::Attach {
@@ -331,14 +338,17 @@ impl Actor for SessionRegistryActor {
             return Ok(());
         };
         state
-            .ctx
+            .shared
             .metrics
             .actor_alive(ActorKind::Session.label(), -1.0);
         if let Some(err) = failure {
             // Its connections' queues died with it: their streams end and clients reconnect,
             // which spawns a fresh actor.
-            state.ctx.metrics.actor_failed(ActorKind::Session.label());
-            state.ctx.actors.stats.failed(ActorKind::Session);
+            state
+                .shared
+                .metrics
+                .actor_failed(ActorKind::Session.label());
+            state.shared.actors.stats.failed(ActorKind::Session);
             tracing::error!(error = %err, "actor.failed");
             let same_actor = state
                 .users
@@ -346,7 +356,7 @@ impl Actor for SessionRegistryActor {
                 .is_some_and(|entry| entry.actor.get_id() == cell.get_id());
             if same_actor {
                 state.users.remove(&user_id);
-                state.ctx.actors.sessions.set(&user_id, None);
+                state.shared.actors.sessions.set(&user_id, None);
             }
             state.update_gauges();
         }

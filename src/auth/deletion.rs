@@ -8,7 +8,7 @@ use chrono::Duration;
 use entities::users;
 
 use super::tokens::{random_alphanumeric, sha256_hex};
-use crate::context::Ctx;
+use crate::actors::Shared;
 use crate::error::AppError;
 use crate::mail::templates;
 use crate::store::{users as user_store, verifications};
@@ -21,21 +21,22 @@ fn identifier(token: &str) -> String {
 }
 
 /// Stores a deletion token for `user` and mails the confirmation link.
-pub async fn start(ctx: &Ctx, user: &users::Model) -> Result<(), AppError> {
+pub async fn start(server: &Shared, user: &users::Model) -> Result<(), AppError> {
     let token = random_alphanumeric(32).to_lowercase();
     let now = chrono::Utc::now();
     verifications::create(
-        &ctx.db,
+        &server.db,
         &identifier(&token),
         &user.id,
         now + DELETE_TOKEN_TTL,
         now,
     )
     .await?;
-    let link = format!("{}/delete-account?token={token}", ctx.base_url);
-    let server = templates::server_name(&ctx.base_url);
-    ctx.actors
-        .send_mail(templates::account_deletion(&server, &user.email, &link));
+    let link = format!("{}/delete-account?token={token}", server.base_url);
+    let name = templates::server_name(&server.base_url);
+    server
+        .actors
+        .send_mail(templates::account_deletion(&name, &user.email, &link));
     tracing::info!("account.deletion_requested");
     Ok(())
 }
@@ -43,12 +44,12 @@ pub async fn start(ctx: &Ctx, user: &users::Model) -> Result<(), AppError> {
 /// Uses up `token` and deletes its user, in one transaction. With `expected_user`, a token
 /// of another user is refused and left unused. `None`: no such (usable) token.
 pub async fn confirm(
-    ctx: &Ctx,
+    server: &Shared,
     token: &str,
     expected_user: Option<&str>,
 ) -> Result<Option<String>, AppError> {
     let now = chrono::Utc::now();
-    let txn = ctx.db.begin_write().await?;
+    let txn = server.db.begin_write().await?;
     let Some(user_id) = verifications::consume(&txn, &identifier(token), now).await? else {
         return Ok(None);
     };

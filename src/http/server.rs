@@ -33,8 +33,8 @@ use tokio::net::{TcpListener, TcpStream};
 use super::connections::{Registry, Slot, Tracked, Watched};
 use super::pipeline::Pipeline;
 use super::preface::read_opening;
-use crate::context::Shutdown;
 use crate::metrics::Metrics;
+use crate::shutdown::Shutdown;
 
 /// How the listener treats connections.
 #[derive(Debug, Clone, Copy)]

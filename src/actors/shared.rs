@@ -1,0 +1,65 @@
+//! [`Shared`]: what the actors of one server share with each other and with its requests:
+//! configuration, the database, metrics, the mail transport, the rate limits, the commands'
+//! services, the actors' own handles and the shutdown signal.
+
+use std::sync::Arc;
+
+use super::Actors;
+use super::calendar::{CalendarMsg, Reply};
+use crate::commands::Services;
+use crate::config::Settings;
+use crate::domain::ids::CalendarId;
+use crate::error::AppError;
+use crate::mail::MailService;
+use crate::metrics::Metrics;
+use crate::rate_limit::RateLimiter;
+use crate::shutdown::Shutdown;
+use crate::store::Database;
+
+/// What one server's actors share.
+#[derive(Debug)]
+pub struct Shared {
+    /// Validated configuration.
+    pub settings: Settings,
+    /// The public origin (`BASE_URL`, or the bound address when unset).
+    pub base_url: String,
+    /// Identifies this process among instances sharing a database (task leases).
+    pub instance_id: String,
+    /// The database pool.
+    pub db: Database,
+    /// This server's metric registry.
+    pub metrics: Arc<Metrics>,
+    /// The mail transport (used by the mailer actor).
+    pub mail: Arc<MailService>,
+    /// In-memory rate limits.
+    pub limits: RateLimiter,
+    /// What the commands use (the database, the actors as where changes are announced,
+    /// the metrics), shared with the fields above.
+    pub services: Services,
+    /// Handles of the supervised actors.
+    pub actors: Arc<Actors>,
+    /// Shutdown signal shared by listeners, streams and actors.
+    pub shutdown: Shutdown,
+}
+
+impl Shared {
+    /// Asks calendar `calendar`'s actor: sends the command `build` makes with the reply
+    /// port and waits for the answer (up to the call timeout; a dead actor or a timeout is
+    /// [`AppError::Unavailable`]).
+    pub async fn ask_calendar<T, C>(
+        &self,
+        calendar: CalendarId,
+        build: impl FnOnce(Reply<T>) -> C,
+    ) -> Result<T, AppError>
+    where
+        T: Send + 'static,
+        C: Into<CalendarMsg>,
+    {
+        self.actors
+            .calendars
+            .ask(self.settings.call_timeout(), calendar.0, |reply| {
+                build(reply).into()
+            })
+            .await
+    }
+}
