@@ -1,5 +1,15 @@
-//! The warp edge: one module per resource. Filters parse, authenticate and hand off to
-//! actors or the store; they never build error responses (the renderer does, last).
+//! The warp edge: one module per resource. Filters parse, authenticate and hand off; they
+//! never build error responses (the renderer does, last). Where a request goes is decided by
+//! what it does:
+//!
+//! - a change to an existing calendar, its members, invites or events: to that calendar's
+//!   actor ([`crate::actors::Shared::ask_calendar`]), its single writer, which runs the
+//!   command;
+//! - a change of the caller's own data that others must hear of (settings, pages, reminder
+//!   rules): to its command in [`crate::commands`], which commits and sends the frames;
+//! - a read, or a change that is only its own rows (a new calendar, an avatar): to the
+//!   store, whose operations are each one transaction;
+//! - `/api/auth/*` keeps better-auth's wire in [`auth_routes`].
 //!
 //! [`routes`] assembles the inner part of the pipeline (routes, then the renderer); the
 //! outer stages (metrics, request id and access log, CORS) live in [`pipeline`], and
