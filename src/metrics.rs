@@ -49,6 +49,9 @@ pub const HTTP_CONNECTIONS: &str = "svc_http_connections";
 /// for the idle timeout; `evicted`: the oldest idle one, to make room; `refused`: every
 /// connection was busy).
 pub const HTTP_CONNECTIONS_CLOSED_TOTAL: &str = "svc_http_connections_closed_total";
+/// Counter: transactions the database aborted to break a deadlock or a serialization
+/// conflict and that ran again (writes take their locks in one order, so this stays at zero).
+pub const DB_TRANSACTION_RETRIES_TOTAL: &str = "svc_db_transaction_retries_total";
 /// Prefix of the standard process metrics (`svc_process_cpu_seconds_total`, ...).
 pub const PROCESS_PREFIX: &str = "svc_";
 
@@ -142,6 +145,10 @@ impl Metrics {
                 "HTTP connections closed by the listener (idle, evicted) or refused."
             );
             describe_counter!(
+                DB_TRANSACTION_RETRIES_TOTAL,
+                "Transactions run again after the database aborted them (deadlock, serialization)."
+            );
+            describe_counter!(
                 EVENT_READ_CACHE_TOTAL,
                 "Full events reads by cache outcome."
             );
@@ -213,6 +220,7 @@ impl Metrics {
             for provider in SYNC_PROVIDERS {
                 counter!(EXTERNAL_SYNC_FAILURES_TOTAL, "provider" => provider).increment(0);
             }
+            counter!(DB_TRANSACTION_RETRIES_TOTAL).increment(0);
         });
     }
 
@@ -242,6 +250,11 @@ impl Metrics {
     /// A calendar actor committed `size` event creations together.
     pub fn event_batch(&self, size: usize) {
         self.scoped(|| histogram!(EVENT_COMMIT_BATCH_SIZE).record(size as f64));
+    }
+
+    /// The database aborted a transaction to let another go on, and it runs again.
+    pub fn transaction_retried(&self) {
+        self.scoped(|| counter!(DB_TRANSACTION_RETRIES_TOTAL).increment(1));
     }
 
     /// A full events read was served from the cache (`hit`) or from the database.

@@ -52,7 +52,10 @@ pub async fn delete(
     calendar: CalendarId,
     by: &UserId,
 ) -> Result<CalendarView, AppError> {
-    retry_transient(|| delete_once(services, calendar.0, by.as_str())).await
+    retry_transient(&services.metrics, || {
+        delete_once(services, calendar.0, by.as_str())
+    })
+    .await
 }
 
 /// [`delete`], once.
@@ -62,6 +65,7 @@ async fn delete_once(
     actor: &str,
 ) -> Result<CalendarView, AppError> {
     let txn = services.db.begin_write().await?;
+    calendar_store::lock_for_deletion(&txn, calendar_id).await?;
     let (calendar, role) = authorize(&txn, calendar_id, actor, Action::DeleteCalendar).await?;
     if calendar.is_default {
         return Err(AppError::bad_request(

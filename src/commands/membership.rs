@@ -72,7 +72,8 @@ pub async fn leave(
     let user = user.as_str();
     let now = Utc::now();
     let txn = services.db.begin_write().await?;
-    let Some(calendar) = calendar_store::lock(&txn, calendar_id).await? else {
+    let Some(calendar) = calendar_store::lock_for_membership_loss(&txn, calendar_id, user).await?
+    else {
         return Err(not_a_member());
     };
     match members::role_of(&txn, calendar_id, user).await? {
@@ -157,7 +158,9 @@ pub async fn remove(
     let target = target.as_str();
     let now = Utc::now();
     let txn = services.db.begin_write().await?;
-    let Some(calendar) = calendar_store::lock(&txn, calendar_id).await? else {
+    let Some(calendar) =
+        calendar_store::lock_for_membership_loss(&txn, calendar_id, target).await?
+    else {
         return Err(not_a_member());
     };
     match members::role_of(&txn, calendar_id, actor).await? {

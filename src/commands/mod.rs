@@ -91,7 +91,7 @@ const TRANSIENT_ATTEMPTS: u32 = 4;
 /// the database aborted its transaction to break a deadlock or a serialization conflict
 /// ([`crate::store::is_transient`]): nothing was committed or sent, so the caller gets the
 /// outcome of a clean second run instead of a 500. Other outcomes are returned as they are.
-pub async fn retry_transient<T, E, F, Fut>(mut command: F) -> Result<T, E>
+pub async fn retry_transient<T, E, F, Fut>(metrics: &Metrics, mut command: F) -> Result<T, E>
 where
     E: MaybeTransient,
     F: FnMut() -> Fut,
@@ -102,6 +102,7 @@ where
         match command().await {
             Err(err) if attempt < TRANSIENT_ATTEMPTS && err.is_transient() => {
                 tracing::warn!(attempt, "db.transaction.retry");
+                metrics.transaction_retried();
                 attempt += 1;
             }
             outcome => return outcome,

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use entities::{calendar_members, calendars};
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait,
-    QueryFilter, QuerySelect,
+    QueryFilter, QueryOrder, QuerySelect,
 };
 use uuid::Uuid;
 
@@ -71,6 +71,77 @@ pub async fn lock(txn: &impl ConnectionTrait, id: Uuid) -> Result<Option<calenda
         .lock_exclusive()
         .unique(txn)
         .await
+}
+
+/// Locks the rows of `ids` that exist, in the order of their ids (`FOR NO KEY UPDATE`, the
+/// lock raising a calendar's versions takes), on PostgreSQL. Nothing on SQLite, whose one
+/// writer holds the whole database.
+///
+/// **The lock order.** Every write transaction on PostgreSQL takes its row locks in one
+/// global order, so that no two can each hold what the other waits for: first every
+/// calendar it will write to (their `events_version`/`members_version` rise through
+/// triggers), by id, with this function; then the events' rows ([`super::events::lock`]);
+/// then the rows hanging off them (links, attendees, history). The entry points that
+/// gather a write's calendars: [`super::events::lock_for_change`] (event updates, deletes,
+/// links), [`lock_for_membership_loss`] (leave, remove), [`lock_for_deletion`] (calendar
+/// deletion), and the batch of creations ([`super::events::calendar_roles::lock_with_roles`],
+/// same order). A lock taken out of order anyway (a link added in between) can still
+/// deadlock; the database breaks it and the command runs again, counted in
+/// `svc_db_transaction_retries_total`.
+pub async fn lock_in_order(txn: &impl ConnectionTrait, ids: &[Uuid]) -> Result<(), DbErr> {
+    if ids.is_empty() || txn.get_database_backend() != sea_orm::DbBackend::Postgres {
+        return Ok(());
+    }
+    let ids: std::collections::BTreeSet<Uuid> = ids.iter().copied().collect();
+    calendars::Entity::find()
+        .select_only()
+        .column(calendars::Column::Id)
+        .filter(calendars::Column::Id.is_in(ids))
+        .order_by_asc(calendars::Column::Id)
+        .lock(sea_orm::sea_query::LockType::NoKeyUpdate)
+        .into_tuple::<Uuid>()
+        .all(txn)
+        .await?;
+    Ok(())
+}
+
+/// Locks, in the order of [`lock_in_order`], every calendar `user` losing their membership
+/// of `home` writes to (`home`, and the calendars of each event whose links `user` made from
+/// `home`: those links go and the events' revisions rise), then takes `home`'s row for
+/// update. `None`: no such calendar.
+pub async fn lock_for_membership_loss(
+    txn: &impl ConnectionTrait,
+    home: Uuid,
+    user: &str,
+) -> Result<Option<calendars::Model>, DbErr> {
+    if txn.get_database_backend() == sea_orm::DbBackend::Postgres {
+        let made = super::events::links_made_from(txn, home, user).await?;
+        let events: Vec<Uuid> = made.into_keys().collect();
+        let mut touched: Vec<Uuid> = super::events::links_of(txn, &events)
+            .await?
+            .into_values()
+            .flatten()
+            .collect();
+        touched.push(home);
+        lock_in_order(txn, &touched).await?;
+    }
+    lock(txn, home).await
+}
+
+/// Locks, in the order of [`lock_in_order`], every calendar deleting `id` writes to: `id`
+/// and each calendar sharing an event with it (the events homed in `id` go, the others are
+/// unlinked from it; either raises their calendars' versions).
+pub async fn lock_for_deletion(txn: &impl ConnectionTrait, id: Uuid) -> Result<(), DbErr> {
+    if txn.get_database_backend() != sea_orm::DbBackend::Postgres {
+        return Ok(());
+    }
+    let mut touched: Vec<Uuid> = super::events::links_of_events_in(txn, id)
+        .await?
+        .into_values()
+        .flatten()
+        .collect();
+    touched.push(id);
+    lock_in_order(txn, &touched).await
 }
 
 /// The calendars `user_id` belongs to, with their role in each.

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use bowline::config::Secret;
 
-use crate::helpers::{TestApp, TestUser, WAIT, event_body, spawn_app, spawn_app_with};
+use crate::helpers::{TestApp, TestUser, WAIT, event_body, sample, spawn_app, spawn_app_with};
 
 /// When the server's PostgreSQL sessions look for a deadlock after starting to wait.
 const LINK_DEADLOCK_CHECK: &str = "5s";
@@ -180,14 +180,26 @@ async fn commands_for_unknown_calendars_leave_no_actor_behind() {
         .expect("supervisor running");
 }
 
-#[tokio::test]
-async fn a_link_the_database_aborts_to_break_a_deadlock_runs_again() {
+/// How a side transaction holding rows against a link takes its two locks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SideOrder {
+    /// The target calendar's row, then the event's: the order every write takes.
+    CalendarThenEvent,
+    /// The event's row, then the target calendar's: against it.
+    EventThenCalendar,
+}
+
+/// Links an event into a second calendar while, on PostgreSQL, a side transaction takes the
+/// target calendar's and the event's rows in `order`, taking its second lock once the link
+/// waits for its first. Returns the link's status, the retries the server counted, and
+/// whether the database was PostgreSQL.
+async fn link_against_a_side_writer(order: SideOrder) -> (StatusCode, u64, bool) {
     // PostgreSQL aborts the transaction whose deadlock check, run once `deadlock_timeout`
     // after it starts to wait, finds the cycle. The server's sessions check after
     // LINK_DEADLOCK_CHECK, time enough for this test to close the cycle even on a loaded
     // machine; the test's own transaction checks much later, so the link is the victim.
     let app = spawn_app_with(|settings| {
-        // The link waits out the deadlock check, then runs again: more than the test
+        // The link may wait out the deadlock check, then run again: more than the test
         // settings' 5 s for an actor's answer on a loaded machine.
         settings.actors.call_timeout_ms = 60_000;
         if let Some(url) = settings.storage.database_url.as_mut() {
@@ -209,11 +221,8 @@ async fn a_link_the_database_aborts_to_break_a_deadlock_runs_again() {
         .as_user(Method::POST, &format!("/api/v1/events/{id}/link"), &owner)
         .json(&json!({ "calendarID": target }));
     let conn = app.db_connection().await;
-    let response = if conn.get_database_backend() == sea_orm::DbBackend::Postgres {
-        // Another writer holds the target calendar's row; the link locks its event and then
-        // waits for that row (its foreign key). The other writer then asks for the event:
-        // a cycle, which PostgreSQL breaks by aborting the link's transaction, the first
-        // to check.
+    let postgres = conn.get_database_backend() == sea_orm::DbBackend::Postgres;
+    let response = if postgres {
         let shown = conn
             .query_one_raw(sea_orm::Statement::from_string(
                 sea_orm::DbBackend::Postgres,
@@ -229,42 +238,70 @@ async fn a_link_the_database_aborts_to_break_a_deadlock_runs_again() {
             LINK_DEADLOCK_CHECK,
             "sessions on the server's URL check late enough"
         );
-        let other = conn.begin().await.expect("begin");
-        other
-            .execute_unprepared(&format!(
-                "SET LOCAL deadlock_timeout = '{TEST_DEADLOCK_CHECK}'"
-            ))
-            .await
-            .expect("the test's transaction checks for deadlocks late");
-        other
-            .execute_unprepared(&format!(
-                "SELECT id FROM calendars WHERE id = '{target}' FOR UPDATE"
-            ))
-            .await
-            .expect("lock the target calendar");
+        let lock_calendar = format!("SELECT id FROM calendars WHERE id = '{target}' FOR UPDATE");
+        let lock_event = format!("SELECT id FROM events WHERE id = '{id}' FOR UPDATE");
+        let (first, second) = match order {
+            SideOrder::CalendarThenEvent => (lock_calendar, lock_event),
+            SideOrder::EventThenCalendar => (lock_event, lock_calendar),
+        };
+        let side = conn.begin().await.expect("begin");
+        side.execute_unprepared(&format!(
+            "SET LOCAL deadlock_timeout = '{TEST_DEADLOCK_CHECK}'"
+        ))
+        .await
+        .expect("the test's transaction checks for deadlocks late");
+        side.execute_unprepared(&first).await.expect("first lock");
         let pending = tokio::spawn(async move { request.send().await.expect("request") });
-        wait_for_a_lock_waiter(&conn, "the link waits for the target calendar's row").await;
-        other
-            .execute_unprepared(&format!(
-                "SELECT id FROM events WHERE id = '{id}' FOR UPDATE"
-            ))
+        wait_for_a_lock_waiter(&conn, "the link waits for the side's first lock").await;
+        side.execute_unprepared(&second)
             .await
-            .expect("the link's transaction, not this one, is the deadlock's victim");
-        other.rollback().await.expect("rollback");
+            .expect("the link's transaction, not this one, is any deadlock's victim");
+        side.rollback().await.expect("rollback");
         pending.await.expect("request task")
     } else {
         // SQLite's writers queue for the whole database: no deadlock to break.
         request.send().await.expect("request")
     };
-    assert_eq!(response.status(), StatusCode::OK);
-    let linked: Value = response.json().await.expect("JSON");
-    assert_eq!(linked["calendars"], json!([home, target]));
-    assert_eq!(linked["revision"], 2, "linked once");
-    let read = app.read_events(&owner, "").await;
-    let events = read["events"].as_array().expect("events");
-    assert_eq!(events.len(), 1);
-    assert_eq!(events[0]["calendars"], json!([home, target]));
-    assert_eq!(events[0]["revision"], 2);
+    let status = response.status();
+    if status == StatusCode::OK {
+        let linked: Value = response.json().await.expect("JSON");
+        assert_eq!(linked["revision"], 2, "linked once");
+        let read = app.read_events(&owner, "").await;
+        let events = read["events"].as_array().expect("events");
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0]["calendars"], json!([home, target]));
+        assert_eq!(events[0]["revision"], 2);
+    }
+    let retries = sample(
+        &app.metrics_text().await,
+        "svc_db_transaction_retries_total ",
+    )
+    .expect("the retry counter is exported");
+    (status, retries as u64, postgres)
+}
+
+#[tokio::test]
+async fn a_link_waits_for_a_writer_that_locks_calendars_before_events_without_a_deadlock() {
+    // The link takes its calendars first, as every write does, so it waits for the side's
+    // calendar without holding the event the side asks for next.
+    let (status, retries, _) = link_against_a_side_writer(SideOrder::CalendarThenEvent).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(retries, 0, "no deadlock, nothing run again");
+}
+
+#[tokio::test]
+async fn a_link_the_database_aborts_to_break_a_deadlock_runs_again() {
+    // A writer against the order (the event, then the calendar) closes a cycle with the
+    // link, which holds its calendars and waits for the event: the database aborts the
+    // link, which runs again once the side is done, and the retry is counted.
+    let (status, retries, postgres) =
+        link_against_a_side_writer(SideOrder::EventThenCalendar).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        retries,
+        u64::from(postgres),
+        "one deadlock on PostgreSQL, broken once"
+    );
 }
 
 /// What the store says a refused event write lost its race to, read from the key the

@@ -46,7 +46,11 @@ pub async fn create_all(
 ) -> Vec<Result<EventView, AppError>> {
     services.metrics.event_batch(batch.len());
     if batch.len() > 1 {
-        match retry_transient(|| commit(services, home.0, batch, remembered)).await {
+        match retry_transient(&services.metrics, || {
+            commit(services, home.0, batch, remembered)
+        })
+        .await
+        {
             // One of the ids exists, or one of the calendars was deleted meanwhile: each
             // command alone finds out whether it was concerned.
             Err(BatchError::Collision | BatchError::Refused(_)) => {}
@@ -56,7 +60,10 @@ pub async fn create_all(
     let mut all = Vec::with_capacity(batch.len());
     for one in batch {
         let one = std::slice::from_ref(one);
-        let outcome = retry_transient(|| commit(services, home.0, one, remembered)).await;
+        let outcome = retry_transient(&services.metrics, || {
+            commit(services, home.0, one, remembered)
+        })
+        .await;
         all.extend(answers(services, one, outcome));
     }
     all

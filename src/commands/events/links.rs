@@ -18,22 +18,47 @@ use crate::store::events::inserts::{self as event_inserts, InsertEventError, New
 use crate::store::{attendance, calendars as calendar_store, members};
 use crate::views::events::{AttendeeView, EventView};
 
+/// How [`visible_event`] reads the event.
+#[derive(Debug, Clone, Copy)]
+pub enum Reading<'a> {
+    /// Without a lock (a read, or a write that only copies it).
+    Unlocked,
+    /// Locking the event's row (a write about the event that leaves its calendars alone).
+    Locked,
+    /// Locking its calendars and those of `also`, then its row (a write that changes the
+    /// event or its links: [`event_store::lock_for_change`]).
+    ForChange {
+        /// Calendars the write adds to the event's.
+        also: &'a [Uuid],
+    },
+}
+
 /// The live event `event_id` and its links, if `actor` can see it.
 pub async fn visible_event(
     txn: &impl sea_orm::ConnectionTrait,
     event_id: Uuid,
     actor: &str,
-    lock: bool,
+    reading: Reading<'_>,
 ) -> Result<(entities::events::Model, Vec<Uuid>), AppError> {
-    let event = if lock {
-        event_store::lock(txn, event_id).await?
-    } else {
-        event_store::find(txn, event_id).await?
+    let (event, links) = match reading {
+        Reading::Unlocked => (
+            event_store::find(txn, event_id).await?,
+            event_store::links(txn, event_id).await?,
+        ),
+        Reading::Locked => (
+            event_store::lock(txn, event_id).await?,
+            event_store::links(txn, event_id).await?,
+        ),
+        Reading::ForChange { also } => {
+            match event_store::lock_for_change(txn, event_id, also).await? {
+                Some((event, links)) => (Some(event), links),
+                None => (None, Vec::new()),
+            }
+        }
     };
     let event = event
         .filter(|e| e.deleted_at.is_none())
         .ok_or_else(|| AppError::not_found("Event not found..."))?;
-    let links = event_store::links(txn, event_id).await?;
     if links.is_empty() {
         return Err(AppError::not_found("Event not found..."));
     }
@@ -87,9 +112,11 @@ pub async fn link(
     event: EventId,
     target: CalendarId,
 ) -> Result<EventView, AppError> {
-    retry_transient(|| link_once(services, by.as_str(), event.0, target.0))
-        .await
-        .map_err(refuse_constraint)
+    retry_transient(&services.metrics, || {
+        link_once(services, by.as_str(), event.0, target.0)
+    })
+    .await
+    .map_err(refuse_constraint)
 }
 
 /// [`link`], once.
@@ -100,7 +127,13 @@ async fn link_once(
     target: Uuid,
 ) -> Result<EventView, AppError> {
     let txn = services.db.begin_write().await?;
-    let (event, mut links) = visible_event(&txn, event_id, actor, true).await?;
+    let (event, mut links) = visible_event(
+        &txn,
+        event_id,
+        actor,
+        Reading::ForChange { also: &[target] },
+    )
+    .await?;
     require_target(&txn, target, actor).await?;
     // A row written before today's rules must not spread into more calendars.
     content_of(&event).check()?;
@@ -130,9 +163,11 @@ pub async fn fork(
     event: EventId,
     target: CalendarId,
 ) -> Result<EventView, AppError> {
-    retry_transient(|| fork_once(services, by.as_str(), event.0, target.0))
-        .await
-        .map_err(refuse_constraint)
+    retry_transient(&services.metrics, || {
+        fork_once(services, by.as_str(), event.0, target.0)
+    })
+    .await
+    .map_err(refuse_constraint)
 }
 
 /// [`fork`], once.
@@ -144,7 +179,7 @@ async fn fork_once(
 ) -> Result<EventView, AppError> {
     let txn = services.db.begin_write().await?;
     calendar_store::lock(&txn, target).await?;
-    let (source, links) = visible_event(&txn, event_id, actor, false).await?;
+    let (source, links) = visible_event(&txn, event_id, actor, Reading::Unlocked).await?;
     require_target(&txn, target, actor).await?;
     if links.contains(&target) {
         return Err(AppError::bad_request(
@@ -204,9 +239,11 @@ pub async fn set_attendance(
     event: EventId,
     answer: Attendance,
 ) -> Result<Vec<AttendeeView>, AppError> {
-    retry_transient(|| set_attendance_once(services, by.as_str(), event.0, answer))
-        .await
-        .map_err(refuse_constraint)
+    retry_transient(&services.metrics, || {
+        set_attendance_once(services, by.as_str(), event.0, answer)
+    })
+    .await
+    .map_err(refuse_constraint)
 }
 
 /// [`set_attendance`], once.
@@ -217,7 +254,7 @@ async fn set_attendance_once(
     answer: Attendance,
 ) -> Result<Vec<AttendeeView>, AppError> {
     let txn = services.db.begin_write().await?;
-    let (_, links) = visible_event(&txn, event_id, actor, true).await?;
+    let (_, links) = visible_event(&txn, event_id, actor, Reading::Locked).await?;
     let clock = WriteDeadline::start();
     attendance::set(&txn, event_id, actor, answer, clock.now).await?;
     let attendees: Vec<AttendeeView> = attendance::list(&txn, event_id)
@@ -243,7 +280,7 @@ pub async fn attendees(
     event_id: Uuid,
 ) -> Result<Vec<AttendeeView>, AppError> {
     let db = services.db.conn();
-    visible_event(db, event_id, reader, false).await?;
+    visible_event(db, event_id, reader, Reading::Unlocked).await?;
     let attendees = attendance::list(db, event_id).await?;
     Ok(attendees.into_iter().map(AttendeeView::from).collect())
 }

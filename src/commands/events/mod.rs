@@ -120,9 +120,11 @@ pub async fn update(
     input: EventInput,
     base_revision: Option<i64>,
 ) -> Result<EventView, AppError> {
-    retry_transient(|| update_once(services, by.as_str(), input.clone(), base_revision))
-        .await
-        .map_err(refuse_constraint)
+    retry_transient(&services.metrics, || {
+        update_once(services, by.as_str(), input.clone(), base_revision)
+    })
+    .await
+    .map_err(refuse_constraint)
 }
 
 /// [`update`], once.
@@ -133,11 +135,10 @@ async fn update_once(
     base_revision: Option<i64>,
 ) -> Result<EventView, AppError> {
     let txn = services.db.begin_write().await?;
-    let event = event_store::lock(&txn, input.id)
+    let (event, existing) = event_store::lock_for_change(&txn, input.id, &input.calendars)
         .await?
-        .filter(|e| e.deleted_at.is_none())
+        .filter(|(e, _)| e.deleted_at.is_none())
         .ok_or_else(event_not_found)?;
-    let existing = event_store::links(&txn, event.id).await?;
     if !may_edit(&txn, &event, &existing, actor).await? {
         return Err(AppError::forbidden("You can't edit this event."));
     }
@@ -287,9 +288,11 @@ pub async fn delete(
     event: EventId,
     unlink: Option<CalendarId>,
 ) -> Result<DeletedEventView, AppError> {
-    retry_transient(|| delete_once(services, by.as_str(), event.0, unlink.map(|c| c.0)))
-        .await
-        .map_err(refuse_constraint)
+    retry_transient(&services.metrics, || {
+        delete_once(services, by.as_str(), event.0, unlink.map(|c| c.0))
+    })
+    .await
+    .map_err(refuse_constraint)
 }
 
 /// [`delete`], once.
@@ -300,11 +303,10 @@ async fn delete_once(
     unlink: Option<Uuid>,
 ) -> Result<DeletedEventView, AppError> {
     let txn = services.db.begin_write().await?;
-    let event = event_store::lock(&txn, event_id)
+    let (event, links) = event_store::lock_for_change(&txn, event_id, &[])
         .await?
-        .filter(|e| e.deleted_at.is_none())
+        .filter(|(e, _)| e.deleted_at.is_none())
         .ok_or_else(event_not_found)?;
-    let links = event_store::links(&txn, event_id).await?;
     let roles = roles(&txn, actor, &links).await?;
     let editable: Vec<Uuid> = links
         .iter()

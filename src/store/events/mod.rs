@@ -70,12 +70,40 @@ pub async fn find(db: &impl ConnectionTrait, id: Uuid) -> Result<Option<events::
     events::Entity::find_by_id(id).unique(db).await
 }
 
-/// Locks the event row for the rest of the transaction.
+/// Locks the event row for the rest of the transaction. A write that changes the event's
+/// links or content takes [`lock_for_change`] instead, so that its calendars are locked first.
 pub async fn lock(txn: &impl ConnectionTrait, id: Uuid) -> Result<Option<events::Model>, DbErr> {
     events::Entity::find_by_id(id)
         .lock_exclusive()
         .unique(txn)
         .await
+}
+
+/// Locks what a change of event `id` writes, in the one order every write transaction takes
+/// its locks on PostgreSQL: first the calendars it touches (the event's links and `also`,
+/// such as a link's target), by id ([`crate::store::calendars::lock_in_order`]), then the
+/// event's row. Changing the event or its links raises those calendars' `events_version`
+/// (triggers), which takes their rows' locks; taken here first and in one order, two writes
+/// cannot each hold what the other waits for. Returns the event and its links as they are
+/// under the locks (`None`: no such event). On SQLite the one writer holds the database.
+pub async fn lock_for_change(
+    txn: &impl ConnectionTrait,
+    id: Uuid,
+    also: &[Uuid],
+) -> Result<Option<(events::Model, Vec<Uuid>)>, DbErr> {
+    if txn.get_database_backend() == sea_orm::DbBackend::Postgres {
+        let mut calendars: Vec<Uuid> = links(txn, id).await?;
+        calendars.extend_from_slice(also);
+        crate::store::calendars::lock_in_order(txn, &calendars).await?;
+    }
+    let Some(event) = lock(txn, id).await? else {
+        return Ok(None);
+    };
+    // Links added between the first read and the event's lock (a calendar's actor linking
+    // the event elsewhere) are locked now, out of order: a deadlock there is broken by the
+    // database and the command runs again.
+    let links = links(txn, id).await?;
+    Ok(Some((event, links)))
 }
 
 /// The calendars an event is linked to, in the order they were linked.
