@@ -39,7 +39,7 @@ pub const ACTOR_MESSAGE_DURATION_SECONDS: &str = "svc_actor_message_duration_sec
 pub const SSE_CONNECTIONS: &str = "svc_sse_connections";
 /// Histogram: event creations committed together by a calendar actor (group commit).
 pub const EVENT_COMMIT_BATCH_SIZE: &str = "svc_event_commit_batch_size";
-/// Full events reads by cache outcome (`hit`, `miss`).
+/// Full events reads by cache outcome (`hit`, `miss`, `not_modified`).
 pub const EVENT_READ_CACHE_TOTAL: &str = "svc_event_read_cache_total";
 /// Users with at least one open `/api/stream` connection.
 pub const SSE_USERS: &str = "svc_sse_users";
@@ -255,6 +255,11 @@ impl Metrics {
     /// The database aborted a transaction to let another go on, and it runs again.
     pub fn transaction_retried(&self) {
         self.scoped(|| counter!(DB_TRANSACTION_RETRIES_TOTAL).increment(1));
+    }
+
+    /// A full events read was answered 304: the client holds the current events.
+    pub fn event_read_not_modified(&self) {
+        self.scoped(|| counter!(EVENT_READ_CACHE_TOTAL, "outcome" => "not_modified").increment(1));
     }
 
     /// A full events read was served from the cache (`hit`) or from the database.

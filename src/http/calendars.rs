@@ -10,6 +10,7 @@ use warp::filters::BoxedFilter;
 use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
 
+use super::conditional::{self, EntityTag, if_none_match};
 use super::extract::{AuthUser, authenticated, json_body, ok_text, respond, with_ctx};
 use crate::actors::calendar::CalendarCommand;
 use crate::commands::calendar::CalendarChange;
@@ -97,12 +98,19 @@ fn list_calendars(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Reject
         .and(warp::get())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
-        .and_then(|ctx: Ctx, user: AuthUser| async move {
-            respond(list_calendars_handler(&ctx, &user).await)
-        })
+        .and(if_none_match())
+        .and_then(
+            |ctx: Ctx, user: AuthUser, if_none_match: Option<String>| async move {
+                respond(list_calendars_handler(&ctx, &user, if_none_match.as_deref()).await)
+            },
+        )
 }
 
-async fn list_calendars_handler(ctx: &Ctx, user: &AuthUser) -> Result<Response, AppError> {
+async fn list_calendars_handler(
+    ctx: &Ctx,
+    user: &AuthUser,
+    if_none_match: Option<&str>,
+) -> Result<Response, AppError> {
     let calendars = calendar_store::list_for_user(&ctx.db, user.id()).await?;
     let ids: Vec<_> = calendars.iter().map(|(calendar, _)| calendar.id).collect();
     let members = members::list_for_calendars(ctx.db.conn(), &ids).await?;
@@ -116,7 +124,45 @@ async fn list_calendars_handler(ctx: &Ctx, user: &AuthUser) -> Result<Response, 
             CalendarView::new(calendar, members, Some(*role))
         })
         .collect();
-    Ok(warp::reply::json(&views).into_response())
+    let tag = EntityTag::weak("calendars", user.id(), &calendar_versions(&views));
+    Ok(conditional::answer(&tag, if_none_match, || {
+        warp::reply::json(&views).into_response()
+    }))
+}
+
+/// What a calendars listing is built from, field by field: each calendar's row as of its
+/// last change (owner, name, colour), the reader's role and each member's id, name and
+/// email.
+fn calendar_versions(views: &[CalendarView]) -> String {
+    use std::fmt::Write;
+    let mut versions = String::new();
+    for view in views {
+        let _ = write!(
+            versions,
+            "{}|{}|{}|{}|{}|{}|{}|{:?}|",
+            view.id,
+            view.updated_at.timestamp_nanos_opt().unwrap_or_default(),
+            view.creator_id,
+            view.is_default,
+            view.name.len(),
+            view.name,
+            view.color,
+            view.role
+        );
+        for member in &view.members {
+            let _ = write!(
+                versions,
+                "{}|{}|{}|{}|{}|",
+                member.id,
+                member.name.len(),
+                member.name,
+                member.email.len(),
+                member.email
+            );
+        }
+        versions.push('\n');
+    }
+    versions
 }
 
 /// GET /api/v1/calendars/:id — one calendar with its members (members only).

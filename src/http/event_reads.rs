@@ -10,6 +10,7 @@ use http::header::CONTENT_TYPE;
 use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
 
+use super::conditional::{self, EntityTag, if_none_match};
 use super::extract::{AuthUser, authenticated, respond, with_ctx};
 use crate::context::Ctx;
 use crate::domain::events::{DELTA_OVERLAP, MAX_RANGE_DAYS};
@@ -83,21 +84,25 @@ pub(super) fn list_events(
         .and(query)
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
-        .and_then(|query: String, ctx: Ctx, user: AuthUser| async move {
-            respond(list_events_handler(&ctx, &user, &query).await)
-        })
+        .and(if_none_match())
+        .and_then(
+            |query: String, ctx: Ctx, user: AuthUser, if_none_match: Option<String>| async move {
+                respond(list_events_handler(&ctx, &user, &query, if_none_match.as_deref()).await)
+            },
+        )
 }
 
 async fn list_events_handler(
     ctx: &Ctx,
     user: &AuthUser,
     query: &str,
+    if_none_match: Option<&str>,
 ) -> Result<Response, AppError> {
     let query = parse_read_query(query)?;
     let server_time = Utc::now();
     let overlap = Duration::from_std(DELTA_OVERLAP).unwrap_or(Duration::seconds(10));
     let (packed, deleted_ids) = match query {
-        ReadQuery::All => return full_read(ctx, user, server_time).await,
+        ReadQuery::All => return full_read(ctx, user, server_time, if_none_match).await,
         // One statement: its own consistent snapshot.
         ReadQuery::Range(start, end) => (
             event_reads::visible(ctx.db.conn(), user.id(), Window::Range(start, end)).await?,
@@ -122,19 +127,29 @@ async fn list_events_handler(
 }
 
 /// Everything the reader can see ([`event_reads::all_visible`], cached while the reader's
-/// calendars are unchanged).
+/// calendars are unchanged), tagged with those calendars' versions: a client that holds the
+/// answer for the current versions gets 304 after one query, without the events.
 async fn full_read(
     ctx: &Ctx,
     user: &AuthUser,
     server_time: DateTime<Utc>,
+    if_none_match: Option<&str>,
 ) -> Result<Response, AppError> {
+    let tag = |versions: &str| EntityTag::weak("events", user.id(), versions);
+    if if_none_match.is_some() {
+        let versions = event_reads::current_versions(&ctx.db, user.id()).await?;
+        let tag = tag(&versions);
+        if tag.matched_by(if_none_match) {
+            ctx.metrics.event_read_not_modified();
+            return Ok(conditional::not_modified(&tag));
+        }
+    }
     let read = event_reads::all_visible(&ctx.db, user.id(), event_list::events_array).await?;
     ctx.metrics.event_read(read.cached);
-    Ok(json_text(event_list::events_response(
-        &read.events,
-        &[],
-        server_time,
-    )))
+    Ok(conditional::tagged(
+        json_text(event_list::events_response(&read.events, &[], server_time)),
+        &tag(&read.versions),
+    ))
 }
 
 /// A 200 with a JSON body already rendered.

@@ -20,6 +20,7 @@ pub mod auth_routes;
 pub mod avatars;
 pub mod body;
 pub mod calendars;
+pub mod conditional;
 pub mod connections;
 pub mod cors;
 pub mod endpoint;

@@ -12,6 +12,7 @@ use warp::filters::BoxedFilter;
 use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
 
+use super::conditional::{self, EntityTag, if_none_match};
 use super::extract::{AuthUser, authenticated, json_body, respond, with_ctx};
 use crate::commands::pages::{self as commands, page_not_found};
 use crate::context::Ctx;
@@ -61,13 +62,36 @@ fn list_pages(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection>
         .and(warp::get())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
-        .and_then(|ctx: Ctx, user: AuthUser| async move {
-            respond(
-                commands::list(&ctx.services, user.id())
-                    .await
-                    .map(|pages| warp::reply::json(&pages)),
-            )
-        })
+        .and(if_none_match())
+        .and_then(
+            |ctx: Ctx, user: AuthUser, if_none_match: Option<String>| async move {
+                respond(commands::list(&ctx.services, user.id()).await.map(|pages| {
+                    let tag = EntityTag::weak("pages", user.id(), &page_versions(&pages));
+                    conditional::answer(&tag, if_none_match.as_deref(), || {
+                        warp::reply::json(&pages).into_response()
+                    })
+                }))
+            },
+        )
+}
+
+/// What a pages listing is built from: each page's id, place and revision (raised by every
+/// change of its name or configuration).
+fn page_versions(pages: &[crate::views::pages::PageDocument]) -> String {
+    use std::fmt::Write;
+    let mut versions = String::new();
+    for page in pages {
+        let _ = writeln!(
+            versions,
+            "{}|{}|{}|{}|{}",
+            page.id,
+            page.position,
+            page.is_default,
+            page.revision,
+            page.updated_at.timestamp_nanos_opt().unwrap_or_default()
+        );
+    }
+    versions
 }
 
 /// `POST /api/v1/pages` body.

@@ -12,6 +12,7 @@ use warp::filters::BoxedFilter;
 use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
 
+use super::conditional::{self, EntityTag, if_none_match};
 use super::extract::{AuthUser, authenticated, json_body, respond, with_ctx};
 use crate::commands::{reminders as commands, settings as settings_commands};
 use crate::context::Ctx;
@@ -72,12 +73,19 @@ fn read_rules(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection>
         .and(warp::get())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
+        .and(if_none_match())
         .and_then(
-            |ctx: Ctx, user: AuthUser| async move { respond(read_handler(&ctx, &user).await) },
+            |ctx: Ctx, user: AuthUser, if_none_match: Option<String>| async move {
+                respond(read_handler(&ctx, &user, if_none_match.as_deref()).await)
+            },
         )
 }
 
-async fn read_handler(ctx: &Ctx, user: &AuthUser) -> Result<Response, AppError> {
+async fn read_handler(
+    ctx: &Ctx,
+    user: &AuthUser,
+    if_none_match: Option<&str>,
+) -> Result<Response, AppError> {
     let stored = settings_commands::read(&ctx.services, user.id()).await?;
     let default = settings::with_defaults(&stored.value)["defaultReminder"].clone();
     let as_map = |rules: Vec<(Uuid, Value)>| -> Map<String, Value> {
@@ -87,12 +95,22 @@ async fn read_handler(ctx: &Ctx, user: &AuthUser) -> Result<Response, AppError> 
             .collect()
     };
     let db = ctx.db.conn();
-    let calendars = as_map(reminder_store::calendar_rules(db, user.id()).await?);
-    let events = as_map(reminder_store::event_rules(db, user.id()).await?);
-    Ok(
+    let calendar_rules = reminder_store::calendar_rules(db, user.id()).await?;
+    let event_rules = reminder_store::event_rules(db, user.id()).await?;
+    // Built from the settings' revision (the default rule) and the rules themselves.
+    let mut versions = stored.revision.to_string();
+    for (kind, rules) in [("calendar", &calendar_rules), ("event", &event_rules)] {
+        for (id, rule) in rules {
+            versions.push_str(&format!("\n{kind}|{id}|{rule}"));
+        }
+    }
+    let tag = EntityTag::weak("reminders", user.id(), &versions);
+    Ok(conditional::answer(&tag, if_none_match, || {
+        let calendars = as_map(calendar_rules);
+        let events = as_map(event_rules);
         warp::reply::json(&json!({ "default": default, "calendars": calendars, "events": events }))
-            .into_response(),
-    )
+            .into_response()
+    }))
 }
 
 /// PUT /api/v1/reminders/calendars/:calendarId.

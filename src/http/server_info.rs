@@ -6,6 +6,7 @@ use warp::filters::BoxedFilter;
 use warp::reply::Response;
 use warp::{Filter, Reply};
 
+use super::conditional::{self, EntityTag, if_none_match};
 use super::extract::with_ctx;
 use crate::context::Ctx;
 use crate::domain::version::{IMPLEMENTATION, MIN_CLIENT_VERSION, WIRE_VERSION};
@@ -66,7 +67,24 @@ fn server_info(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = warp::Rej
     endpoint!("api" / "v1" / "server")
         .and(warp::get())
         .and(with_ctx(ctx))
-        .map(|ctx: Ctx| warp::reply::json(&server_info_handler(&ctx)).into_response())
+        .and(if_none_match())
+        .map(|ctx: Ctx, if_none_match: Option<String>| {
+            let info = server_info_handler(&ctx);
+            // What the answer is built from only changes with the server's configuration.
+            let versions = format!(
+                "{}|{}|{}|{:?}|{:?}|{}",
+                info.version,
+                info.min_client_version,
+                info.implementation,
+                info.socials,
+                info.sync_providers,
+                info.email
+            );
+            let tag = EntityTag::weak("server", "", &versions);
+            conditional::answer(&tag, if_none_match.as_deref(), || {
+                warp::reply::json(&info).into_response()
+            })
+        })
 }
 
 fn server_info_handler(ctx: &Ctx) -> ServerInfoResponse {

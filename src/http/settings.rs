@@ -10,6 +10,7 @@ use warp::filters::BoxedFilter;
 use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
 
+use super::conditional::{self, EntityTag, if_none_match};
 use super::extract::{AuthUser, authenticated, json_body, respond, with_ctx};
 use crate::commands::settings as commands;
 use crate::context::Ctx;
@@ -39,13 +40,18 @@ fn read_settings(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejecti
         .and(warp::get())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
-        .and_then(|ctx: Ctx, user: AuthUser| async move {
-            respond(
-                commands::read(&ctx.services, user.id())
-                    .await
-                    .map(|r| warp::reply::json(&row(&r))),
-            )
-        })
+        .and(if_none_match())
+        .and_then(
+            |ctx: Ctx, user: AuthUser, if_none_match: Option<String>| async move {
+                respond(commands::read(&ctx.services, user.id()).await.map(|r| {
+                    conditional::answer(
+                        &settings_tag("settings", &r),
+                        if_none_match.as_deref(),
+                        || warp::reply::json(&row(&r)).into_response(),
+                    )
+                }))
+            },
+        )
 }
 
 /// GET /api/v1/users/settings/document — `{value, revision, updatedAt}`.
@@ -54,13 +60,32 @@ fn read_document(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejecti
         .and(warp::get())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
-        .and_then(|ctx: Ctx, user: AuthUser| async move {
-            respond(
-                commands::read(&ctx.services, user.id())
-                    .await
-                    .map(|r| warp::reply::json(&document(&r))),
-            )
-        })
+        .and(if_none_match())
+        .and_then(
+            |ctx: Ctx, user: AuthUser, if_none_match: Option<String>| async move {
+                respond(commands::read(&ctx.services, user.id()).await.map(|r| {
+                    conditional::answer(
+                        &settings_tag("settings document", &r),
+                        if_none_match.as_deref(),
+                        || warp::reply::json(&document(&r)).into_response(),
+                    )
+                }))
+            },
+        )
+}
+
+/// A settings read's tag (`resource`: which of its two shapes): the row's revision, raised
+/// by every write.
+fn settings_tag(resource: &str, stored: &entities::user_settings::Model) -> EntityTag {
+    EntityTag::weak(
+        resource,
+        &stored.user_id,
+        &format!(
+            "{}|{}",
+            stored.revision,
+            stored.updated_at.timestamp_nanos_opt().unwrap_or_default()
+        ),
+    )
 }
 
 /// PUT /api/v1/users/settings — complete settings, upserted.

@@ -20,6 +20,7 @@ mod calendar_actors;
 mod calendars;
 mod change_mails;
 mod concurrency;
+mod conditional_reads;
 mod connections;
 mod delta;
 mod event_batch_roles;

@@ -249,6 +249,8 @@ pub struct FullRead {
     pub events: Arc<str>,
     /// Whether they were served from the cache.
     pub cached: bool,
+    /// The reader's calendar versions the events were read at ([`versions`]).
+    pub versions: String,
 }
 
 /// Everything `user_id` can see, as `render` writes it: from the server's cache while the
@@ -267,6 +269,7 @@ pub async fn all_visible<E: From<DbErr>>(
             return Ok(FullRead {
                 events,
                 cached: true,
+                versions,
             });
         }
     }
@@ -275,16 +278,17 @@ pub async fn all_visible<E: From<DbErr>>(
     let packed = visible(&txn, user_id, Window::All).await?;
     txn.commit().await?;
     let events: Arc<str> = render(&packed.rows()?)?.into();
-    cache.put(user_id, versions, events.clone());
+    cache.put(user_id, versions.clone(), events.clone());
     Ok(FullRead {
         events,
         cached: false,
+        versions,
     })
 }
 
 /// [`versions`] as of now, outside a transaction: on PostgreSQL through the connections
 /// held for it beside the pool ([`crate::store::unpinged_connections`]), which spare the read the pool's ping.
-async fn current_versions(db: &Database, user_id: &str) -> Result<String, DbErr> {
+pub async fn current_versions(db: &Database, user_id: &str) -> Result<String, DbErr> {
     if let Some(lane) = db.unpinged_connections()
         && let Some(row) = lane.text(VERSIONS_POSTGRES, user_id).await
     {
