@@ -103,6 +103,31 @@ pub async fn ids_by_calendar(
     Ok(by_calendar)
 }
 
+/// The members of several calendars with their roles, in one query (a calendar without
+/// members is absent).
+pub async fn roles_in(
+    db: &impl ConnectionTrait,
+    calendar_ids: &[Uuid],
+) -> Result<HashMap<Uuid, Vec<(String, Role)>>, DbErr> {
+    let mut by_calendar: HashMap<Uuid, Vec<(String, Role)>> = HashMap::new();
+    if calendar_ids.is_empty() {
+        return Ok(by_calendar);
+    }
+    let rows = calendar_members::Entity::find()
+        .filter(calendar_members::Column::CalendarId.is_in(calendar_ids.iter().copied()))
+        .all(db)
+        .await?;
+    for row in rows {
+        if let Some(role) = Role::parse(&row.role) {
+            by_calendar
+                .entry(row.calendar_id)
+                .or_default()
+                .push((row.user_id, role));
+        }
+    }
+    Ok(by_calendar)
+}
+
 /// The calendars `user_id` is a member of.
 pub async fn calendars_of(
     db: &impl ConnectionTrait,

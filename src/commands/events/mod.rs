@@ -11,7 +11,7 @@ mod frames;
 pub mod links;
 pub mod visibility;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use chrono::{DateTime, Utc};
 use entities::events;
@@ -48,6 +48,45 @@ pub async fn readers(db: &impl ConnectionTrait, links: &[Uuid]) -> Result<Reader
     Ok(readers)
 }
 
+/// The members and roles of the calendars an event write touches, read once
+/// ([`members::roles_in`]) and asked in memory for roles and readers.
+struct Memberships(HashMap<Uuid, Vec<(String, Role)>>);
+
+impl Memberships {
+    async fn of(db: &impl ConnectionTrait, calendars: &[Uuid]) -> Result<Self, AppError> {
+        Ok(Self(members::roles_in(db, calendars).await?))
+    }
+
+    /// `user`'s role in `calendar` (`None`: not a member, or a calendar not read).
+    fn role(&self, calendar: &Uuid, user: &str) -> Option<Role> {
+        self.0
+            .get(calendar)?
+            .iter()
+            .find(|(member, _)| member == user)
+            .map(|(_, role)| *role)
+    }
+
+    /// `user`'s roles among `calendars`.
+    fn roles(&self, user: &str, calendars: &[Uuid]) -> BTreeMap<Uuid, Role> {
+        calendars
+            .iter()
+            .filter_map(|c| Some((*c, self.role(c, user)?)))
+            .collect()
+    }
+
+    /// Who sees an event linked into `links`, with the calendars they see it in (as
+    /// [`readers`] reads them).
+    fn readers(&self, links: &[Uuid]) -> Readers {
+        let mut readers = Readers::new();
+        for calendar in links {
+            for (user, _) in self.0.get(calendar).into_iter().flatten() {
+                readers.entry(user.clone()).or_default().push(*calendar);
+            }
+        }
+        readers
+    }
+}
+
 fn event_not_found() -> AppError {
     AppError::not_found("Event not found...")
 }
@@ -80,37 +119,6 @@ pub fn refuse_constraint(err: AppError) -> AppError {
     }
 }
 
-/// The user's role in each calendar of `calendars` (absent: not a member).
-async fn roles(
-    db: &impl ConnectionTrait,
-    user: &str,
-    calendars: &[Uuid],
-) -> Result<BTreeMap<Uuid, Role>, AppError> {
-    let mut roles = BTreeMap::new();
-    for calendar in calendars {
-        if let Some(role) = members::role_of(db, *calendar, user).await? {
-            roles.insert(*calendar, role);
-        }
-    }
-    Ok(roles)
-}
-
-/// Whether `actor` may edit `event`: editEvents on its home calendar, or, if the home
-/// calendar is gone, being its creator and still seeing it.
-async fn may_edit(
-    db: &impl ConnectionTrait,
-    event: &events::Model,
-    links: &[Uuid],
-    actor: &str,
-) -> Result<bool, AppError> {
-    Ok(match event.origin_calendar_id {
-        Some(home) => members::role_of(db, home, actor)
-            .await?
-            .is_some_and(|role| role.allows(Action::EditEvents)),
-        None => event.creator_id == actor && !roles(db, actor, links).await?.is_empty(),
-    })
-}
-
 /// Replaces an event's content and its calendar list: links added or removed need
 /// editEvents there; links into calendars the actor is not a member of stay. With `base_revision` (the revision the client last saw) older than the current one, it
 /// changes nothing and answers 409 `EVENT_CONFLICT` with the current event as `current`.
@@ -139,14 +147,30 @@ async fn update_once(
         .await?
         .filter(|(e, _)| e.deleted_at.is_none())
         .ok_or_else(event_not_found)?;
-    if !may_edit(&txn, &event, &existing, actor).await? {
+    // Every calendar the update touches, with its members, in one read.
+    let touched: Vec<Uuid> = existing
+        .iter()
+        .chain(&input.calendars)
+        .chain(event.origin_calendar_id.as_ref())
+        .copied()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let memberships = Memberships::of(&txn, &touched).await?;
+    let may_edit = match event.origin_calendar_id {
+        Some(home) => memberships
+            .role(&home, actor)
+            .is_some_and(|role| role.allows(Action::EditEvents)),
+        None => event.creator_id == actor && !memberships.roles(actor, &existing).is_empty(),
+    };
+    if !may_edit {
         return Err(AppError::forbidden("You can't edit this event."));
     }
     if let Some(base) = base_revision
         && base != event.revision
     {
-        let mine = readers(&txn, &existing)
-            .await?
+        let mine = memberships
+            .readers(&existing)
             .remove(actor)
             .unwrap_or_default();
         let current = serde_json::to_value(EventView::new(&event, mine)).ok();
@@ -171,14 +195,7 @@ async fn update_once(
     // Links into calendars the actor is not a member of are not theirs to see or change:
     // leaving them out of the body (as a client that puts back what it read does) keeps
     // them. Removing a link the actor can see needs editEvents there, like adding one.
-    let touched: Vec<Uuid> = existing
-        .iter()
-        .chain(&input.calendars)
-        .copied()
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    let mine = roles(&txn, actor, &touched).await?;
+    let mine = memberships.roles(actor, &touched);
     let may_edit_in = |c: &Uuid| mine.get(c).is_some_and(|r| r.allows(Action::EditEvents));
     let added: Vec<Uuid> = input
         .calendars
@@ -199,7 +216,7 @@ async fn update_once(
             "You can't remove this event from that calendar.",
         ));
     }
-    let before = readers(&txn, &existing).await?;
+    let before = memberships.readers(&existing);
     let clock = WriteDeadline::start();
     let news = ChangeNews::of(
         (event.start, event.end, event.is_canceled),
@@ -209,8 +226,17 @@ async fn update_once(
     let updated = event_store::update_content(&txn, event, &input, clock.now).await?;
     event_store::add_links(&txn, updated.id, &added, actor, clock.now).await?;
     event_store::remove_links(&txn, updated.id, &removed).await?;
-    let links = event_store::links(&txn, updated.id).await?;
-    let after = readers(&txn, &links).await?;
+    // The links as `links` would read them now: the kept ones in their order, then the new
+    // ones (linked at this write's time) by calendar id.
+    let mut new_links = added.clone();
+    new_links.sort_unstable();
+    let links: Vec<Uuid> = existing
+        .iter()
+        .filter(|c| !removed.contains(c))
+        .chain(&new_links)
+        .copied()
+        .collect();
+    let after = memberships.readers(&links);
     let lost = lost_readers(&before, &after);
     event_history::record_losses(&txn, lost.iter().copied(), updated.id, clock.now).await?;
     let mut due = None;
@@ -307,20 +333,20 @@ async fn delete_once(
         .await?
         .filter(|(e, _)| e.deleted_at.is_none())
         .ok_or_else(event_not_found)?;
-    let roles = roles(&txn, actor, &links).await?;
+    let mut touched = links.clone();
+    touched.extend(event.origin_calendar_id);
+    let memberships = Memberships::of(&txn, &touched).await?;
+    let roles = memberships.roles(actor, &links);
     let editable: Vec<Uuid> = links
         .iter()
         .filter(|c| roles.get(c).is_some_and(|r| r.allows(Action::EditEvents)))
         .copied()
         .collect();
     let governs = match event.origin_calendar_id {
-        Some(home) => match roles.get(&home) {
-            Some(role) => role.allows(Action::EditEvents),
-            // The home calendar governs even where the event is no longer linked into it.
-            None => members::role_of(&txn, home, actor)
-                .await?
-                .is_some_and(|role| role.allows(Action::EditEvents)),
-        },
+        // The home calendar governs even where the event is no longer linked into it.
+        Some(home) => memberships
+            .role(&home, actor)
+            .is_some_and(|role| role.allows(Action::EditEvents)),
         None => event.creator_id == actor && !roles.is_empty(),
     };
     let targets: Vec<Uuid> = match unlink {
@@ -348,8 +374,8 @@ async fn delete_once(
         .filter(|c| !targets.contains(c))
         .copied()
         .collect();
-    let before = readers(&txn, &links).await?;
-    let after = readers(&txn, &remaining).await?;
+    let before = memberships.readers(&links);
+    let after = memberships.readers(&remaining);
     let clock = WriteDeadline::start();
     let removed = remaining.is_empty();
     let event = if removed {
