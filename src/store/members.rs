@@ -86,21 +86,16 @@ pub async fn ids_by_calendar(
     db: &impl ConnectionTrait,
     calendar_ids: &[Uuid],
 ) -> Result<HashMap<Uuid, Vec<String>>, DbErr> {
-    let mut by_calendar: HashMap<Uuid, Vec<String>> = HashMap::new();
-    if calendar_ids.is_empty() {
-        return Ok(by_calendar);
-    }
-    let rows = calendar_members::Entity::find()
-        .filter(calendar_members::Column::CalendarId.is_in(calendar_ids.iter().copied()))
-        .all(db)
-        .await?;
-    for row in rows {
-        by_calendar
-            .entry(row.calendar_id)
-            .or_default()
-            .push(row.user_id);
-    }
-    Ok(by_calendar)
+    Ok(roles_in(db, calendar_ids)
+        .await?
+        .into_iter()
+        .map(|(calendar, members)| {
+            (
+                calendar,
+                members.into_iter().map(|(user, _)| user).collect(),
+            )
+        })
+        .collect())
 }
 
 /// The members of several calendars with their roles, in one query (a calendar without

@@ -3,15 +3,15 @@
 //! written; one the database aborts to break a deadlock runs again; commands naming a calendar that does not exist are refused without leaving its
 //! actor alive.
 
-use std::time::Duration;
-
 use reqwest::{Method, StatusCode};
 use sea_orm::{ConnectionTrait, EntityTrait, TransactionTrait};
 use serde_json::{Value, json};
 
 use bowline::config::Secret;
 
-use crate::helpers::{TestApp, TestUser, WAIT, event_body, sample, spawn_app, spawn_app_with};
+use crate::helpers::{
+    TestApp, TestUser, WAIT, event_body, sample, spawn_app, spawn_app_with, until_pg_count,
+};
 
 /// When the server's PostgreSQL sessions look for a deadlock after starting to wait.
 const LINK_DEADLOCK_CHECK: &str = "5s";
@@ -49,27 +49,14 @@ async fn racing_deletion(
 
 /// Waits until a session of this test's PostgreSQL database waits for a row lock.
 async fn wait_for_a_lock_waiter(conn: &sea_orm::DatabaseConnection, what: &str) {
-    let waiting = "SELECT count(*) AS n FROM pg_stat_activity \
-                   WHERE datname = current_database() AND wait_event_type = 'Lock'";
-    let mut tick = tokio::time::interval(Duration::from_millis(5));
-    tokio::time::timeout(WAIT, async {
-        loop {
-            tick.tick().await;
-            let row = conn
-                .query_one_raw(sea_orm::Statement::from_string(
-                    sea_orm::DbBackend::Postgres,
-                    waiting,
-                ))
-                .await
-                .expect("query")
-                .expect("row");
-            if row.try_get::<i64>("", "n").expect("count") > 0 {
-                return;
-            }
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("{what}"));
+    until_pg_count(
+        conn,
+        "SELECT count(*) AS n FROM pg_stat_activity \
+         WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        |n| n > 0,
+        what,
+    )
+    .await;
 }
 
 async fn calendar(app: &TestApp, owner: &TestUser, name: &str) -> String {

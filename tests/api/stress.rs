@@ -9,7 +9,8 @@ use serde_json::Value;
 
 use sea_orm::ConnectionTrait;
 
-use crate::helpers::{TestApp, WAIT, sample, spawn_app_with};
+use crate::helpers::until_pg_count;
+use crate::helpers::{TestApp, sample, spawn_app_with};
 
 async fn app() -> TestApp {
     spawn_app_with(|settings| settings.auth.rate_limit = false).await
@@ -131,27 +132,14 @@ async fn end_other_sessions(conn: &sea_orm::DatabaseConnection) {
     )
     .await
     .expect("terminate the server's sessions");
-    let others = "SELECT count(*) AS n FROM pg_stat_activity \
-                  WHERE datname = current_database() AND pid <> pg_backend_pid()";
-    let mut tick = tokio::time::interval(Duration::from_millis(20));
-    tokio::time::timeout(WAIT, async {
-        loop {
-            tick.tick().await;
-            let row = conn
-                .query_one_raw(sea_orm::Statement::from_string(
-                    sea_orm::DbBackend::Postgres,
-                    others,
-                ))
-                .await
-                .expect("query")
-                .expect("row");
-            if row.try_get::<i64>("", "n").expect("count") == 0 {
-                return;
-            }
-        }
-    })
-    .await
-    .expect("the stopped server's sessions end");
+    until_pg_count(
+        conn,
+        "SELECT count(*) AS n FROM pg_stat_activity \
+         WHERE datname = current_database() AND pid <> pg_backend_pid()",
+        |n| n == 0,
+        "the stopped server's sessions end",
+    )
+    .await;
 }
 
 #[tokio::test]

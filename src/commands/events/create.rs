@@ -9,11 +9,10 @@
 //! its own and the one concerned is refused. Checking ids before inserting would cost every
 //! batch a round trip for a case that almost never happens.
 
-use std::collections::BTreeMap;
-
 use uuid::Uuid;
 
-use super::{Readers, send_event};
+use super::readers::{Readers, readers_among};
+use super::send_event;
 use crate::commands::Services;
 use crate::commands::{MaybeTransient, calendar_gone, not_allowed, retry_transient};
 use crate::domain::events::{EventInput, event_exists};
@@ -121,7 +120,18 @@ async fn commit(
         .into_iter()
         .zip(batch)
         .map(|(outcome, pending)| {
-            outcome.map(|event| (event, readers(&created.roles, &pending.input.calendars)))
+            outcome.map(|event| {
+                let readers = readers_among(&pending.input.calendars, |calendar| {
+                    created
+                        .roles
+                        .members
+                        .get(calendar)
+                        .into_iter()
+                        .flat_map(|list| list.iter())
+                        .map(|(user, _)| user.as_str())
+                });
+                (event, readers)
+            })
         })
         .collect())
 }
@@ -138,22 +148,6 @@ fn check(members: &CalendarRoles, creation: &Creation<'_>) -> Result<(), AppErro
         return Err(not_allowed(Action::EditEvents));
     }
     Ok(())
-}
-
-/// Who sees an event linked to `links`, from the batch's membership rows.
-fn readers(members: &CalendarRoles, links: &[Uuid]) -> Readers {
-    let mut readers: Readers = BTreeMap::new();
-    for calendar in links {
-        for (user, _) in members
-            .members
-            .get(calendar)
-            .into_iter()
-            .flat_map(|list| list.iter())
-        {
-            readers.entry(user.clone()).or_default().push(*calendar);
-        }
-    }
-    readers
 }
 
 /// Sends each created event's frames; the answer to every command.

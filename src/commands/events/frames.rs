@@ -9,7 +9,7 @@ use entities::events;
 use serde_json::json;
 use uuid::Uuid;
 
-use super::Readers;
+use super::readers::Readers;
 use crate::commands::Services;
 use crate::domain::frames::{Frame, FrameBatch};
 use crate::views::events::EventView;

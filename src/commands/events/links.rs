@@ -4,7 +4,8 @@
 
 use uuid::Uuid;
 
-use super::{readers, send_event};
+use super::readers::readers;
+use super::send_event;
 use super::{refuse_constraint, retry_transient};
 use crate::commands::Services;
 use crate::domain::event_content::EventContent;

@@ -9,9 +9,10 @@
 pub mod create;
 mod frames;
 pub mod links;
+pub mod readers;
 pub mod visibility;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
 use entities::events;
@@ -24,68 +25,14 @@ use super::{calendar_gone, retry_transient};
 use crate::commands::Services;
 use crate::domain::events::{ChangeNews, EventInput};
 use crate::domain::ids::{CalendarId, EventId, UserId};
-use crate::domain::roles::{Action, Role};
+use crate::domain::roles::Action;
 use crate::error::AppError;
 use crate::store::events::history as event_history;
 use crate::store::events::{self as event_store, RaceLost, WriteDeadline};
-use crate::store::{attendance, members, notifications};
+use crate::store::{attendance, notifications};
 use crate::views::events::{DeletedEventView, EventView};
 pub use frames::{add_event, add_removed, send_event, send_removed};
-
-/// The readers of an event linked to some calendars: user → their calendars among them,
-/// in link order.
-pub type Readers = BTreeMap<String, Vec<Uuid>>;
-
-/// Who sees an event linked to `links`, and through which calendars.
-pub async fn readers(db: &impl ConnectionTrait, links: &[Uuid]) -> Result<Readers, AppError> {
-    let by_calendar = members::ids_by_calendar(db, links).await?;
-    let mut readers = Readers::new();
-    for calendar in links {
-        for user in by_calendar.get(calendar).into_iter().flatten() {
-            readers.entry(user.clone()).or_default().push(*calendar);
-        }
-    }
-    Ok(readers)
-}
-
-/// The members and roles of the calendars an event write touches, read once
-/// ([`members::roles_in`]) and asked in memory for roles and readers.
-struct Memberships(HashMap<Uuid, Vec<(String, Role)>>);
-
-impl Memberships {
-    async fn of(db: &impl ConnectionTrait, calendars: &[Uuid]) -> Result<Self, AppError> {
-        Ok(Self(members::roles_in(db, calendars).await?))
-    }
-
-    /// `user`'s role in `calendar` (`None`: not a member, or a calendar not read).
-    fn role(&self, calendar: &Uuid, user: &str) -> Option<Role> {
-        self.0
-            .get(calendar)?
-            .iter()
-            .find(|(member, _)| member == user)
-            .map(|(_, role)| *role)
-    }
-
-    /// `user`'s roles among `calendars`.
-    fn roles(&self, user: &str, calendars: &[Uuid]) -> BTreeMap<Uuid, Role> {
-        calendars
-            .iter()
-            .filter_map(|c| Some((*c, self.role(c, user)?)))
-            .collect()
-    }
-
-    /// Who sees an event linked into `links`, with the calendars they see it in (as
-    /// [`readers`] reads them).
-    fn readers(&self, links: &[Uuid]) -> Readers {
-        let mut readers = Readers::new();
-        for calendar in links {
-            for (user, _) in self.0.get(calendar).into_iter().flatten() {
-                readers.entry(user.clone()).or_default().push(*calendar);
-            }
-        }
-        readers
-    }
-}
+use readers::{Memberships, Readers, lost_readers};
 
 fn event_not_found() -> AppError {
     AppError::not_found("Event not found...")
@@ -398,13 +345,4 @@ async fn delete_once(
         calendars: remaining,
         removed,
     })
-}
-
-/// The users in `before` who are not in `after`.
-pub fn lost_readers<'a>(before: &'a Readers, after: &Readers) -> BTreeSet<&'a str> {
-    before
-        .keys()
-        .filter(|user| !after.contains_key(*user))
-        .map(String::as_str)
-        .collect()
 }

@@ -16,7 +16,7 @@ use entities::events;
 use sea_orm::ConnectionTrait;
 use uuid::Uuid;
 
-use super::Readers;
+use super::readers::{Readers, lost_readers, readers, readers_among};
 use crate::commands::Services;
 use crate::domain::frames::FrameBatch;
 use crate::error::AppError;
@@ -52,17 +52,6 @@ impl CalendarDeletion {
         }
         services.announce.deliver(batch);
     }
-}
-
-/// Who sees an event linked to `links`, from preloaded memberships.
-fn readers_of(members: &HashMap<Uuid, Vec<String>>, links: &[Uuid]) -> Readers {
-    let mut readers = Readers::new();
-    for calendar in links {
-        for user in members.get(calendar).into_iter().flatten() {
-            readers.entry(user.clone()).or_default().push(*calendar);
-        }
-    }
-    readers
 }
 
 /// Deletes the events homed in `calendar_id` (or linked nowhere else) and unlinks the others
@@ -101,8 +90,17 @@ pub async fn on_calendar_deleted(
     let mut deletion = CalendarDeletion::default();
     let mut losses = Vec::new();
     let mut unlinked: HashMap<Uuid, Readers> = HashMap::new();
+    let readers_of = |links: &[Uuid]| {
+        readers_among(links, |calendar| {
+            members
+                .get(calendar)
+                .into_iter()
+                .flatten()
+                .map(String::as_str)
+        })
+    };
     for (event, event_links) in &links {
-        let before = readers_of(&members, event_links);
+        let before = readers_of(event_links);
         let after = if doomed.contains(event) {
             Readers::new()
         } else {
@@ -111,9 +109,9 @@ pub async fn on_calendar_deleted(
                 .filter(|c| **c != calendar_id)
                 .copied()
                 .collect();
-            readers_of(&members, &remaining)
+            readers_of(&remaining)
         };
-        let lost: Vec<String> = super::lost_readers(&before, &after)
+        let lost: Vec<String> = lost_readers(&before, &after)
             .into_iter()
             .map(str::to_owned)
             .collect();
@@ -216,11 +214,11 @@ pub async fn on_home_membership_lost(
             .filter(|c| !unlinked.contains(c))
             .copied()
             .collect();
-        let before = super::readers(txn, &links).await?;
-        let after = super::readers(txn, &remaining).await?;
+        let before = readers(txn, &links).await?;
+        let after = readers(txn, &remaining).await?;
         event_store::remove_links(txn, event_id, &unlinked).await?;
         let event = event_store::touch(txn, event, now).await?;
-        let lost: Vec<String> = super::lost_readers(&before, &after)
+        let lost: Vec<String> = lost_readers(&before, &after)
             .into_iter()
             .map(str::to_owned)
             .collect();

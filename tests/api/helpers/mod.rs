@@ -7,6 +7,8 @@
 mod resources;
 mod stored;
 
+pub use stored::until_pg_count;
+
 use std::net::SocketAddr;
 use std::sync::Once;
 use std::time::Duration;

@@ -77,3 +77,33 @@ impl TestApp {
             .expect("stored");
     }
 }
+
+/// Waits (within [`super::WAIT`], else fails with `what`) until `count`, a PostgreSQL query
+/// answering one row with a count `n`, answers a count that satisfies `done`.
+pub async fn until_pg_count(
+    conn: &sea_orm::DatabaseConnection,
+    count: &str,
+    done: impl Fn(i64) -> bool,
+    what: &str,
+) {
+    use sea_orm::ConnectionTrait;
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(5));
+    tokio::time::timeout(super::WAIT, async {
+        loop {
+            tick.tick().await;
+            let row = conn
+                .query_one_raw(sea_orm::Statement::from_string(
+                    sea_orm::DbBackend::Postgres,
+                    count,
+                ))
+                .await
+                .expect("query")
+                .expect("row");
+            if done(row.try_get::<i64>("", "n").expect("count")) {
+                return;
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("{what}"));
+}

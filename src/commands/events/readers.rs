@@ -1,0 +1,90 @@
+//! Who sees an event: the members of the calendars it is linked into, each with the
+//! calendars they see it through ([`Readers`]), read from the database or from memberships
+//! a write has already read, and who lost sight of it between two such sets.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use sea_orm::ConnectionTrait;
+use uuid::Uuid;
+
+use crate::domain::roles::Role;
+use crate::error::AppError;
+use crate::store::members;
+
+/// The readers of an event linked to some calendars: user → their calendars among them,
+/// in link order.
+pub type Readers = BTreeMap<String, Vec<Uuid>>;
+
+/// Who sees an event linked to `links`, given each calendar's members (`members_of`).
+pub fn readers_among<'a, I>(links: &[Uuid], members_of: impl Fn(&Uuid) -> I) -> Readers
+where
+    I: IntoIterator<Item = &'a str>,
+{
+    let mut readers = Readers::new();
+    for calendar in links {
+        for user in members_of(calendar) {
+            readers.entry(user.to_owned()).or_default().push(*calendar);
+        }
+    }
+    readers
+}
+
+/// Who sees an event linked to `links`, and through which calendars.
+pub async fn readers(db: &impl ConnectionTrait, links: &[Uuid]) -> Result<Readers, AppError> {
+    let by_calendar = members::ids_by_calendar(db, links).await?;
+    Ok(readers_among(links, |calendar| {
+        by_calendar
+            .get(calendar)
+            .into_iter()
+            .flatten()
+            .map(String::as_str)
+    }))
+}
+
+/// The users in `before` who are not in `after`.
+pub fn lost_readers<'a>(before: &'a Readers, after: &Readers) -> BTreeSet<&'a str> {
+    before
+        .keys()
+        .filter(|user| !after.contains_key(*user))
+        .map(String::as_str)
+        .collect()
+}
+
+/// The members and roles of the calendars an event write touches, read once
+/// ([`members::roles_in`]) and asked in memory for roles and readers.
+pub struct Memberships(HashMap<Uuid, Vec<(String, Role)>>);
+
+impl Memberships {
+    /// Reads the members of `calendars`.
+    pub async fn of(db: &impl ConnectionTrait, calendars: &[Uuid]) -> Result<Self, AppError> {
+        Ok(Self(members::roles_in(db, calendars).await?))
+    }
+
+    /// `user`'s role in `calendar` (`None`: not a member, or a calendar not read).
+    pub fn role(&self, calendar: &Uuid, user: &str) -> Option<Role> {
+        self.0
+            .get(calendar)?
+            .iter()
+            .find(|(member, _)| member == user)
+            .map(|(_, role)| *role)
+    }
+
+    /// `user`'s roles among `calendars`.
+    pub fn roles(&self, user: &str, calendars: &[Uuid]) -> BTreeMap<Uuid, Role> {
+        calendars
+            .iter()
+            .filter_map(|c| Some((*c, self.role(c, user)?)))
+            .collect()
+    }
+
+    /// Who sees an event linked into `links` (of the calendars read).
+    pub fn readers(&self, links: &[Uuid]) -> Readers {
+        readers_among(links, |calendar| {
+            self.0
+                .get(calendar)
+                .into_iter()
+                .flatten()
+                .map(|(user, _)| user.as_str())
+        })
+    }
+}
