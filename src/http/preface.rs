@@ -65,6 +65,12 @@ impl<S: AsyncRead + Unpin> AsyncRead for Opened<S> {
             let at = self.at;
             buf.put_slice(&self.first[at..at + n]);
             self.at += n;
+            // What else has arrived comes with it, so the protocol's first read sees the
+            // request as it would have without the opening read (hyper sizes its buffers by
+            // what its reads return).
+            if buf.remaining() > 0 {
+                let _ = Pin::new(&mut self.inner).poll_read(cx, buf);
+            }
             return Poll::Ready(Ok(()));
         }
         Pin::new(&mut self.inner).poll_read(cx, buf)
