@@ -4,7 +4,7 @@
 
 use uuid::Uuid;
 
-use super::readers::readers;
+use super::readers::Memberships;
 use super::send_event;
 use super::{refuse_constraint, retry_transient};
 use crate::commands::Services;
@@ -16,7 +16,7 @@ use crate::error::AppError;
 use crate::store::events as event_store;
 use crate::store::events::WriteDeadline;
 use crate::store::events::inserts::{self as event_inserts, InsertEventError, NewEvent};
-use crate::store::{attendance, calendars as calendar_store, members};
+use crate::store::{attendance, calendars as calendar_store};
 use crate::views::events::{AttendeeView, EventView};
 
 /// How [`visible_event`] reads the event.
@@ -34,13 +34,23 @@ pub enum Reading<'a> {
     },
 }
 
-/// The live event `event_id` and its links, if `actor` can see it.
+/// A live event the actor can see, as [`visible_event`] read it.
+pub struct Visible {
+    /// The event.
+    pub event: entities::events::Model,
+    /// Its links.
+    pub links: Vec<Uuid>,
+    /// The members of its calendars (and of those the write adds).
+    pub memberships: Memberships,
+}
+
+/// The live event `event_id`, its links and its calendars' members, if `actor` can see it.
 pub async fn visible_event(
     txn: &impl sea_orm::ConnectionTrait,
     event_id: Uuid,
     actor: &str,
     reading: Reading<'_>,
-) -> Result<(entities::events::Model, Vec<Uuid>), AppError> {
+) -> Result<Visible, AppError> {
     let (event, links) = match reading {
         Reading::Unlocked => (
             event_store::find(txn, event_id).await?,
@@ -63,14 +73,19 @@ pub async fn visible_event(
     if links.is_empty() {
         return Err(AppError::not_found("Event not found..."));
     }
-    let sees = members::ids_by_calendar(txn, &links)
-        .await?
-        .values()
-        .any(|users| users.iter().any(|u| u == actor));
-    if !sees {
+    let mut calendars = links.clone();
+    if let Reading::ForChange { also } = reading {
+        calendars.extend_from_slice(also);
+    }
+    let memberships = Memberships::of(txn, &calendars).await?;
+    if !links.iter().any(|c| memberships.role(c, actor).is_some()) {
         return Err(AppError::forbidden("You can't access this event."));
     }
-    Ok((event, links))
+    Ok(Visible {
+        event,
+        links,
+        memberships,
+    })
 }
 
 /// The stored fields of `event`, for the rules every stored event follows.
@@ -88,13 +103,9 @@ fn content_of(event: &entities::events::Model) -> EventContent<'_> {
     }
 }
 
-async fn require_target(
-    txn: &impl sea_orm::ConnectionTrait,
-    target: Uuid,
-    actor: &str,
-) -> Result<(), AppError> {
-    let allowed = members::role_of(txn, target, actor)
-        .await?
+fn require_target(memberships: &Memberships, target: Uuid, actor: &str) -> Result<(), AppError> {
+    let allowed = memberships
+        .role(&target, actor)
         .is_some_and(|role| role.allows(Action::EditEvents));
     if allowed {
         Ok(())
@@ -128,14 +139,18 @@ async fn link_once(
     target: Uuid,
 ) -> Result<EventView, AppError> {
     let txn = services.db.begin_write().await?;
-    let (event, mut links) = visible_event(
+    let Visible {
+        event,
+        mut links,
+        memberships,
+    } = visible_event(
         &txn,
         event_id,
         actor,
         Reading::ForChange { also: &[target] },
     )
     .await?;
-    require_target(&txn, target, actor).await?;
+    require_target(&memberships, target, actor)?;
     // A row written before today's rules must not spread into more calendars.
     content_of(&event).check()?;
     let clock = WriteDeadline::start();
@@ -146,7 +161,7 @@ async fn link_once(
         links.push(target);
         event_store::touch(&txn, event, clock.now).await?
     };
-    let readers = readers(&txn, &links).await?;
+    let readers = memberships.readers(&links);
     clock.check()?;
     txn.commit().await?;
     send_event(services, "event_updated", &event, &readers);
@@ -180,8 +195,13 @@ async fn fork_once(
 ) -> Result<EventView, AppError> {
     let txn = services.db.begin_write().await?;
     calendar_store::lock(&txn, target).await?;
-    let (source, links) = visible_event(&txn, event_id, actor, Reading::Unlocked).await?;
-    require_target(&txn, target, actor).await?;
+    let Visible {
+        event: source,
+        links,
+        ..
+    } = visible_event(&txn, event_id, actor, Reading::Unlocked).await?;
+    let target_members = Memberships::of(&txn, &[target]).await?;
+    require_target(&target_members, target, actor)?;
     if links.contains(&target) {
         return Err(AppError::bad_request(
             "This event is already in that calendar.",
@@ -225,7 +245,7 @@ async fn fork_once(
         .into_iter()
         .next()
         .ok_or_else(|| AppError::internal("fork inserted nothing"))?;
-    let readers = readers(&txn, &[target]).await?;
+    let readers = target_members.readers(&[target]);
     clock.check()?;
     txn.commit().await?;
     send_event(services, "event_created", &event, &readers);
@@ -255,7 +275,9 @@ async fn set_attendance_once(
     answer: Attendance,
 ) -> Result<Vec<AttendeeView>, AppError> {
     let txn = services.db.begin_write().await?;
-    let (_, links) = visible_event(&txn, event_id, actor, Reading::Locked).await?;
+    let Visible {
+        links, memberships, ..
+    } = visible_event(&txn, event_id, actor, Reading::Locked).await?;
     let clock = WriteDeadline::start();
     attendance::set(&txn, event_id, actor, answer, clock.now).await?;
     let attendees: Vec<AttendeeView> = attendance::list(&txn, event_id)
@@ -263,7 +285,7 @@ async fn set_attendance_once(
         .into_iter()
         .map(AttendeeView::from)
         .collect();
-    let readers = readers(&txn, &links).await?;
+    let readers = memberships.readers(&links);
     clock.check()?;
     txn.commit().await?;
     let frame = crate::domain::frames::Frame::new(
