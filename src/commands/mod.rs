@@ -89,7 +89,7 @@ const TRANSIENT_ATTEMPTS: u32 = 4;
 
 /// Runs `command` (which opens, commits and then announces its own transaction) again when
 /// the database aborted its transaction to break a deadlock or a serialization conflict
-/// ([`crate::store::is_transient`]): nothing was committed or sent, so the caller gets the
+/// ([`crate::store::db_errors::is_transient`]): nothing was committed or sent, so the caller gets the
 /// outcome of a clean second run instead of a 500. Other outcomes are returned as they are.
 pub async fn retry_transient<T, E, F, Fut>(metrics: &Metrics, mut command: F) -> Result<T, E>
 where
@@ -123,7 +123,7 @@ impl MaybeTransient for AppError {
         };
         cause
             .downcast_ref::<sea_orm::DbErr>()
-            .is_some_and(crate::store::is_transient)
+            .is_some_and(crate::store::db_errors::is_transient)
     }
 }
 

@@ -136,6 +136,7 @@ async fn full_read(
     if_none_match: Option<&str>,
 ) -> Result<Response, AppError> {
     let tag = |versions: &str| EntityTag::weak("events", user.id(), versions);
+    let mut known = None;
     if if_none_match.is_some() {
         let versions = event_reads::current_versions(&ctx.db, user.id()).await?;
         let tag = tag(&versions);
@@ -143,8 +144,10 @@ async fn full_read(
             ctx.metrics.event_read_not_modified();
             return Ok(conditional::not_modified(&tag));
         }
+        known = Some(versions);
     }
-    let read = event_reads::all_visible(&ctx.db, user.id(), event_list::events_array).await?;
+    let read =
+        event_reads::all_visible(&ctx.db, user.id(), known, event_list::events_array).await?;
     ctx.metrics.event_read(read.cached);
     Ok(conditional::tagged(
         json_text(event_list::events_response(&read.events, &[], server_time)),

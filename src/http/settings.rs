@@ -43,13 +43,7 @@ fn read_settings(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejecti
         .and(if_none_match())
         .and_then(
             |ctx: Ctx, user: AuthUser, if_none_match: Option<String>| async move {
-                respond(commands::read(&ctx.services, user.id()).await.map(|r| {
-                    conditional::answer(
-                        &settings_tag("settings", &r),
-                        if_none_match.as_deref(),
-                        || warp::reply::json(&row(&r)).into_response(),
-                    )
-                }))
+                respond(read_handler(&ctx, &user, if_none_match.as_deref(), "settings", row).await)
             },
         )
 }
@@ -63,29 +57,39 @@ fn read_document(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejecti
         .and(if_none_match())
         .and_then(
             |ctx: Ctx, user: AuthUser, if_none_match: Option<String>| async move {
-                respond(commands::read(&ctx.services, user.id()).await.map(|r| {
-                    conditional::answer(
-                        &settings_tag("settings document", &r),
+                respond(
+                    read_handler(
+                        &ctx,
+                        &user,
                         if_none_match.as_deref(),
-                        || warp::reply::json(&document(&r)).into_response(),
+                        "settings document",
+                        document,
                     )
-                }))
+                    .await,
+                )
             },
         )
 }
 
-/// A settings read's tag (`resource`: which of its two shapes): the row's revision, raised
-/// by every write.
-fn settings_tag(resource: &str, stored: &entities::user_settings::Model) -> EntityTag {
-    EntityTag::weak(
-        resource,
-        &stored.user_id,
-        &format!(
-            "{}|{}",
-            stored.revision,
-            stored.updated_at.timestamp_nanos_opt().unwrap_or_default()
-        ),
-    )
+/// The settings in one of their two shapes (`resource`, rendered by `render`), tagged with
+/// the row's revision, raised by every write.
+async fn read_handler(
+    ctx: &Ctx,
+    user: &AuthUser,
+    if_none_match: Option<&str>,
+    resource: &str,
+    render: fn(&entities::user_settings::Model) -> Value,
+) -> Result<Response, AppError> {
+    let stored = commands::read(&ctx.services, user.id()).await?;
+    let versions = format!(
+        "{}|{}",
+        stored.revision,
+        stored.updated_at.timestamp_nanos_opt().unwrap_or_default()
+    );
+    let tag = EntityTag::weak(resource, user.id(), &versions);
+    Ok(conditional::answer(&tag, if_none_match, || {
+        warp::reply::json(&render(&stored)).into_response()
+    }))
 }
 
 /// PUT /api/v1/users/settings — complete settings, upserted.

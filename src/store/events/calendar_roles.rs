@@ -135,11 +135,11 @@ pub fn roles_unchanged_check(
 
 /// Whether `err` is the check of [`roles_unchanged_check`] failing.
 pub fn is_members_changed(err: &DbErr) -> bool {
-    crate::store::is_trigger_refusal(err, MEMBERS_CHANGED.1, MEMBERS_CHANGED.0)
+    crate::store::db_errors::is_trigger_refusal(err, MEMBERS_CHANGED.1, MEMBERS_CHANGED.0)
 }
 
 /// Whether `err` is PostgreSQL's check of [`roles_unchanged_check`] refusing a write that waited too long
 /// for its locks.
 pub fn is_too_slow(err: &DbErr) -> bool {
-    crate::store::is_trigger_refusal(err, WRITE_TOO_SLOW.1, WRITE_TOO_SLOW.0)
+    crate::store::db_errors::is_trigger_refusal(err, WRITE_TOO_SLOW.1, WRITE_TOO_SLOW.0)
 }

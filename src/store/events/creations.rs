@@ -53,7 +53,7 @@ impl CreationsError {
     /// Whether the database aborted the write to let another go on (running it again
     /// could succeed).
     pub fn is_transient(&self) -> bool {
-        matches!(self, Self::Database(err) if crate::store::is_transient(err))
+        matches!(self, Self::Database(err) if crate::store::db_errors::is_transient(err))
     }
 }
 

@@ -26,7 +26,8 @@ use sea_orm::{
 };
 use uuid::Uuid;
 
-use super::{BrokenKey, Unique, broken_key};
+use super::Unique;
+use super::db_errors::{BrokenKey, broken_key};
 use crate::domain::events::EventInput;
 
 /// A change an event write lost a race to: the database refused one of its rows because of

@@ -257,14 +257,21 @@ pub struct FullRead {
 /// reader's calendar versions are those the cached text was read at (triggers raise a
 /// calendar's version with every change to its links or linked events), else read, with
 /// the versions, in one snapshot and kept for the next read.
+///
+/// `known` is the reader's current versions when the caller has just read them
+/// ([`current_versions`]), so they are not read twice.
 pub async fn all_visible<E: From<DbErr>>(
     db: &Database,
     user_id: &str,
+    known: Option<String>,
     render: impl FnOnce(&[PackedEvent<'_>]) -> Result<String, E>,
 ) -> Result<FullRead, E> {
     let cache = &db.event_reads;
     if cache.holds(user_id) {
-        let versions = current_versions(db, user_id).await?;
+        let versions = match known {
+            Some(versions) => versions,
+            None => current_versions(db, user_id).await?,
+        };
         if let Some(events) = cache.get(user_id, &versions) {
             return Ok(FullRead {
                 events,
