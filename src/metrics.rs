@@ -37,7 +37,8 @@ pub const ACTORS: &str = "svc_actors";
 pub const ACTOR_MESSAGE_DURATION_SECONDS: &str = "svc_actor_message_duration_seconds";
 /// Open `/api/stream` connections.
 pub const SSE_CONNECTIONS: &str = "svc_sse_connections";
-/// Histogram: event creations committed together by a calendar actor (group commit).
+/// Histogram: event commands committed together by a calendar actor (group commit), by
+/// `kind` (`create`: creations; `edit`: updates, deletes, links, attendance answers).
 pub const EVENT_COMMIT_BATCH_SIZE: &str = "svc_event_commit_batch_size";
 /// Full events reads by cache outcome (`hit`, `miss`, `not_modified`).
 pub const EVENT_READ_CACHE_TOTAL: &str = "svc_event_read_cache_total";
@@ -247,9 +248,10 @@ impl Metrics {
         });
     }
 
-    /// A calendar actor committed `size` event creations together.
-    pub fn event_batch(&self, size: usize) {
-        self.scoped(|| histogram!(EVENT_COMMIT_BATCH_SIZE).record(size as f64));
+    /// A calendar actor committed `size` event commands of `kind` (`create`, `edit`)
+    /// together.
+    pub fn event_batch(&self, kind: &'static str, size: usize) {
+        self.scoped(|| histogram!(EVENT_COMMIT_BATCH_SIZE, "kind" => kind).record(size as f64));
     }
 
     /// The database aborted a transaction to let another go on, and it runs again.

@@ -1,7 +1,9 @@
 //! [`CalendarActor`]: one per active calendar, the single writer (within this process) of
-//! its metadata, membership, invites and, later, events. It handles one command at a time
-//! through [`crate::commands`], so changes to one calendar are ordered and their frames leave
-//! in commit order; calendars never wait for each other.
+//! its metadata, membership, invites and the events homed in it. It handles one command at
+//! a time through [`crate::commands`], so changes to one calendar are ordered and their
+//! frames leave in commit order; calendars never wait for each other. Event commands that
+//! queue up while it is busy are committed together: each run of creations as one batch,
+//! each run of updates, deletes, links and attendance answers as another, in arrival order.
 //!
 //! It receives commands only through its supervisor, and when it has been idle for
 //! `ACTOR_CALENDAR_IDLE_MS` it tells the supervisor, which stops it if nothing was forwarded
@@ -17,12 +19,13 @@ use uuid::Uuid;
 
 use super::calendars::CalendarsMsg;
 use super::{ActorKind, MessageTimer, reply};
+use crate::commands::events::edits::{self, Edit};
 use crate::commands::{self, events::create::PendingCreate};
-use crate::domain::ids::CalendarId;
+use crate::domain::ids::{CalendarId, EventId, UserId};
 use crate::store::events::remembered_roles::RememberedRoles;
 use crate::views::events::EventView;
 
-pub use super::calendar_msg::{CalendarCommand, CalendarMsg, EventCommand, Reply};
+pub use super::calendar_msg::{CalendarCommand, CalendarMsg, EditReply, EventCommand, Reply};
 
 /// A calendar's actor.
 #[derive(Debug)]
@@ -46,9 +49,10 @@ pub struct CalendarState {
     idle_after: Duration,
     /// Commands handled so far (compared with the supervisor's forwarded count).
     handled: u64,
-    /// `CreateEvent`s waiting for the next group commit, with their callers' ports.
-    pending_creates: Vec<(PendingCreate, Reply<EventView>)>,
-    /// A `FlushCreates` is in the mailbox.
+    /// Event commands waiting for the next group commit, in arrival order, with their
+    /// callers' ports.
+    pending: Vec<Pending>,
+    /// A `FlushEvents` is in the mailbox.
     flush_queued: bool,
     /// The roles its batches of creations were authorized by (checked when used).
     remembered_roles: RememberedRoles,
@@ -57,44 +61,137 @@ pub struct CalendarState {
     missing: bool,
 }
 
-/// Most creations committed together (a bigger queue is committed in several batches).
+/// Most event commands committed together (a bigger queue is committed in several batches).
 const MAX_BATCH: usize = 256;
 
+/// An event command waiting for the next group commit.
+enum Pending {
+    /// A creation, committed with the creations queued next to it.
+    Create(PendingCreate, Reply<EventView>),
+    /// An update, delete, link or attendance answer, committed with the edits queued next
+    /// to it.
+    Edit(Edit, EditReply),
+}
+
+impl Pending {
+    /// The command as it waits for a group commit, or the fork it is (a fork runs on its
+    /// own: who forks, which event, the caller's port).
+    fn of(command: EventCommand) -> Result<Self, (UserId, EventId, Reply<EventView>)> {
+        Ok(match command {
+            EventCommand::Create { by, input, reply } => {
+                Self::Create(PendingCreate { by, input }, reply)
+            }
+            EventCommand::Update {
+                by,
+                input,
+                base_revision,
+                reply,
+            } => Self::Edit(
+                Edit::Update {
+                    by,
+                    input,
+                    base_revision,
+                },
+                EditReply::Event(reply),
+            ),
+            EventCommand::Delete {
+                by,
+                event,
+                unlink,
+                reply,
+            } => Self::Edit(
+                Edit::Delete { by, event, unlink },
+                EditReply::Deleted(reply),
+            ),
+            EventCommand::Link {
+                by,
+                event,
+                target,
+                reply,
+            } => Self::Edit(Edit::Link { by, event, target }, EditReply::Event(reply)),
+            EventCommand::SetAttendance {
+                by,
+                event,
+                answer,
+                reply,
+            } => Self::Edit(
+                Edit::SetAttendance { by, event, answer },
+                EditReply::Attendees(reply),
+            ),
+            EventCommand::Fork { by, event, reply } => return Err((by, event, reply)),
+        })
+    }
+}
+
 impl CalendarState {
-    /// Queues a creation for the next group commit: commands already in the mailbox arrive
-    /// before the flush and join the batch.
-    async fn queue_create(
-        &mut self,
-        myself: &ActorRef<CalendarMsg>,
-        pending: PendingCreate,
-        port: Reply<EventView>,
-    ) {
+    /// Queues an event command for the next group commit: commands already in the mailbox
+    /// arrive before the flush and join the batch.
+    async fn queue(&mut self, myself: &ActorRef<CalendarMsg>, pending: Pending) {
         self.handled += 1;
-        self.pending_creates.push((pending, port));
+        self.pending.push(pending);
         if !self.flush_queued {
-            self.flush_queued = myself.send_message(CalendarMsg::FlushCreates).is_ok();
+            self.flush_queued = myself.send_message(CalendarMsg::FlushEvents).is_ok();
         }
-        if !self.flush_queued || self.pending_creates.len() >= MAX_BATCH {
-            self.flush_creates().await;
+        if !self.flush_queued || self.pending.len() >= MAX_BATCH {
+            self.flush_events().await;
         }
     }
 
-    /// Commits the queued creations (before any other command, to keep commit order).
-    async fn flush_creates(&mut self) {
-        while !self.pending_creates.is_empty() {
-            let take = self.pending_creates.len().min(MAX_BATCH);
-            let (batch, ports): (Vec<PendingCreate>, Vec<_>) =
-                self.pending_creates.drain(..take).unzip();
-            let answers = commands::events::create::create_all(
-                &self.shared.services,
-                self.calendar_id,
-                &batch,
-                &self.remembered_roles,
-            )
-            .await;
-            for (port, answer) in ports.into_iter().zip(answers) {
-                reply(port, answer);
+    /// Commits the queued event commands (before any other command, to keep commit order):
+    /// each run of creations as one batch of creations, each run of edits as one batch of
+    /// edits, in arrival order.
+    async fn flush_events(&mut self) {
+        while !self.pending.is_empty() {
+            let take = self.pending.len().min(MAX_BATCH);
+            let taken: Vec<Pending> = self.pending.drain(..take).collect();
+            let mut queued = taken.into_iter().peekable();
+            let mut creates = Vec::new();
+            let mut edits = Vec::new();
+            while let Some(next) = queued.next() {
+                match next {
+                    Pending::Create(create, port) => creates.push((create, port)),
+                    Pending::Edit(edit, port) => edits.push((edit, port)),
+                }
+                let run_ends = match queued.peek() {
+                    None => true,
+                    Some(Pending::Create(..)) => !edits.is_empty(),
+                    Some(Pending::Edit(..)) => !creates.is_empty(),
+                };
+                if run_ends {
+                    self.commit_creates(std::mem::take(&mut creates)).await;
+                    self.commit_edits(std::mem::take(&mut edits)).await;
+                }
             }
+        }
+    }
+
+    /// Commits a run of creations as one batch and answers their callers.
+    async fn commit_creates(&self, run: Vec<(PendingCreate, Reply<EventView>)>) {
+        if run.is_empty() {
+            return;
+        }
+        let (batch, ports): (Vec<PendingCreate>, Vec<_>) = run.into_iter().unzip();
+        let answers = commands::events::create::create_all(
+            &self.shared.services,
+            self.calendar_id,
+            &batch,
+            &self.remembered_roles,
+        )
+        .await;
+        for (port, answer) in ports.into_iter().zip(answers) {
+            reply(port, answer);
+        }
+    }
+
+    /// Commits a run of edits as one batch and answers their callers.
+    async fn commit_edits(&self, run: Vec<(Edit, EditReply)>) {
+        if run.is_empty() {
+            return;
+        }
+        let (batch, ports): (Vec<Edit>, Vec<EditReply>) = run.into_iter().unzip();
+        let answers = edits::edit_all(&self.shared.services, &batch).await;
+        for (port, answer) in ports.into_iter().zip(answers) {
+            port.send(answer);
         }
     }
 
@@ -114,7 +211,7 @@ impl CalendarState {
     /// Asks the supervisor to stop this actor now if its calendar does not exist (it stops
     /// it unless a command was forwarded meanwhile, which then asks again).
     fn stop_if_missing(&self) {
-        if self.missing && self.pending_creates.is_empty() {
+        if self.missing && self.pending.is_empty() {
             let _ = self.supervisor.send_message(CalendarsMsg::Idle {
                 calendar_id: self.calendar_id.0,
                 handled: self.handled,
@@ -195,79 +292,13 @@ impl CalendarState {
         }
     }
 
-    /// Runs a command about an event homed in the calendar (creations are batched
-    /// instead: [`CalendarState::queue_create`]).
-    async fn run_event(&self, command: EventCommand) {
-        let (shared, id) = (&self.shared.services, self.calendar_id);
-        match command {
-            EventCommand::Update {
-                by,
-                input,
-                base_revision,
-                reply: port,
-            } => reply(
-                port,
-                commands::events::update(shared, &by, input, base_revision).await,
-            ),
-            EventCommand::Delete {
-                by,
-                event,
-                unlink,
-                reply: port,
-            } => {
-                reply(
-                    port,
-                    commands::events::delete(shared, &by, event, unlink).await,
-                );
-            }
-            EventCommand::Link {
-                by,
-                event,
-                target,
-                reply: port,
-            } => {
-                reply(
-                    port,
-                    commands::events::links::link(shared, &by, event, target).await,
-                );
-            }
-            EventCommand::Fork {
-                by,
-                event,
-                reply: port,
-            } => {
-                reply(
-                    port,
-                    commands::events::links::fork(shared, &by, event, id).await,
-                );
-            }
-            EventCommand::SetAttendance {
-                by,
-                event,
-                answer,
-                reply: port,
-            } => reply(
-                port,
-                commands::events::links::set_attendance(shared, &by, event, answer).await,
-            ),
-            EventCommand::Create {
-                by,
-                input,
-                reply: port,
-            } => {
-                // A creation on its own, as a batch of one.
-                let batch = [PendingCreate { by, input }];
-                let answers = commands::events::create::create_all(
-                    shared,
-                    id,
-                    &batch,
-                    &self.remembered_roles,
-                );
-                if let Some(answer) = answers.await.pop() {
-                    reply(port, answer);
-                }
-            }
-        }
+    /// Copies an event into this calendar (the one event command not batched).
+    async fn fork(&self, by: UserId, event: EventId, port: Reply<EventView>) {
+        let shared = &self.shared.services;
+        reply(
+            port,
+            commands::events::links::fork(shared, &by, event, self.calendar_id).await,
+        );
     }
 }
 
@@ -299,7 +330,7 @@ impl Actor for CalendarActor {
             supervisor: args.supervisor,
             idle_after,
             handled: 0,
-            pending_creates: Vec::new(),
+            pending: Vec::new(),
             flush_queued: false,
             remembered_roles: RememberedRoles::default(),
             missing,
@@ -315,28 +346,26 @@ impl Actor for CalendarActor {
         let _timer = MessageTimer::start(&state.shared.metrics, ActorKind::Calendar);
         match message {
             CalendarMsg::IdleCheck { handled } => state.idle_check(&myself, handled),
-            CalendarMsg::FlushCreates => {
+            CalendarMsg::FlushEvents => {
                 state.flush_queued = false;
-                state.flush_creates().await;
+                state.flush_events().await;
                 state.stop_if_missing();
-            }
-            CalendarMsg::Event(EventCommand::Create { by, input, reply }) => {
-                state
-                    .queue_create(&myself, PendingCreate { by, input }, reply)
-                    .await;
             }
             CalendarMsg::Command(command) => {
                 state.handled += 1;
-                state.flush_creates().await;
+                state.flush_events().await;
                 state.run(command).await;
                 state.stop_if_missing();
             }
-            CalendarMsg::Event(command) => {
-                state.handled += 1;
-                state.flush_creates().await;
-                state.run_event(command).await;
-                state.stop_if_missing();
-            }
+            CalendarMsg::Event(command) => match Pending::of(command) {
+                Ok(pending) => state.queue(&myself, pending).await,
+                Err((by, event, reply)) => {
+                    state.handled += 1;
+                    state.flush_events().await;
+                    state.fork(by, event, reply).await;
+                    state.stop_if_missing();
+                }
+            },
             #[cfg(feature = "fault-injection")]
             CalendarMsg::InjectPanic { reply: _port } => {
                 panic!("fault injected into calendar {}", state.calendar_id);

@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use ractor::RpcReplyPort;
 
 use crate::commands::calendar::CalendarChange;
+use crate::commands::events::edits::Edited;
 use crate::domain::events::{Attendance, EventInput};
 use crate::domain::ids::{CalendarId, EventId, UserId};
 use crate::domain::roles::Role;
@@ -28,8 +29,8 @@ pub enum CalendarMsg {
     Command(CalendarCommand),
     /// A client's command about an event homed in the calendar.
     Event(EventCommand),
-    /// Sent to itself after queuing a `CreateEvent`: commit what is queued as one batch.
-    FlushCreates,
+    /// Sent to itself after queuing an event command: commit what is queued, in batches.
+    FlushEvents,
     /// Sent to itself: still idle since `handled` commands?
     IdleCheck {
         /// The count when the check was scheduled.
@@ -197,4 +198,45 @@ pub enum EventCommand {
         /// The attendees now.
         reply: Reply<Vec<AttendeeView>>,
     },
+}
+
+/// The reply port of a batched edit, by what it answers.
+#[derive(Debug)]
+pub enum EditReply {
+    /// An update or a link: the event.
+    Event(Reply<EventView>),
+    /// A delete.
+    Deleted(Reply<DeletedEventView>),
+    /// An attendance answer.
+    Attendees(Reply<Vec<AttendeeView>>),
+}
+
+impl EditReply {
+    /// Answers the caller with the edit's outcome.
+    pub fn send(self, outcome: Result<Edited, AppError>) {
+        let mismatch = || AppError::internal("an edit answered with another kind of answer");
+        match self {
+            Self::Event(port) => super::reply(
+                port,
+                outcome.and_then(|edited| match edited {
+                    Edited::Event(view) => Ok(view),
+                    _ => Err(mismatch()),
+                }),
+            ),
+            Self::Deleted(port) => super::reply(
+                port,
+                outcome.and_then(|edited| match edited {
+                    Edited::Deleted(view) => Ok(view),
+                    _ => Err(mismatch()),
+                }),
+            ),
+            Self::Attendees(port) => super::reply(
+                port,
+                outcome.and_then(|edited| match edited {
+                    Edited::Attendees(list) => Ok(list),
+                    _ => Err(mismatch()),
+                }),
+            ),
+        }
+    }
 }

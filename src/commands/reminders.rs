@@ -6,7 +6,7 @@ use chrono::Utc;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use super::events::links::{Reading, visible_event};
+use super::events::links::visible_event;
 use crate::commands::Services;
 use crate::domain::frames::Frame;
 use crate::error::AppError;
@@ -48,7 +48,7 @@ pub async fn set_event_rule(
     rule: Option<Value>,
 ) -> Result<(), AppError> {
     let txn = services.db.begin_write().await?;
-    visible_event(&txn, event_id, user_id, Reading::Unlocked).await?;
+    visible_event(&txn, event_id, user_id).await?;
     match rule {
         Some(rule) => reminders::set_event_rule(&txn, user_id, event_id, rule, Utc::now()).await?,
         None => reminders::clear_event_rule(&txn, user_id, event_id).await?,

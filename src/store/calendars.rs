@@ -80,10 +80,10 @@ pub async fn lock(txn: &impl ConnectionTrait, id: Uuid) -> Result<Option<calenda
 /// **The lock order.** Every write transaction on PostgreSQL takes its row locks in one
 /// global order, so that no two can each hold what the other waits for: first every
 /// calendar it will write to (their `events_version`/`members_version` rise through
-/// triggers), by id, with this function; then the events' rows ([`super::events::lock`]);
+/// triggers), by id, with this function; then the events' rows, by id;
 /// then the rows hanging off them (links, attendees, history). The entry points that
-/// gather a write's calendars: [`super::events::lock_for_change`] (event updates, deletes,
-/// links), [`lock_for_membership_loss`] (leave, remove), [`lock_for_deletion`] (calendar
+/// gather a write's calendars: [`super::events::lock_for_changes`] (batches of event updates,
+/// deletes, links and attendance), [`lock_for_membership_loss`] (leave, remove), [`lock_for_deletion`] (calendar
 /// deletion), and the batch of creations ([`super::events::calendar_roles::lock_with_roles`],
 /// same order). A lock taken out of order anyway (a link added in between) can still
 /// deadlock; the database breaks it and the command runs again, counted in

@@ -7,7 +7,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::calendars::shared;
-use crate::helpers::{event_body, sample, spawn_app};
+use crate::helpers::{TestApp, event_body, sample, spawn_app};
 
 #[tokio::test]
 async fn fifty_concurrent_updates_lose_nothing_and_every_member_gets_every_frame_once() {
@@ -165,10 +165,14 @@ async fn concurrent_creates_are_committed_together_but_answered_one_by_one() {
     // Every command went through the group commit: the batch sizes add up to 1 + 62.
     let metrics = app.metrics_text().await;
     assert_eq!(
-        sample(&metrics, "svc_event_commit_batch_size_sum"),
+        sample(&metrics, "svc_event_commit_batch_size_sum{kind=\"create\"}"),
         Some(63.0)
     );
-    let batches = sample(&metrics, "svc_event_commit_batch_size_count").expect("count");
+    let batches = sample(
+        &metrics,
+        "svc_event_commit_batch_size_count{kind=\"create\"}",
+    )
+    .expect("count");
     assert!((2.0..=63.0).contains(&batches), "{batches}");
 }
 
@@ -220,4 +224,192 @@ async fn an_update_based_on_a_stale_revision_is_a_conflict_with_the_current_even
     malformed["revision"] = json!("two");
     let response = app.event_request(Method::PUT, &s.owner, &malformed).await;
     assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+}
+
+/// Holds every write to `calendar` until dropped: on SQLite the server's one writer
+/// connection, on PostgreSQL the calendar's row (every event edit locks its calendars
+/// first). Commands sent meanwhile queue up in the calendar's actor.
+#[expect(dead_code, reason = "held until dropped, never read")]
+enum WriteHold {
+    Sqlite(bowline::store::WriteTxn),
+    Postgres(sea_orm::DatabaseTransaction),
+}
+
+async fn hold_writes(app: &TestApp, calendar: &str) -> WriteHold {
+    use sea_orm::{ConnectionTrait, TransactionTrait};
+    if app.ctx().db.backend() != bowline::store::Backend::Postgres {
+        return WriteHold::Sqlite(app.ctx().db.begin_write().await.expect("writer"));
+    }
+    let holder = app.db_connection().await.begin().await.expect("begin");
+    holder
+        .execute_unprepared(&format!(
+            "SELECT 1 FROM calendars WHERE id = '{calendar}' FOR UPDATE"
+        ))
+        .await
+        .expect("lock the calendar");
+    WriteHold::Postgres(holder)
+}
+
+/// Requests in progress that are not reads (the metrics reads are `GET`s).
+fn writes_in_flight(metrics: &str) -> f64 {
+    metrics
+        .lines()
+        .filter(|line| {
+            line.starts_with("svc_http_requests_in_flight{") && !line.contains("method=\"GET\"")
+        })
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+#[tokio::test]
+async fn concurrent_edits_are_committed_together_but_answered_and_refused_one_by_one() {
+    let app = spawn_app().await;
+    let s = shared(&app, "edit-batch").await;
+    let side = app.create_calendar(&s.editor, "Side").await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let mut events = Vec::new();
+    for i in 0..5 {
+        let body = event_body(&[&s.calendar], &format!("event {i}"), 8 + i);
+        app.create_event(&s.owner, &body).await;
+        events.push(body);
+    }
+    let id = |i: usize| events[i]["id"].as_str().expect("id").to_owned();
+    let mut streams = vec![
+        app.stream(&s.owner).await,
+        app.stream(&s.editor).await,
+        app.stream(&s.viewer).await,
+    ];
+
+    let hold = hold_writes(&app, &s.calendar).await;
+    let mut edited = events[0].clone();
+    edited["title"] = json!("edited");
+    let mut by_viewer = events[1].clone();
+    by_viewer["title"] = json!("not allowed");
+    let mut stale = events[2].clone();
+    stale["title"] = json!("stale");
+    stale["revision"] = json!(0);
+    let edits = vec![
+        (
+            app.as_user(Method::PUT, "/api/v1/events", &s.editor)
+                .json(&edited),
+            StatusCode::OK,
+        ),
+        (
+            app.as_user(Method::PUT, "/api/v1/events", &s.viewer)
+                .json(&by_viewer),
+            StatusCode::FORBIDDEN,
+        ),
+        (
+            app.as_user(Method::PUT, "/api/v1/events", &s.owner)
+                .json(&stale),
+            StatusCode::CONFLICT,
+        ),
+        (
+            app.as_user(
+                Method::POST,
+                &format!("/api/v1/events/{}/link", id(2)),
+                &s.editor,
+            )
+            .json(&json!({ "calendarID": side })),
+            StatusCode::OK,
+        ),
+        (
+            app.as_user(
+                Method::PUT,
+                &format!("/api/v1/events/{}/attendance", id(3)),
+                &s.viewer,
+            )
+            .json(&json!({ "status": "going" })),
+            StatusCode::OK,
+        ),
+        (
+            app.as_user(Method::DELETE, "/api/v1/events", &s.owner)
+                .json(&json!({ "id": id(4) })),
+            StatusCode::OK,
+        ),
+    ];
+    let expected: Vec<StatusCode> = edits.iter().map(|(_, status)| *status).collect();
+    // Some edits are refused before they reach the actor; the others wait for the hold.
+    let answered = std::sync::atomic::AtomicUsize::new(0);
+    let sent = futures::future::join_all(edits.into_iter().map(|(request, _)| async {
+        let response = request.send().await.expect("request");
+        answered.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        response
+    }));
+    let release = async {
+        tokio::time::timeout(crate::helpers::WAIT, async {
+            loop {
+                let waiting = writes_in_flight(&app.metrics_text().await);
+                let done = answered.load(std::sync::atomic::Ordering::SeqCst);
+                if waiting + done as f64 >= 6.0 {
+                    break;
+                }
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("every edit is waiting");
+        drop(hold);
+    };
+    let (responses, ()) = tokio::join!(sent, release);
+    let mut answers = Vec::new();
+    for response in responses {
+        let status = response.status();
+        answers.push((status, response.json::<Value>().await.expect("JSON")));
+    }
+    let statuses: Vec<StatusCode> = answers.iter().map(|(status, _)| *status).collect();
+    assert_eq!(statuses, expected, "{answers:?}");
+    assert_eq!(answers[0].1["title"], "edited");
+    assert_eq!(answers[0].1["revision"], 2);
+    assert_eq!(answers[2].1["error"], "EVENT_CONFLICT");
+    assert_eq!(answers[3].1["calendars"], json!([s.calendar, side]));
+    assert_eq!(answers[4].1[0]["status"], "going");
+    assert_eq!(answers[5].1["removed"], true);
+
+    // Each reader gets each change once, with their own calendars.
+    for (stream, linked) in streams.iter_mut().zip([
+        json!([s.calendar]),
+        json!([s.calendar, side]),
+        json!([s.calendar]),
+    ]) {
+        let mut seen = BTreeMap::new();
+        for _ in 0..4 {
+            let frame = stream.next_frame().await;
+            let payload = &frame["payload"];
+            let event = payload["id"].as_str().or(payload["eventID"].as_str());
+            let kind = frame["type"].as_str().expect("type").to_owned();
+            assert!(
+                seen.insert(event.expect("id").to_owned(), (kind, payload.clone()))
+                    .is_none()
+            );
+        }
+        assert_eq!(seen[&id(0)].0, "event_updated");
+        assert_eq!(seen[&id(0)].1["title"], "edited");
+        assert_eq!(seen[&id(2)].0, "event_updated");
+        assert_eq!(seen[&id(2)].1["calendars"], linked);
+        assert_eq!(seen[&id(3)].0, "attendance_changed");
+        assert_eq!(seen[&id(4)].0, "event_removed");
+    }
+    let titles: Vec<String> = app.read_events(&s.viewer, "").await["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .map(|e| e["title"].as_str().expect("title").to_owned())
+        .collect();
+    assert_eq!(titles.len(), 4);
+    assert!(titles.contains(&"edited".to_owned()));
+    assert!(titles.contains(&"event 1".to_owned()));
+    assert!(titles.contains(&"event 2".to_owned()));
+
+    // Every edit went through a batch, and some shared one.
+    let metrics = app.metrics_text().await;
+    assert_eq!(
+        sample(&metrics, "svc_event_commit_batch_size_sum{kind=\"edit\"}"),
+        Some(6.0)
+    );
+    let batches =
+        sample(&metrics, "svc_event_commit_batch_size_count{kind=\"edit\"}").expect("count");
+    assert!(batches < 6.0, "{batches} batches for 6 edits");
 }

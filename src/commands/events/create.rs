@@ -43,7 +43,7 @@ pub async fn create_all(
     batch: &[PendingCreate],
     remembered: &RememberedRoles,
 ) -> Vec<Result<EventView, AppError>> {
-    services.metrics.event_batch(batch.len());
+    services.metrics.event_batch("create", batch.len());
     if batch.len() > 1 {
         match retry_transient(&services.metrics, || {
             commit(services, home.0, batch, remembered)

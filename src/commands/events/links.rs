@@ -1,11 +1,14 @@
-//! Putting an event into another calendar: link (the same event, now also there; run by
-//! its home calendar's actor) and fork (an independent copy homed there; run by the target
-//! calendar's actor). Both need the actor to see the event and to edit the target.
+//! Putting an event into another calendar: link (the same event, now also there; an edit
+//! batched by its home calendar's actor) and fork (an independent copy homed there; run by
+//! the target calendar's actor). Both need the actor to see the event and to edit the
+//! target. Also here: attendance answers (an edit too) and the reads of who sees an event.
 
+use sea_orm::ConnectionTrait;
 use uuid::Uuid;
 
+use super::edits::EditBatch;
 use super::readers::Memberships;
-use super::send_event;
+use super::{add_event, event_not_found, send_event};
 use super::{refuse_constraint, retry_transient};
 use crate::commands::Services;
 use crate::domain::event_content::EventContent;
@@ -19,65 +22,33 @@ use crate::store::events::inserts::{self as event_inserts, InsertEventError, New
 use crate::store::{attendance, calendars as calendar_store};
 use crate::views::events::{AttendeeView, EventView};
 
-/// How [`visible_event`] reads the event.
-#[derive(Debug, Clone, Copy)]
-pub enum Reading<'a> {
-    /// Without a lock (a read, or a write that only copies it).
-    Unlocked,
-    /// Locking the event's row (a write about the event that leaves its calendars alone).
-    Locked,
-    /// Locking its calendars and those of `also`, then its row (a write that changes the
-    /// event or its links: [`event_store::lock_for_change`]).
-    ForChange {
-        /// Calendars the write adds to the event's.
-        also: &'a [Uuid],
-    },
-}
-
 /// A live event the actor can see, as [`visible_event`] read it.
 pub struct Visible {
     /// The event.
     pub event: entities::events::Model,
     /// Its links.
     pub links: Vec<Uuid>,
-    /// The members of its calendars (and of those the write adds).
+    /// The members of its calendars.
     pub memberships: Memberships,
 }
 
-/// The live event `event_id`, its links and its calendars' members, if `actor` can see it.
+/// The live event `event_id`, its links and its calendars' members, if `actor` can see it
+/// (for reads and for writes that only copy it; writes that change it read it in their
+/// batch: [`EditBatch::visible`]).
 pub async fn visible_event(
-    txn: &impl sea_orm::ConnectionTrait,
+    db: &impl ConnectionTrait,
     event_id: Uuid,
     actor: &str,
-    reading: Reading<'_>,
 ) -> Result<Visible, AppError> {
-    let (event, links) = match reading {
-        Reading::Unlocked => (
-            event_store::find(txn, event_id).await?,
-            event_store::links(txn, event_id).await?,
-        ),
-        Reading::Locked => (
-            event_store::lock(txn, event_id).await?,
-            event_store::links(txn, event_id).await?,
-        ),
-        Reading::ForChange { also } => {
-            match event_store::lock_for_change(txn, event_id, also).await? {
-                Some((event, links)) => (Some(event), links),
-                None => (None, Vec::new()),
-            }
-        }
-    };
-    let event = event
+    let event = event_store::find(db, event_id)
+        .await?
         .filter(|e| e.deleted_at.is_none())
-        .ok_or_else(|| AppError::not_found("Event not found..."))?;
+        .ok_or_else(event_not_found)?;
+    let links = event_store::links(db, event_id).await?;
     if links.is_empty() {
-        return Err(AppError::not_found("Event not found..."));
+        return Err(event_not_found());
     }
-    let mut calendars = links.clone();
-    if let Reading::ForChange { also } = reading {
-        calendars.extend_from_slice(also);
-    }
-    let memberships = Memberships::of(txn, &calendars).await?;
+    let memberships = Memberships::of(db, &links).await?;
     if !links.iter().any(|c| memberships.role(c, actor).is_some()) {
         return Err(AppError::forbidden("You can't access this event."));
     }
@@ -116,59 +87,38 @@ fn require_target(memberships: &Memberships, target: Uuid, actor: &str) -> Resul
     }
 }
 
-/// Links the event into `target` (idempotent; the home calendar is unchanged);
-/// `event_updated` to the readers of every linked calendar.
-pub async fn link(
+/// Links the event into `target` (idempotent; the home calendar is unchanged), as one
+/// edit of `batch`; `event_updated` to the readers of every linked calendar.
+pub(super) async fn link(
+    txn: &impl ConnectionTrait,
     services: &Services,
-    by: &UserId,
-    event: EventId,
-    target: CalendarId,
-) -> Result<EventView, AppError> {
-    retry_transient(&services.metrics, || {
-        link_once(services, by.as_str(), event.0, target.0)
-    })
-    .await
-    .map_err(refuse_constraint)
-}
-
-/// [`link`], once.
-async fn link_once(
-    services: &Services,
+    batch: &mut EditBatch,
     actor: &str,
     event_id: Uuid,
     target: Uuid,
 ) -> Result<EventView, AppError> {
-    let txn = services.db.begin_write().await?;
-    let Visible {
-        event,
-        mut links,
-        memberships,
-    } = visible_event(
-        &txn,
-        event_id,
-        actor,
-        Reading::ForChange { also: &[target] },
-    )
-    .await?;
-    require_target(&memberships, target, actor)?;
+    let (event, mut links) = batch.visible(event_id, actor)?;
+    require_target(&batch.memberships, target, actor)?;
     // A row written before today's rules must not spread into more calendars.
     content_of(&event).check()?;
-    let clock = WriteDeadline::start();
     let event = if links.contains(&target) {
         event
     } else {
-        event_store::add_links(&txn, event_id, &[target], actor, clock.now).await?;
+        event_store::add_links(txn, event_id, &[target], actor, batch.now).await?;
         links.push(target);
-        event_store::touch(&txn, event, clock.now).await?
+        event_store::touch(txn, event, batch.now).await?
     };
-    let readers = memberships.readers(&links);
-    clock.check()?;
-    txn.commit().await?;
-    send_event(services, "event_updated", &event, &readers);
-    Ok(EventView::new(
+    let readers = batch.memberships.readers(&links);
+    add_event(
+        services,
+        &mut batch.frames,
+        "event_updated",
         &event,
-        readers.get(actor).cloned().unwrap_or_default(),
-    ))
+        &readers,
+    );
+    let view = EventView::new(&event, readers.get(actor).cloned().unwrap_or_default());
+    batch.wrote(event, links);
+    Ok(view)
 }
 
 /// Copies the event into `target` as a new, independent event (new id, the actor as creator
@@ -199,7 +149,7 @@ async fn fork_once(
         event: source,
         links,
         ..
-    } = visible_event(&txn, event_id, actor, Reading::Unlocked).await?;
+    } = visible_event(&txn, event_id, actor).await?;
     let target_members = Memberships::of(&txn, &[target]).await?;
     require_target(&target_members, target, actor)?;
     if links.contains(&target) {
@@ -252,47 +202,33 @@ async fn fork_once(
     Ok(EventView::new(&event, vec![target]))
 }
 
-/// Sets the actor's attendance (any member who sees the event, viewers included);
-/// `attendance_changed` to every reader.
-pub async fn set_attendance(
+/// Sets the actor's attendance (any member who sees the event, viewers included), as one
+/// edit of `batch`; `attendance_changed` to every reader.
+pub(super) async fn set_attendance(
+    txn: &impl ConnectionTrait,
     services: &Services,
-    by: &UserId,
-    event: EventId,
-    answer: Attendance,
-) -> Result<Vec<AttendeeView>, AppError> {
-    retry_transient(&services.metrics, || {
-        set_attendance_once(services, by.as_str(), event.0, answer)
-    })
-    .await
-    .map_err(refuse_constraint)
-}
-
-/// [`set_attendance`], once.
-async fn set_attendance_once(
-    services: &Services,
+    batch: &mut EditBatch,
     actor: &str,
     event_id: Uuid,
     answer: Attendance,
 ) -> Result<Vec<AttendeeView>, AppError> {
-    let txn = services.db.begin_write().await?;
-    let Visible {
-        links, memberships, ..
-    } = visible_event(&txn, event_id, actor, Reading::Locked).await?;
-    let clock = WriteDeadline::start();
-    attendance::set(&txn, event_id, actor, answer, clock.now).await?;
-    let attendees: Vec<AttendeeView> = attendance::list(&txn, event_id)
+    let (_, links) = batch.visible(event_id, actor)?;
+    attendance::set(txn, event_id, actor, answer, batch.now).await?;
+    let attendees: Vec<AttendeeView> = attendance::list(txn, event_id)
         .await?
         .into_iter()
         .map(AttendeeView::from)
         .collect();
-    let readers = memberships.readers(&links);
-    clock.check()?;
-    txn.commit().await?;
+    let readers = batch.memberships.readers(&links);
     let frame = crate::domain::frames::Frame::new(
         "attendance_changed",
         serde_json::json!({ "eventID": event_id, "attendees": attendees }),
     );
-    services.broadcast(readers.keys().map(String::as_str), &frame);
+    let connected = readers
+        .keys()
+        .map(String::as_str)
+        .filter(|user| services.announce.is_connected(user));
+    batch.frames.add(connected, &frame);
     Ok(attendees)
 }
 
@@ -303,7 +239,7 @@ pub async fn attendees(
     event_id: Uuid,
 ) -> Result<Vec<AttendeeView>, AppError> {
     let db = services.db.conn();
-    visible_event(db, event_id, reader, Reading::Unlocked).await?;
+    visible_event(db, event_id, reader).await?;
     let attendees = attendance::list(db, event_id).await?;
     Ok(attendees.into_iter().map(AttendeeView::from).collect())
 }

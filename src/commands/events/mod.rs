@@ -1,12 +1,13 @@
 //! Event writes, run by the event's home calendar actor: update and delete (or unlink from
-//! one calendar) here; creation, grouped, in [`create`]; link, fork and attendance in
-//! [`links`]; what losing a calendar does to its events in [`visibility`]; the frames in
-//! `frames`. Each
-//! records the visibility losses delta reads need, queues change notifications in the same
-//! transaction, and sends per-reader frames after commit: `event_created` / `event_updated`
-//! with the reader's own calendars, `event_removed` to whoever can no longer see the event.
+//! one calendar) here, link and attendance in [`links`], all four in batches ([`edits`]);
+//! creation, grouped, in [`create`]; fork in [`links`]; what losing a calendar does to its
+//! events in [`visibility`]; the frames in `frames`. Each records the visibility losses
+//! delta reads need, queues change notifications in the same transaction, and sends
+//! per-reader frames after commit: `event_created` / `event_updated` with the reader's own
+//! calendars, `event_removed` to whoever can no longer see the event.
 
 pub mod create;
+pub mod edits;
 mod frames;
 pub mod links;
 pub mod readers;
@@ -24,15 +25,15 @@ use super::not_allowed;
 use super::{calendar_gone, retry_transient};
 use crate::commands::Services;
 use crate::domain::events::{ChangeNews, EventInput};
-use crate::domain::ids::{CalendarId, EventId, UserId};
 use crate::domain::roles::Action;
 use crate::error::AppError;
 use crate::store::events::history as event_history;
-use crate::store::events::{self as event_store, RaceLost, WriteDeadline};
+use crate::store::events::{self as event_store, RaceLost};
 use crate::store::{attendance, notifications};
 use crate::views::events::{DeletedEventView, EventView};
+use edits::EditBatch;
 pub use frames::{add_event, add_removed, send_event, send_removed};
-use readers::{Memberships, Readers, lost_readers};
+use readers::{Readers, lost_readers};
 
 fn event_not_found() -> AppError {
     AppError::not_found("Event not found...")
@@ -66,35 +67,22 @@ pub fn refuse_constraint(err: AppError) -> AppError {
     }
 }
 
-/// Replaces an event's content and its calendar list: links added or removed need
-/// editEvents there; links into calendars the actor is not a member of stay. With `base_revision` (the revision the client last saw) older than the current one, it
-/// changes nothing and answers 409 `EVENT_CONFLICT` with the current event as `current`.
-pub async fn update(
+/// Replaces an event's content and its calendar list, as one edit of `batch`: links added
+/// or removed need editEvents there; links into calendars the actor is not a member of
+/// stay. With `base_revision` (the revision the client last saw) older than the current
+/// one, it changes nothing and answers 409 `EVENT_CONFLICT` with the current event as
+/// `current`.
+async fn update(
+    txn: &impl ConnectionTrait,
     services: &Services,
-    by: &UserId,
-    input: EventInput,
-    base_revision: Option<i64>,
-) -> Result<EventView, AppError> {
-    retry_transient(&services.metrics, || {
-        update_once(services, by.as_str(), input.clone(), base_revision)
-    })
-    .await
-    .map_err(refuse_constraint)
-}
-
-/// [`update`], once.
-async fn update_once(
-    services: &Services,
+    batch: &mut EditBatch,
     actor: &str,
-    input: EventInput,
+    input: &EventInput,
     base_revision: Option<i64>,
 ) -> Result<EventView, AppError> {
-    let txn = services.db.begin_write().await?;
-    let (event, existing) = event_store::lock_for_change(&txn, input.id, &input.calendars)
-        .await?
-        .filter(|(e, _)| e.deleted_at.is_none())
-        .ok_or_else(event_not_found)?;
-    // Every calendar the update touches, with its members, in one read.
+    let (event, existing) = batch.live(input.id)?;
+    let memberships = &batch.memberships;
+    // Every calendar the update touches.
     let touched: Vec<Uuid> = existing
         .iter()
         .chain(&input.calendars)
@@ -103,7 +91,6 @@ async fn update_once(
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    let memberships = Memberships::of(&txn, &touched).await?;
     let may_edit = match event.origin_calendar_id {
         Some(home) => memberships
             .role(&home, actor)
@@ -164,15 +151,15 @@ async fn update_once(
         ));
     }
     let before = memberships.readers(&existing);
-    let clock = WriteDeadline::start();
+    let now = batch.now;
     let news = ChangeNews::of(
         (event.start, event.end, event.is_canceled),
         (input.start, input.end, input.is_canceled),
     );
     let previous_start = event.start;
-    let updated = event_store::update_content(&txn, event, &input, clock.now).await?;
-    event_store::add_links(&txn, updated.id, &added, actor, clock.now).await?;
-    event_store::remove_links(&txn, updated.id, &removed).await?;
+    let updated = event_store::update_content(txn, event, input, now).await?;
+    event_store::add_links(txn, updated.id, &added, actor, now).await?;
+    event_store::remove_links(txn, updated.id, &removed).await?;
     // The links as `links` would read them now: the kept ones in their order, then the new
     // ones (linked at this write's time) by calendar id.
     let mut new_links = added.clone();
@@ -185,8 +172,7 @@ async fn update_once(
         .collect();
     let after = memberships.readers(&links);
     let lost = lost_readers(&before, &after);
-    event_history::record_losses(&txn, lost.iter().copied(), updated.id, clock.now).await?;
-    let mut due = None;
+    event_history::record_losses(txn, lost.iter().copied(), updated.id, now).await?;
     if let Some(news) = news {
         let news = News {
             event: &updated,
@@ -195,17 +181,21 @@ async fn update_once(
             actor,
             readers: &after,
         };
-        due = queue_news(services, &txn, news, clock.now).await?;
+        let due = queue_news(services, txn, news, now).await?;
+        batch.mail_queued(due);
     }
-    clock.check()?;
-    txn.commit().await?;
-    if let Some(due) = due {
-        services.announce.mail_batch_due(due);
-    }
-    send_event(services, "event_updated", &updated, &after);
-    send_removed(services, updated.id, lost);
+    add_event(
+        services,
+        &mut batch.frames,
+        "event_updated",
+        &updated,
+        &after,
+    );
+    add_removed(services, &mut batch.frames, updated.id, lost);
     let mine = after.get(actor).cloned().unwrap_or_default();
-    Ok(EventView::new(&updated, mine))
+    let view = EventView::new(&updated, mine);
+    batch.wrote(updated, links);
+    Ok(view)
 }
 
 /// A move or cancellation to queue for the event's attendees.
@@ -250,39 +240,21 @@ async fn queue_news(
     Ok(earliest)
 }
 
-/// Deletes an event, or with `unlink` removes it from that one calendar. Whoever governs
-/// the event (an editor of its home calendar; its creator once the home is gone) removes it
-/// everywhere, or unlinks it from any calendar; anyone else only from the calendars they may
-/// edit, and without `unlink` it leaves those. `removed` is `true` when no calendar keeps it
-/// (it is tombstoned).
-pub async fn delete(
+/// Deletes an event, or with `unlink` removes it from that one calendar, as one edit of
+/// `batch`. Whoever governs the event (an editor of its home calendar; its creator once the
+/// home is gone) removes it everywhere, or unlinks it from any calendar; anyone else only
+/// from the calendars they may edit, and without `unlink` it leaves those. `removed` is
+/// `true` when no calendar keeps it (it is tombstoned).
+async fn delete(
+    txn: &impl ConnectionTrait,
     services: &Services,
-    by: &UserId,
-    event: EventId,
-    unlink: Option<CalendarId>,
-) -> Result<DeletedEventView, AppError> {
-    retry_transient(&services.metrics, || {
-        delete_once(services, by.as_str(), event.0, unlink.map(|c| c.0))
-    })
-    .await
-    .map_err(refuse_constraint)
-}
-
-/// [`delete`], once.
-async fn delete_once(
-    services: &Services,
+    batch: &mut EditBatch,
     actor: &str,
     event_id: Uuid,
     unlink: Option<Uuid>,
 ) -> Result<DeletedEventView, AppError> {
-    let txn = services.db.begin_write().await?;
-    let (event, links) = event_store::lock_for_change(&txn, event_id, &[])
-        .await?
-        .filter(|(e, _)| e.deleted_at.is_none())
-        .ok_or_else(event_not_found)?;
-    let mut touched = links.clone();
-    touched.extend(event.origin_calendar_id);
-    let memberships = Memberships::of(&txn, &touched).await?;
+    let (event, links) = batch.live(event_id)?;
+    let memberships = &batch.memberships;
     let roles = memberships.roles(actor, &links);
     let editable: Vec<Uuid> = links
         .iter()
@@ -323,23 +295,22 @@ async fn delete_once(
         .collect();
     let before = memberships.readers(&links);
     let after = memberships.readers(&remaining);
-    let clock = WriteDeadline::start();
+    let now = batch.now;
     let removed = remaining.is_empty();
     let event = if removed {
-        notifications::drop_for_events(&txn, &[event_id]).await?;
-        event_store::tombstone(&txn, event, clock.now).await?
+        notifications::drop_for_events(txn, &[event_id]).await?;
+        event_store::tombstone(txn, event, now).await?
     } else {
-        event_store::remove_links(&txn, event_id, &targets).await?;
-        event_store::touch(&txn, event, clock.now).await?
+        event_store::remove_links(txn, event_id, &targets).await?;
+        event_store::touch(txn, event, now).await?
     };
     let lost = lost_readers(&before, &after);
-    event_history::record_losses(&txn, lost.iter().copied(), event_id, clock.now).await?;
-    clock.check()?;
-    txn.commit().await?;
-    send_removed(services, event_id, lost);
+    event_history::record_losses(txn, lost.iter().copied(), event_id, now).await?;
+    add_removed(services, &mut batch.frames, event_id, lost);
     if !removed {
-        send_event(services, "event_updated", &event, &after);
+        add_event(services, &mut batch.frames, "event_updated", &event, &after);
     }
+    batch.wrote(event, remaining.clone());
     Ok(DeletedEventView {
         id: event_id,
         calendars: remaining,

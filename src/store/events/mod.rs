@@ -71,8 +71,8 @@ pub async fn find(db: &impl ConnectionTrait, id: Uuid) -> Result<Option<events::
     events::Entity::find_by_id(id).unique(db).await
 }
 
-/// Locks the event row for the rest of the transaction. A write that changes the event's
-/// links or content takes [`lock_for_change`] instead, so that its calendars are locked first.
+/// Locks the event row for the rest of the transaction. A write that changes events or
+/// their links takes [`lock_for_changes`] instead, so that their calendars are locked first.
 pub async fn lock(txn: &impl ConnectionTrait, id: Uuid) -> Result<Option<events::Model>, DbErr> {
     events::Entity::find_by_id(id)
         .lock_exclusive()
@@ -80,31 +80,49 @@ pub async fn lock(txn: &impl ConnectionTrait, id: Uuid) -> Result<Option<events:
         .await
 }
 
-/// Locks what a change of event `id` writes, in the one order every write transaction takes
-/// its locks on PostgreSQL: first the calendars it touches (the event's links and `also`,
-/// such as a link's target), by id ([`crate::store::calendars::lock_in_order`]), then the
-/// event's row. Changing the event or its links raises those calendars' `events_version`
-/// (triggers), which takes their rows' locks; taken here first and in one order, two writes
-/// cannot each hold what the other waits for. Returns the event and its links as they are
-/// under the locks (`None`: no such event). On SQLite the one writer holds the database.
-pub async fn lock_for_change(
+/// Locks what a batch of changes to the events `ids` writes, in the one order every write
+/// transaction takes its locks on PostgreSQL: first the calendars it touches (the events'
+/// links and `also`, such as a link's target or an update's new calendars), by id
+/// ([`crate::store::calendars::lock_in_order`]), then the events' rows, by id. Changing an
+/// event or its links raises those calendars' `events_version` (triggers), which takes
+/// their rows' locks; taken here first and in one order, two writes cannot each hold what
+/// the other waits for. Returns each event found (deleted or not) with its links as they
+/// are under the locks. On SQLite the one writer holds the database.
+pub async fn lock_for_changes(
     txn: &impl ConnectionTrait,
-    id: Uuid,
+    ids: &[Uuid],
     also: &[Uuid],
-) -> Result<Option<(events::Model, Vec<Uuid>)>, DbErr> {
+) -> Result<HashMap<Uuid, (events::Model, Vec<Uuid>)>, DbErr> {
+    if ids.is_empty() {
+        return Ok(HashMap::new());
+    }
     if txn.get_database_backend() == sea_orm::DbBackend::Postgres {
-        let mut calendars: Vec<Uuid> = links(txn, id).await?;
+        let mut calendars: Vec<Uuid> = links_of(txn, ids).await?.into_values().flatten().collect();
         calendars.extend_from_slice(also);
         crate::store::calendars::lock_in_order(txn, &calendars).await?;
     }
-    let Some(event) = lock(txn, id).await? else {
-        return Ok(None);
-    };
-    // Links added between the first read and the event's lock (a calendar's actor linking
-    // the event elsewhere) are locked now, out of order: a deadlock there is broken by the
-    // database and the command runs again.
-    let links = links(txn, id).await?;
-    Ok(Some((event, links)))
+    let mut found = Vec::with_capacity(ids.len());
+    for chunk in ids.chunks(500) {
+        found.extend(
+            events::Entity::find()
+                .filter(events::Column::Id.is_in(chunk.iter().copied()))
+                .order_by_asc(events::Column::Id)
+                .lock_exclusive()
+                .all(txn)
+                .await?,
+        );
+    }
+    // Links added between the first read and the events' locks (another calendar's actor
+    // linking an event elsewhere) are locked now, out of order: a deadlock there is broken
+    // by the database and the batch runs again.
+    let mut links = links_of(txn, ids).await?;
+    Ok(found
+        .into_iter()
+        .map(|event| {
+            let event_links = links.remove(&event.id).unwrap_or_default();
+            (event.id, (event, event_links))
+        })
+        .collect())
 }
 
 /// The calendars an event is linked to, in the order they were linked.

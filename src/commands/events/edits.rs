@@ -1,0 +1,305 @@
+//! Edits of events homed in one calendar, committed together: the calendar's actor hands
+//! over the updates, deletes, links and attendance answers that queued up while it was
+//! busy ([`Edit`]), and [`edit_all`] runs them in arrival order in one write transaction.
+//!
+//! A batch reads what its edits need once: the events and their links, locked in the one
+//! global order ([`event_store::lock_for_changes`]: calendars by id, then events by id), and
+//! the members and roles of every calendar involved ([`Memberships`]). Each edit then
+//! checks its rules against that state ([`EditBatch`]), which also carries what the edits
+//! before it in the batch wrote, and writes its rows. Every refusal comes before the edit's
+//! first write, so a refused edit leaves the transaction as it found it and the batch goes
+//! on. The frames leave in one block per user after the commit, in the edits' order.
+//!
+//! A batch that fails as a whole (the database refused a row, a race was lost) runs again
+//! one edit at a time, so one edit's failure is not its neighbours'.
+
+use std::collections::{BTreeSet, HashMap};
+
+use chrono::{DateTime, Utc};
+use entities::events;
+use sea_orm::ConnectionTrait;
+use uuid::Uuid;
+
+use super::readers::Memberships;
+use super::{event_not_found, links, refuse_constraint, retry_transient};
+use crate::commands::Services;
+use crate::domain::events::{Attendance, EventInput};
+use crate::domain::frames::FrameBatch;
+use crate::domain::ids::{CalendarId, EventId, UserId};
+use crate::error::AppError;
+use crate::store::events::{self as event_store, WriteDeadline};
+use crate::views::events::{AttendeeView, DeletedEventView, EventView};
+
+/// One edit of an event homed in the batch's calendar.
+#[derive(Debug)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "most edits are updates, which carry the event; boxing it would only add an allocation"
+)]
+pub enum Edit {
+    /// Replace its content and calendars ([`super::update`]).
+    Update {
+        /// Acting user.
+        by: UserId,
+        /// The validated event.
+        input: EventInput,
+        /// The `revision` the client last saw, if it sent one (a stale one is a 409).
+        base_revision: Option<i64>,
+    },
+    /// Delete it, or unlink it from one calendar ([`super::delete`]).
+    Delete {
+        /// Acting user.
+        by: UserId,
+        /// The event.
+        event: EventId,
+        /// Only this calendar's link.
+        unlink: Option<CalendarId>,
+    },
+    /// Link it into another calendar ([`links::link`]).
+    Link {
+        /// Acting user.
+        by: UserId,
+        /// The event.
+        event: EventId,
+        /// The calendar to link into.
+        target: CalendarId,
+    },
+    /// Answer attendance ([`links::set_attendance`]).
+    SetAttendance {
+        /// Acting user.
+        by: UserId,
+        /// The event.
+        event: EventId,
+        /// The answer.
+        answer: Attendance,
+    },
+}
+
+impl Edit {
+    /// The event it edits.
+    fn event_id(&self) -> Uuid {
+        match self {
+            Self::Update { input, .. } => input.id,
+            Self::Delete { event, .. }
+            | Self::Link { event, .. }
+            | Self::SetAttendance { event, .. } => event.0,
+        }
+    }
+
+    /// Calendars it may link the event into.
+    fn adds_to(&self) -> &[Uuid] {
+        match self {
+            Self::Update { input, .. } => &input.calendars,
+            Self::Link { target, .. } => std::slice::from_ref(&target.0),
+            Self::Delete { .. } | Self::SetAttendance { .. } => &[],
+        }
+    }
+}
+
+/// What an edit answers.
+#[derive(Debug)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "most edits answer with the event; each answer is moved once, to its caller"
+)]
+pub enum Edited {
+    /// The event as the actor sees it now (update, link).
+    Event(EventView),
+    /// `{id, calendars, removed}` (delete).
+    Deleted(DeletedEventView),
+    /// The attendees now (attendance).
+    Attendees(Vec<AttendeeView>),
+}
+
+/// What the edits of one batch share while they run: the events as the batch has left
+/// them so far, the members of their calendars, the write's time, and what is owed after
+/// the commit.
+pub(super) struct EditBatch {
+    /// Each event the batch edits (deleted or not) with its links.
+    events: HashMap<Uuid, (events::Model, Vec<Uuid>)>,
+    /// The members and roles of every calendar the batch reads or writes.
+    pub(super) memberships: Memberships,
+    /// The batch's `updated_at`.
+    pub(super) now: DateTime<Utc>,
+    /// The frames to send after the commit, in the edits' order.
+    pub(super) frames: FrameBatch,
+    /// The earliest change mail the batch queued.
+    mail_due: Option<DateTime<Utc>>,
+}
+
+impl EditBatch {
+    /// The live event `id` and its links as the batch has left them (404: no such event,
+    /// or deleted).
+    pub(super) fn live(&self, id: Uuid) -> Result<(events::Model, Vec<Uuid>), AppError> {
+        self.events
+            .get(&id)
+            .filter(|(event, _)| event.deleted_at.is_none())
+            .cloned()
+            .ok_or_else(event_not_found)
+    }
+
+    /// The live event `id` and its links, if `actor` sees it through one of them (404: no
+    /// such event, or in no calendar; 403: in none of the actor's).
+    pub(super) fn visible(
+        &self,
+        id: Uuid,
+        actor: &str,
+    ) -> Result<(events::Model, Vec<Uuid>), AppError> {
+        let (event, links) = self.live(id)?;
+        if links.is_empty() {
+            return Err(event_not_found());
+        }
+        if !links
+            .iter()
+            .any(|c| self.memberships.role(c, actor).is_some())
+        {
+            return Err(AppError::forbidden("You can't access this event."));
+        }
+        Ok((event, links))
+    }
+
+    /// Records what an edit wrote, for the edits after it.
+    pub(super) fn wrote(&mut self, event: events::Model, links: Vec<Uuid>) {
+        self.events.insert(event.id, (event, links));
+    }
+
+    /// Records a change mail queued until `due`.
+    pub(super) fn mail_queued(&mut self, due: Option<DateTime<Utc>>) {
+        self.mail_due = match (self.mail_due, due) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+    }
+}
+
+/// Runs `edits` in order, in one transaction, and answers each.
+pub async fn edit_all(services: &Services, edits: &[Edit]) -> Vec<Result<Edited, AppError>> {
+    services.metrics.event_batch("edit", edits.len());
+    match retry_transient(&services.metrics, || edit_once(services, edits)).await {
+        Ok(outcomes) => outcomes,
+        Err(err) if edits.len() == 1 => vec![Err(refuse_constraint(err))],
+        // Waiting for the database took too long: every edit of the batch gets that answer
+        // (running them one at a time would only wait longer).
+        Err(AppError::Unavailable(_)) => edits
+            .iter()
+            .map(|_| Err(WriteDeadline::exceeded()))
+            .collect(),
+        Err(err) => {
+            tracing::warn!(edits = edits.len(), error = %err, "event.edit_batch.split");
+            let mut outcomes = Vec::with_capacity(edits.len());
+            for edit in edits {
+                let alone = std::slice::from_ref(edit);
+                let outcome = retry_transient(&services.metrics, || edit_once(services, alone))
+                    .await
+                    .map_err(refuse_constraint)
+                    .and_then(|mut answered| {
+                        answered
+                            .pop()
+                            .unwrap_or_else(|| Err(AppError::internal("an edit went unanswered")))
+                    });
+                outcomes.push(outcome);
+            }
+            outcomes
+        }
+    }
+}
+
+/// Whether an edit's error leaves the transaction unusable (the database failed, or the
+/// write ran out of time) rather than refusing that one edit.
+fn spoils_the_batch(err: &AppError) -> bool {
+    matches!(err, AppError::Internal(_) | AppError::Unavailable(_))
+}
+
+/// [`edit_all`], once: the answers of the edits, or why the whole batch wrote nothing.
+async fn edit_once(
+    services: &Services,
+    edits: &[Edit],
+) -> Result<Vec<Result<Edited, AppError>>, AppError> {
+    let txn = services.db.begin_write().await?;
+    let ids: Vec<Uuid> = edits
+        .iter()
+        .map(Edit::event_id)
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let also: Vec<Uuid> = edits
+        .iter()
+        .flat_map(|edit| edit.adds_to().iter().copied())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let events = event_store::lock_for_changes(&txn, &ids, &also).await?;
+    // Every calendar an edit may ask about: the events' links and homes, and those added.
+    let calendars: Vec<Uuid> = events
+        .values()
+        .flat_map(|(event, links)| links.iter().chain(event.origin_calendar_id.as_ref()))
+        .chain(&also)
+        .copied()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let memberships = Memberships::of(&txn, &calendars).await?;
+    let clock = WriteDeadline::start();
+    let mut batch = EditBatch {
+        events,
+        memberships,
+        now: clock.now,
+        frames: FrameBatch::default(),
+        mail_due: None,
+    };
+    let mut outcomes = Vec::with_capacity(edits.len());
+    for edit in edits {
+        let outcome = run(&txn, services, &mut batch, edit).await;
+        match outcome {
+            Err(err) if spoils_the_batch(&err) => return Err(err),
+            outcome => outcomes.push(outcome),
+        }
+    }
+    clock.check()?;
+    txn.commit().await?;
+    if let Some(due) = batch.mail_due {
+        services.announce.mail_batch_due(due);
+    }
+    if !batch.frames.is_empty() {
+        services.announce.deliver(batch.frames);
+    }
+    Ok(outcomes)
+}
+
+/// Runs one edit of the batch.
+async fn run(
+    txn: &impl ConnectionTrait,
+    services: &Services,
+    batch: &mut EditBatch,
+    edit: &Edit,
+) -> Result<Edited, AppError> {
+    match edit {
+        Edit::Update {
+            by,
+            input,
+            base_revision,
+        } => super::update(txn, services, batch, by.as_str(), input, *base_revision)
+            .await
+            .map(Edited::Event),
+        Edit::Delete { by, event, unlink } => super::delete(
+            txn,
+            services,
+            batch,
+            by.as_str(),
+            event.0,
+            unlink.map(|c| c.0),
+        )
+        .await
+        .map(Edited::Deleted),
+        Edit::Link { by, event, target } => {
+            links::link(txn, services, batch, by.as_str(), event.0, target.0)
+                .await
+                .map(Edited::Event)
+        }
+        Edit::SetAttendance { by, event, answer } => {
+            links::set_attendance(txn, services, batch, by.as_str(), event.0, *answer)
+                .await
+                .map(Edited::Attendees)
+        }
+    }
+}
