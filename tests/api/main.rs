@@ -44,6 +44,7 @@ mod invite_rules;
 mod invite_send;
 mod matrix;
 mod metrics;
+mod musubi_wire;
 mod notifications;
 mod origin_checks;
 mod pages;

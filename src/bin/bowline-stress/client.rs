@@ -1,5 +1,6 @@
 //! HTTP to the server under test, as a client app does it: bearer sessions from
-//! `/api/auth/sign-up/email` (waiting out `429`s for as long as the server's
+//! `/api/auth/sign-up/email` (the answer's `token`, or better-auth's `set-auth-token` header
+//! when the body has none; waiting out `429`s for as long as the server's
 //! `X-Retry-After`/`Retry-After` says), and requests that are timed and never fail
 //! half-way: every answer, transport errors included, comes back as a [`Reply`].
 
@@ -10,6 +11,7 @@ use reqwest::{Method, RequestBuilder, StatusCode};
 use serde_json::{Value, json};
 
 use super::StressError;
+use super::wire::{Mark, Wire};
 
 /// A signed-up user of this run.
 #[derive(Debug, Clone)]
@@ -51,6 +53,14 @@ impl Reply {
     /// The body as JSON.
     pub fn json(&self) -> Option<Value> {
         serde_json::from_slice(&self.body).ok()
+    }
+
+    /// The mark (`wire`'s identity of the event's state) of the event this answer carries,
+    /// if its status is `status`.
+    pub fn event_mark(&self, status: StatusCode, wire: Wire) -> Option<Mark> {
+        self.json()
+            .filter(|_| self.is(status))
+            .and_then(|event| wire.mark(&event))
     }
 
     /// A 5xx answer.
@@ -216,6 +226,11 @@ impl Client {
                 continue;
             }
             let status = sent.status();
+            let header_token = sent
+                .headers()
+                .get("set-auth-token")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
             let body = sent.bytes().await.unwrap_or_default();
             let reply = Reply {
                 status: Some(status),
@@ -226,7 +241,7 @@ impl Client {
             };
             let json = reply.expect_json(StatusCode::OK, &format!("sign-up of {email}"))?;
             let id = json["user"]["id"].as_str();
-            let token = json["token"].as_str();
+            let token = session_token(&json, header_token.as_deref());
             return match (id, token) {
                 (Some(id), Some(token)) => Ok(User {
                     index,
@@ -240,6 +255,15 @@ impl Client {
             };
         }
     }
+}
+
+/// The bearer token of a sign-up's answer: its `token`, or better-auth's `set-auth-token`
+/// header (the bearer plugin's, what its Expo client reads) when the body has none.
+pub fn session_token<'a>(answer: &'a Value, header: Option<&'a str>) -> Option<&'a str> {
+    answer["token"]
+        .as_str()
+        .filter(|token| !token.is_empty())
+        .or(header.filter(|token| !token.is_empty()))
 }
 
 /// `X-Retry-After` (better-auth) or `Retry-After`, in whole seconds.
@@ -276,5 +300,18 @@ mod tests {
         assert_eq!(retry_after(&headers), Some(Duration::from_secs(4)));
         headers.insert("x-retry-after", HeaderValue::from_static("0"));
         assert_eq!(retry_after(&headers), Some(Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn the_session_token_comes_from_the_body_or_else_from_set_auth_token() {
+        let with = json!({ "token": "raw", "user": { "id": "u" } });
+        let without = json!({ "token": null, "user": { "id": "u" } });
+        assert_eq!(session_token(&with, Some("signed.sig")), Some("raw"));
+        assert_eq!(
+            session_token(&without, Some("signed.sig")),
+            Some("signed.sig")
+        );
+        assert_eq!(session_token(&without, Some("")), None);
+        assert_eq!(session_token(&without, None), None);
     }
 }

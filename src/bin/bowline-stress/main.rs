@@ -9,7 +9,9 @@
 //! memberships), [`writers`] (the op mix), [`model`] (what was acknowledged), [`sse`]
 //! (streams and frame arrival times), [`verify`] (the checks), [`stats`] (histograms and
 //! counters), [`report`] (table and JSON), [`progress`] (the live line),
-//! [`server_metrics`] (the server's memory), [`scenarios`] (one per kind of figure).
+//! [`server_metrics`] (the server's memory), [`scenarios`] (one per kind of figure),
+//! [`wire`] (Bowline's wire or the original's: what identifies a change, which checks the
+//! wire allows).
 
 use std::process::ExitCode;
 
@@ -26,6 +28,7 @@ mod setup;
 mod sse;
 mod stats;
 mod verify;
+mod wire;
 mod writers;
 
 use options::{Options, Scenario};

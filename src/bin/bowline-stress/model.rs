@@ -1,13 +1,19 @@
 //! The tool's own model of what the server acknowledged: every event with its home, links,
-//! revision and title; every acknowledged change with the frame it must produce and the
-//! users who must receive it (the members of every calendar the event is linked to, before
-//! and after the change); deletions with the users who saw them. Verification compares the
-//! server's reads and the streams with this model.
+//! revision (or, on the original's wire, its acknowledged title writes) and title; every
+//! acknowledged change with the frame it must produce and the users who must receive it (the
+//! members of every calendar the event is linked to, before and after the change);
+//! deletions with the users who saw them. Verification compares the server's reads and the
+//! streams with this model.
 //!
 //! Writers serialize their own changes to one event through the event's lock: changes that
 //! alter who sees it (link, delete) hold it exclusively, the others (update, attendance)
 //! share it, so the recipients of every change are known exactly even though many writers
 //! edit the same event and calendar at once.
+//!
+//! On Bowline's wire each change is known by the `revision` its answer carried. The
+//! original's wire has none and its updates overwrite, so there each change is known by the
+//! title its answer carried ([`Mark`]), and the title an event must end with is that of a
+//! write no later acknowledged write followed ([`EventState::latest_titles`]).
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
@@ -19,6 +25,7 @@ use uuid::Uuid;
 use super::client::Reply;
 use super::setup::Layout;
 use super::sse::FrameKey;
+use super::wire::Mark;
 
 /// Writers pick among this many of a calendar's newest events, so that many of them edit
 /// the same events at once.
@@ -29,18 +36,47 @@ pub const HOT_EVENTS: usize = 32;
 pub struct EventState {
     /// Linked calendars (indexes), home first.
     pub links: Vec<usize>,
-    /// Highest acknowledged revision.
-    pub revision: i64,
-    /// Title at that revision.
+    /// Highest acknowledged revision (`None` on the original's wire, which has none).
+    pub revision: Option<i64>,
+    /// Title at that revision (on the original's wire, of the write answered last).
     pub title: String,
     /// Deleted (acknowledged).
     pub deleted: bool,
     /// A request about it had no clear answer: left out of exact checks.
     pub tainted: bool,
-    /// Every revision an acknowledged change answered with.
+    /// Every revision an acknowledged change answered with (Bowline's wire).
     pub revisions: Vec<i64>,
+    /// Every acknowledged write of a title, with when it was sent and answered (the
+    /// original's wire).
+    pub writes: Vec<TitleWrite>,
     /// Serializes the tool's own changes that alter who sees it.
     pub lock: Arc<RwLock<()>>,
+}
+
+/// An acknowledged write of an event's title (a create or an update).
+#[derive(Debug, Clone)]
+pub struct TitleWrite {
+    /// The title written.
+    pub title: String,
+    /// When it was sent and answered.
+    pub at: Timing,
+}
+
+impl EventState {
+    /// The titles the event may hold after its acknowledged writes when updates overwrite:
+    /// those of the writes that no other acknowledged write was sent after the answer of
+    /// (a write sent after another's answer reached the server after it was applied, and
+    /// overwrote it; writes that overlap may have been applied in either order).
+    pub fn latest_titles(&self) -> BTreeSet<&str> {
+        let Some(last_sent) = self.writes.iter().map(|w| w.at.sent).max() else {
+            return BTreeSet::new();
+        };
+        self.writes
+            .iter()
+            .filter(|w| w.at.answered >= last_sent)
+            .map(|w| w.title.as_str())
+            .collect()
+    }
 }
 
 /// When the request of a change was sent and when its answer had arrived.
@@ -77,8 +113,8 @@ pub struct ExpectedFrame {
 pub struct Snapshot {
     /// Linked calendars (indexes).
     pub links: Vec<usize>,
-    /// Revision.
-    pub revision: i64,
+    /// Revision (Bowline's wire).
+    pub revision: Option<i64>,
 }
 
 /// The model.
@@ -131,7 +167,7 @@ impl Model {
     }
 
     /// Answers that contradict the model (an update applied over a revision its writer had
-    /// not seen, a revision answered twice...).
+    /// not seen, a revision answered twice, a write answered with another title...).
     pub fn anomalies(&self) -> &[String] {
         &self.anomalies
     }
@@ -186,73 +222,118 @@ impl Model {
         self.frames.push(ExpectedFrame { key, users, at });
     }
 
-    /// A create acknowledged with `revision`.
-    pub fn created(&mut self, id: Uuid, home: usize, title: String, revision: i64, at: Timing) {
-        if revision != 1 {
-            self.anomalies.push(format!(
-                "event {id} was created at revision {revision}, not 1"
-            ));
+    /// A create of `title` acknowledged with `mark`.
+    pub fn created(&mut self, id: Uuid, home: usize, title: String, mark: Mark, at: Timing) {
+        let mut event = EventState {
+            links: vec![home],
+            revision: None,
+            title: title.clone(),
+            deleted: false,
+            tainted: false,
+            revisions: Vec::new(),
+            writes: Vec::new(),
+            lock: Arc::new(RwLock::new(())),
+        };
+        match &mark {
+            Mark::Revision(revision) => {
+                if *revision != 1 {
+                    self.anomalies.push(format!(
+                        "event {id} was created at revision {revision}, not 1"
+                    ));
+                }
+                event.revision = Some(*revision);
+                event.revisions.push(*revision);
+            }
+            Mark::Title(answered) => {
+                if *answered != title {
+                    self.anomalies.push(format!(
+                        "event {id} was created as \"{title}\" and answered \"{answered}\""
+                    ));
+                }
+                event.writes.push(TitleWrite { title, at });
+            }
         }
-        self.events.insert(
-            id,
-            EventState {
-                links: vec![home],
-                revision,
-                title,
-                deleted: false,
-                tainted: false,
-                revisions: vec![revision],
-                lock: Arc::new(RwLock::new(())),
-            },
-        );
+        self.events.insert(id, event);
         if let Some(list) = self.homed.get_mut(home) {
             list.push(id);
         }
         if let Some(list) = self.linked.get_mut(home) {
             list.push(id);
         }
-        self.expect(FrameKey::Created(id, revision), &[home], at);
+        self.expect(FrameKey::Created(id, mark), &[home], at);
     }
 
-    /// An update sent with `base` and acknowledged with `revision`.
-    pub fn updated(&mut self, id: Uuid, base: i64, revision: i64, title: String, at: Timing) {
+    /// An update of `title`, sent with the revision `base` (Bowline's wire), acknowledged
+    /// with `mark`.
+    pub fn updated(&mut self, id: Uuid, base: Option<i64>, title: String, mark: Mark, at: Timing) {
         let Some(event) = self.events.get_mut(&id) else {
             return;
         };
-        if revision != base + 1 {
-            self.anomalies.push(format!(
-                "event {id}: an update based on revision {base} was applied as revision \
-                 {revision}, overwriting a change its writer had not seen (a lost update)"
-            ));
-        }
-        event.revisions.push(revision);
-        if revision > event.revision {
-            event.revision = revision;
-            event.title = title;
+        match &mark {
+            Mark::Revision(revision) => {
+                if base.is_none_or(|base| *revision != base + 1) {
+                    self.anomalies.push(format!(
+                        "event {id}: an update based on revision {base:?} was applied as \
+                         revision {revision}, overwriting a change its writer had not seen \
+                         (a lost update)"
+                    ));
+                }
+                event.revisions.push(*revision);
+                if event.revision.is_none_or(|current| *revision > current) {
+                    event.revision = Some(*revision);
+                    event.title = title;
+                }
+            }
+            Mark::Title(answered) => {
+                if *answered != title {
+                    self.anomalies.push(format!(
+                        "event {id}: an update to \"{title}\" was answered \"{answered}\""
+                    ));
+                }
+                event.title = title.clone();
+                event.writes.push(TitleWrite { title, at });
+            }
         }
         let links = event.links.clone();
-        self.expect(FrameKey::Updated(id, revision), &links, at);
+        self.expect(FrameKey::Updated(id, mark), &links, at);
     }
 
-    /// A link into `target` acknowledged with `revision`.
-    pub fn linked(&mut self, id: Uuid, target: usize, revision: i64, at: Timing) {
+    /// A link into `target` acknowledged with `mark`.
+    pub fn linked(&mut self, id: Uuid, target: usize, mark: Mark, at: Timing) {
         let Some(event) = self.events.get_mut(&id) else {
             return;
         };
-        if revision != event.revision + 1 {
-            self.anomalies.push(format!(
-                "event {id}: a link at revision {} answered revision {revision}",
-                event.revision
-            ));
+        match &mark {
+            Mark::Revision(revision) => {
+                if event
+                    .revision
+                    .is_none_or(|current| *revision != current + 1)
+                {
+                    self.anomalies.push(format!(
+                        "event {id}: a link at revision {:?} answered revision {revision}",
+                        event.revision
+                    ));
+                }
+                event.revisions.push(*revision);
+                event.revision = event.revision.max(Some(*revision));
+            }
+            Mark::Title(answered) => {
+                // The link holds the event's lock exclusively: every write to it was
+                // answered, so the event holds the title of one that nothing followed.
+                if !event.latest_titles().contains(answered.as_str()) {
+                    self.anomalies.push(format!(
+                        "event {id}: a link answered \"{answered}\", which no acknowledged \
+                         write left last"
+                    ));
+                }
+            }
         }
-        event.revisions.push(revision);
-        event.revision = event.revision.max(revision);
         event.links.push(target);
         let links = event.links.clone();
         if let Some(list) = self.linked.get_mut(target) {
             list.push(id);
         }
-        self.expect(FrameKey::Updated(id, revision), &links, at);
+        self.expect(FrameKey::Updated(id, mark), &links, at);
     }
 
     /// An attendance answer acknowledged with the attendee list `attendees` (JSON text).
@@ -295,6 +376,8 @@ impl Model {
 #[cfg(test)]
 #[allow(clippy::expect_used, clippy::unwrap_used)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
     use crate::setup::Sharing;
 
@@ -304,25 +387,32 @@ mod tests {
         Model::new(Arc::new(layout))
     }
 
+    fn now() -> Timing {
+        Timing {
+            sent: Instant::now(),
+            answered: Instant::now(),
+        }
+    }
+
+    fn title(text: &str) -> Mark {
+        Mark::Title(text.into())
+    }
+
     #[test]
     fn changes_expect_frames_for_the_readers_of_every_linked_calendar() {
         let mut model = model();
         let id = Uuid::new_v4();
-        let now = Timing {
-            sent: Instant::now(),
-            answered: Instant::now(),
-        };
-        model.created(id, 0, "a".into(), 1, now);
-        model.updated(id, 1, 2, "b".into(), now);
-        model.linked(id, 1, 3, now);
-        model.deleted(id, now);
+        model.created(id, 0, "a".into(), Mark::Revision(1), now());
+        model.updated(id, Some(1), "b".into(), Mark::Revision(2), now());
+        model.linked(id, 1, Mark::Revision(3), now());
+        model.deleted(id, now());
         let keys: Vec<_> = model.frames().iter().map(|f| f.key.clone()).collect();
         assert_eq!(
             keys,
             vec![
-                FrameKey::Created(id, 1),
-                FrameKey::Updated(id, 2),
-                FrameKey::Updated(id, 3),
+                FrameKey::Created(id, Mark::Revision(1)),
+                FrameKey::Updated(id, Mark::Revision(2)),
+                FrameKey::Updated(id, Mark::Revision(3)),
                 FrameKey::Removed(id)
             ]
         );
@@ -341,15 +431,45 @@ mod tests {
     fn an_update_applied_over_an_unseen_revision_is_an_anomaly() {
         let mut model = model();
         let id = Uuid::new_v4();
-        let now = Timing {
-            sent: Instant::now(),
-            answered: Instant::now(),
-        };
-        model.created(id, 0, "a".into(), 1, now);
-        model.updated(id, 1, 2, "b".into(), now);
-        model.updated(id, 1, 3, "c".into(), now);
+        model.created(id, 0, "a".into(), Mark::Revision(1), now());
+        model.updated(id, Some(1), "b".into(), Mark::Revision(2), now());
+        model.updated(id, Some(1), "c".into(), Mark::Revision(3), now());
         assert_eq!(model.anomalies().len(), 1);
         assert_eq!(model.events()[&id].title, "c");
-        assert_eq!(model.events()[&id].revision, 3);
+        assert_eq!(model.events()[&id].revision, Some(3));
+    }
+
+    #[test]
+    fn without_revisions_the_last_title_is_one_that_no_later_write_followed() {
+        let mut model = model();
+        let id = Uuid::new_v4();
+        let start = Instant::now();
+        let at = |sent: u64, answered: u64| Timing {
+            sent: start + Duration::from_millis(sent),
+            answered: start + Duration::from_millis(answered),
+        };
+        model.created(id, 0, "a".into(), title("a"), at(0, 1));
+        // "b" and "c" overlap, so either may have been applied last.
+        model.updated(id, None, "b".into(), title("b"), at(2, 6));
+        model.updated(id, None, "c".into(), title("c"), at(3, 5));
+        let event = &model.events()[&id];
+        assert_eq!(event.latest_titles(), BTreeSet::from(["b", "c"]));
+        assert_eq!(event.revision, None);
+        // A link answered with either is fine; with "a" (overwritten by both) it is not.
+        model.linked(id, 1, title("c"), at(7, 8));
+        assert!(model.anomalies().is_empty());
+        model.linked(id, 1, title("a"), at(9, 10));
+        assert_eq!(model.anomalies().len(), 1, "{:?}", model.anomalies());
+        // "d" was sent after both answers: it alone is last.
+        model.updated(id, None, "d".into(), title("d"), at(11, 12));
+        assert_eq!(model.events()[&id].latest_titles(), BTreeSet::from(["d"]));
+        // An update answered with something else than it wrote is an anomaly too.
+        model.updated(id, None, "e".into(), title("x"), at(13, 14));
+        assert_eq!(model.anomalies().len(), 2);
+        assert_eq!(
+            model.frames()[1].key,
+            FrameKey::Updated(id, title("b")),
+            "frames are told apart by the title their answer carried"
+        );
     }
 }

@@ -10,6 +10,8 @@ use std::time::Duration;
 use clap::{Parser, ValueEnum};
 use serde::Serialize;
 
+use super::wire::Wire;
+
 /// `bowline-stress`: drives a running Bowline server the way real clients do and checks that
 /// nothing was lost.
 #[derive(Debug, Clone, Parser)]
@@ -26,6 +28,9 @@ use serde::Serialize;
         list    GET /api/v1/events returning --events events, over --connections connections\n  \
         fanout  --connections open streams over --users users of one calendar, then\n          \
         --broadcasts writes: latency to the last connection, memory per connection\n\n\
+        --wire musubi runs every scenario against the original implementation's wire (no event\n\
+        revision, no conflicts, metrics optional); the checks that need Bowline's extras are\n\
+        weakened or skipped, and the report says which.\n\n\
         Exit code: 0 when every check passed, 1 when one failed, 2 when the run could not start.\n\
         Benchmark servers: start them with AUTH_RATE_LIMIT=false (sign-up is limited per address)."
 )]
@@ -36,6 +41,10 @@ pub struct Options {
     /// What to run.
     #[arg(long, value_enum, default_value_t = Scenario::Mixed)]
     pub scenario: Scenario,
+    /// The server's wire: Bowline's (with event revisions), or the original Musubi
+    /// implementation's (no revision: checks that need one are weakened or skipped).
+    #[arg(long, value_enum, default_value_t = Wire::Bowline)]
+    pub wire: Wire,
     /// Users to sign up [default: mixed 50, create/list 1, fanout 10].
     #[arg(long)]
     pub users: Option<usize>,
@@ -160,7 +169,7 @@ impl Options {
 pub enum Op {
     /// `POST /api/v1/events`.
     Create,
-    /// `PUT /api/v1/events` with the last seen revision.
+    /// `PUT /api/v1/events` (with the last seen revision on Bowline's wire).
     Update,
     /// `POST /api/v1/events/:id/link`.
     Link,
@@ -288,5 +297,8 @@ mod tests {
         assert!(create.validate().is_ok());
         let zero = Options::parse_from(["x", "--writers", "0"]);
         assert!(zero.validate().is_err());
+        assert_eq!(mixed.wire, Wire::Bowline);
+        let original = Options::parse_from(["x", "--wire", "musubi"]);
+        assert_eq!(original.wire, Wire::Musubi);
     }
 }

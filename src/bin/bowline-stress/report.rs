@@ -1,5 +1,6 @@
 //! The figures of a run: a readable summary table for people and the same figures as JSON
-//! (`--json`) for machines.
+//! (`--json`) for machines, with the wire the run spoke, the checks it weakened or skipped
+//! for that wire and what it could not measure.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -9,13 +10,16 @@ use serde::Serialize;
 
 use super::options::{Op, Scenario};
 use super::stats::{Recorder, Summary};
-use super::verify::{Check, FrameCounts};
+use super::verify::{Check, Coverage, FrameCounts};
+use super::wire::Wire;
 
 /// Everything a run measured and checked.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     /// The scenario.
     pub scenario: Scenario,
+    /// The server's wire.
+    pub wire: Wire,
     /// The server.
     pub base: String,
     /// When the load started (UTC).
@@ -40,7 +44,9 @@ pub struct Report {
     pub statuses: BTreeMap<String, u64>,
     /// The checks.
     pub checks: Vec<Check>,
-    /// Whether every check passed.
+    /// What the run could not measure on this wire (the server's memory...).
+    pub notes: Vec<String>,
+    /// Whether every check that ran passed (a skipped check never counts as passed).
     pub passed: bool,
 }
 
@@ -130,9 +136,10 @@ impl Report {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "bowline-stress {} against {}: {:.1} s, {} users, {} calendars, {} {}, {} streams",
+            "bowline-stress {} against {} ({} wire): {:.1} s, {} users, {} calendars, {} {}, {} streams",
             self.scenario_name(),
             self.base,
+            self.wire.name(),
             self.seconds,
             self.users,
             self.calendars,
@@ -214,15 +221,44 @@ impl Report {
             })
             .collect();
         let _ = writeln!(out, "answers    {}", statuses.join(", "));
+        for note in &self.notes {
+            let _ = writeln!(out, "note       {note}");
+        }
         let _ = writeln!(out, "\nchecks");
         for check in &self.checks {
-            let mark = if check.passed { "ok  " } else { "FAIL" };
+            let mark = match (check.coverage, check.passed) {
+                (Coverage::Skipped, _) => "SKIP",
+                (_, true) => "ok  ",
+                (_, false) => "FAIL",
+            };
             let _ = writeln!(out, "  {mark}  {}: {}", check.name, check.detail);
+            if let Some(limit) = &check.limit {
+                let how = if check.coverage == Coverage::Skipped {
+                    "skipped"
+                } else {
+                    "weakened"
+                };
+                let _ = writeln!(
+                    out,
+                    "        {how} on the {} wire: {limit}",
+                    self.wire.name()
+                );
+            }
         }
+        let partial = self
+            .checks
+            .iter()
+            .filter(|c| c.coverage != Coverage::Exact)
+            .count();
         let _ = writeln!(
             out,
-            "\nresult: {}",
-            if self.passed { "PASSED" } else { "FAILED" }
+            "\nresult: {}{}",
+            if self.passed { "PASSED" } else { "FAILED" },
+            if partial > 0 {
+                format!(" ({partial} checks weakened or skipped on this wire)")
+            } else {
+                String::new()
+            }
         );
         out
     }
@@ -253,6 +289,7 @@ mod tests {
         };
         let report = Report {
             scenario: Scenario::Mixed,
+            wire: Wire::Bowline,
             base: "http://127.0.0.1:7531".into(),
             started_at: "2026-11-22T12:00:00.000Z".into(),
             seconds: 2.0,
@@ -287,7 +324,10 @@ mod tests {
                 name: "no 5xx answers".into(),
                 passed: true,
                 detail: "0 of 10".into(),
+                coverage: Coverage::Exact,
+                limit: None,
             }],
+            notes: Vec::new(),
             passed: true,
         };
         let table = report.table();
@@ -299,5 +339,55 @@ mod tests {
         assert_eq!(json["operations"][0]["op"], "create");
         assert_eq!(json["operations"][0]["latency"]["p99_ms"], 3.25);
         assert_eq!(json["scenario"], "mixed");
+        assert_eq!(json["wire"], "bowline");
+        assert_eq!(json["checks"][0]["coverage"], "exact");
+    }
+
+    #[test]
+    fn skipped_and_weakened_checks_say_so_and_a_skipped_one_never_passes() {
+        use crate::verify::{Problems, all_passed};
+        let exact = Check::from_problems("exact", &Problems::default(), "fine".into());
+        let weakened = exact.clone().weakened("no revision");
+        let skipped = Check::skipped("revisions", "no revision on this wire");
+        assert!(!skipped.passed);
+        assert!(all_passed(&[weakened.clone(), skipped.clone()]));
+        assert!(!all_passed(std::slice::from_ref(&skipped)), "nothing ran");
+        let report = Report {
+            scenario: Scenario::Mixed,
+            wire: Wire::Musubi,
+            base: "http://127.0.0.1:7531".into(),
+            started_at: "2026-11-22T12:00:00.000Z".into(),
+            seconds: 1.0,
+            users: 1,
+            calendars: 1,
+            workers: 1,
+            streams: 0,
+            operations: Vec::new(),
+            broadcast: None,
+            memory: None,
+            statuses: BTreeMap::new(),
+            checks: vec![exact, weakened, skipped],
+            notes: vec!["server memory not measured".into()],
+            passed: true,
+        };
+        let table = report.table();
+        assert!(table.contains("musubi wire"), "{table}");
+        assert!(table.contains("SKIP  revisions"), "{table}");
+        assert!(
+            table.contains("skipped on the musubi wire: no revision on this wire"),
+            "{table}"
+        );
+        assert!(
+            table.contains("weakened on the musubi wire: no revision"),
+            "{table}"
+        );
+        assert!(
+            table.contains("note       server memory not measured"),
+            "{table}"
+        );
+        assert!(table.contains("2 checks weakened or skipped"), "{table}");
+        let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+        assert_eq!(json["checks"][2]["coverage"], "skipped");
+        assert_eq!(json["checks"][2]["passed"], false);
     }
 }

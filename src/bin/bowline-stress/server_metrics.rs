@@ -1,6 +1,6 @@
 //! The server's own figures, read from its metrics listener (`--metrics`): resident memory
-//! (`svc_process_resident_memory_bytes`) before, during (sampled, the peak kept) and after
-//! the load, and the open stream count.
+//! (`svc_process_resident_memory_bytes`, or the original's `musubi_` one) before, during
+//! (sampled, the peak kept) and after the load, and the open stream count.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,8 +11,6 @@ use tokio::task::JoinHandle;
 use super::StressError;
 use super::client::error_chain;
 
-/// Resident memory of the server process.
-pub const RESIDENT_MEMORY: &str = "svc_process_resident_memory_bytes";
 /// Open `/api/stream` connections.
 #[cfg(test)]
 pub const SSE_CONNECTIONS: &str = "svc_sse_connections";
@@ -27,17 +25,38 @@ pub fn sample(text: &str, name: &str) -> Option<f64> {
 }
 
 /// Reads `name` from the metrics listener at `url`.
-pub async fn read(http: &reqwest::Client, url: &str, name: &str) -> Result<f64, StressError> {
+pub async fn read(
+    http: &reqwest::Client,
+    url: &str,
+    name: &'static str,
+) -> Result<f64, StressError> {
+    read_first(http, url, &[name]).await.map(|(value, _)| value)
+}
+
+/// Reads the first of `names` the metrics listener at `url` has, and which one it was.
+pub async fn read_first(
+    http: &reqwest::Client,
+    url: &str,
+    names: &[&'static str],
+) -> Result<(f64, &'static str), StressError> {
     let failed = |why: String| StressError::Client(format!("reading {url}: {why}"));
-    let text = http
+    let response = http
         .get(url)
         .send()
         .await
-        .map_err(|err| failed(error_chain(&err)))?
+        .map_err(|err| failed(error_chain(&err)))?;
+    let status = response.status();
+    if !status.is_success() {
+        return Err(failed(format!("HTTP {}", status.as_u16())));
+    }
+    let text = response
         .text()
         .await
         .map_err(|err| failed(error_chain(&err)))?;
-    sample(&text, name).ok_or_else(|| failed(format!("no {name} sample")))
+    names
+        .iter()
+        .find_map(|name| sample(&text, name).map(|value| (value, *name)))
+        .ok_or_else(|| failed(format!("no {} sample", names.join(" or "))))
 }
 
 /// Samples resident memory periodically and keeps the peak.
@@ -48,15 +67,15 @@ pub struct Sampler {
 }
 
 impl Sampler {
-    /// Starts sampling `url` every `every`.
-    pub fn start(http: reqwest::Client, url: String, every: Duration) -> Self {
+    /// Starts sampling `name` at `url` every `every`.
+    pub fn start(http: reqwest::Client, url: String, name: &'static str, every: Duration) -> Self {
         let peak = Arc::new(AtomicU64::new(0));
         let seen = peak.clone();
         let task = tokio::spawn(async move {
             let mut ticker = tokio::time::interval(every);
             loop {
                 ticker.tick().await;
-                if let Ok(bytes) = read(&http, &url, RESIDENT_MEMORY).await {
+                if let Ok(bytes) = read(&http, &url, name).await {
                     seen.fetch_max(bytes as u64, Ordering::Relaxed);
                 }
             }
@@ -93,7 +112,10 @@ mod tests {
                     svc_process_resident_memory_bytes_total 1\n\
                     svc_process_resident_memory_bytes 31457280\n\
                     svc_sse_connections{x=\"y\"} 3\nsvc_sse_connections 1000\n";
-        assert_eq!(sample(text, RESIDENT_MEMORY), Some(31_457_280.0));
+        assert_eq!(
+            sample(text, crate::wire::BOWLINE_RESIDENT_MEMORY),
+            Some(31_457_280.0)
+        );
         assert_eq!(sample(text, SSE_CONNECTIONS), Some(1000.0));
         assert_eq!(sample(text, "svc_missing"), None);
         assert_eq!(mib(31_457_280.0), 30.0);

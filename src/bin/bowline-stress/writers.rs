@@ -1,10 +1,11 @@
 //! The mixed writers: each acts as one user and, until the deadline, draws operations from
 //! the mix. Creates go to a calendar the user edits; updates send the revision the tool last
 //! saw, and a `409` (acknowledged, not applied) is retried on the `current` revision it
-//! carries; links add a calendar the user also edits; attendance answers on any visible
-//! event; deletes remove an event everywhere. Every acknowledged change goes into the
-//! [`Model`]; a request without a clear answer taints its event (left out of the exact
-//! checks, and counted as a failure).
+//! carries (on the original's wire, which has no revision, updates send none and overwrite);
+//! links add a calendar the user also edits; attendance answers on any visible event;
+//! deletes remove an event everywhere. Every acknowledged change goes into the [`Model`]
+//! with the [`Mark`](crate::wire::Mark) its answer carried; a request without a clear
+//! answer taints its event (left out of the exact checks, and counted as a failure).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -20,6 +21,7 @@ use super::client::{Client, Reply, User};
 use super::model::Model;
 use super::options::{Mix, Op};
 use super::stats::{Live, Outcome, Recorder};
+use super::wire::Wire;
 
 /// Tries of one update before giving up on it after conflicts.
 const UPDATE_TRIES: usize = 5;
@@ -40,6 +42,8 @@ pub struct Writers {
     pub live: Arc<Live>,
     /// When to stop.
     pub deadline: Instant,
+    /// The server's wire.
+    pub wire: Wire,
 }
 
 /// An Event body as clients send it.
@@ -154,11 +158,9 @@ impl Writer<'_> {
                     .json(&body),
             )
             .await;
-        let revision = reply.json().and_then(|b| b["revision"].as_i64());
-        match revision.filter(|_| reply.is(StatusCode::CREATED)) {
-            Some(revision) => {
-                self.model()
-                    .created(id, home, title, revision, (&reply).into());
+        match reply.event_mark(StatusCode::CREATED, self.shared.wire) {
+            Some(mark) => {
+                self.model().created(id, home, title, mark, (&reply).into());
                 self.outcome(Op::Create, &reply, Outcome::Ok, id);
             }
             None => self.outcome(Op::Create, &reply, Outcome::Failed, id),
@@ -185,7 +187,9 @@ impl Writer<'_> {
         let mut body = event_body(id, &self.calendar_ids(&event.links), &title);
         let mut base = event.revision;
         for _ in 0..UPDATE_TRIES {
-            body["revision"] = json!(base);
+            if let Some(base) = base {
+                body["revision"] = json!(base);
+            }
             let client = &self.shared.client;
             let reply = client
                 .call(
@@ -194,20 +198,19 @@ impl Writer<'_> {
                         .json(&body),
                 )
                 .await;
-            let answer = reply.json().unwrap_or(Value::Null);
-            if reply.is(StatusCode::OK)
-                && let Some(revision) = answer["revision"].as_i64()
-            {
-                self.model()
-                    .updated(id, base, revision, title, (&reply).into());
+            if let Some(mark) = reply.event_mark(StatusCode::OK, self.shared.wire) {
+                self.model().updated(id, base, title, mark, (&reply).into());
                 self.outcome(Op::Update, &reply, Outcome::Ok, id);
                 return true;
             }
-            if reply.is(StatusCode::CONFLICT)
-                && let Some(current) = answer["current"]["revision"].as_i64()
+            if self.shared.wire.has_revisions()
+                && reply.is(StatusCode::CONFLICT)
+                && let Some(current) = reply
+                    .json()
+                    .and_then(|answer| answer["current"]["revision"].as_i64())
             {
                 self.outcome(Op::Update, &reply, Outcome::Conflict, id);
-                base = current;
+                base = Some(current);
                 continue;
             }
             self.outcome(Op::Update, &reply, Outcome::Failed, id);
@@ -241,10 +244,9 @@ impl Writer<'_> {
         let reply = client
             .call(request.json(&json!({ "calendarID": target_id })))
             .await;
-        let revision = reply.json().and_then(|b| b["revision"].as_i64());
-        match revision.filter(|_| reply.is(StatusCode::OK)) {
-            Some(revision) => {
-                self.model().linked(id, target, revision, (&reply).into());
+        match reply.event_mark(StatusCode::OK, self.shared.wire) {
+            Some(mark) => {
+                self.model().linked(id, target, mark, (&reply).into());
                 self.outcome(Op::Link, &reply, Outcome::Ok, id);
             }
             None => self.outcome(Op::Link, &reply, Outcome::Failed, id),

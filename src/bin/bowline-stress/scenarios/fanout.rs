@@ -46,14 +46,16 @@ pub async fn run(options: &Options) -> Result<Report, StressError> {
     let owner = users
         .first()
         .ok_or_else(|| StressError::Invalid("no users".into()))?;
-    let mut memory = MemoryProbe::start(&client, options.metrics.as_deref()).await?;
+    let mut notes = Vec::new();
+    let metrics = options.metrics.as_deref();
+    let mut memory = MemoryProbe::start(&client, metrics, options.wire, &mut notes).await?;
     if let Some(memory) = &mut memory {
         memory.sample();
     }
 
     console.note(&format!("opening {count} streams"));
     let live = Arc::new(Live::default());
-    let hub = Arc::new(Hub::new(live.clone()));
+    let hub = Arc::new(Hub::new(live.clone(), options.wire));
     let streams = Client::new(&options.base, Pool::Streams)?;
     let half = count / 2;
     let mut connections = open_streams(&streams, &users, half, &hub).await?;
@@ -86,15 +88,14 @@ pub async fn run(options: &Options) -> Result<Report, StressError> {
         let body = event_body(id, &[calendar], &format!("broadcast {n}"));
         let request = client.request(Method::POST, "/api/v1/events", owner);
         let reply = client.call(request.json(&body)).await;
-        let revision = reply.json().and_then(|b| b["revision"].as_i64());
-        let Some(revision) = revision.filter(|_| reply.is(StatusCode::CREATED)) else {
+        let Some(mark) = reply.event_mark(StatusCode::CREATED, options.wire) else {
             record.record(&live, Op::Create, &reply, Outcome::Failed);
             model.taint(id);
             continue;
         };
         record.record(&live, Op::Create, &reply, Outcome::Ok);
-        model.created(id, 0, format!("broadcast {n}"), revision, (&reply).into());
-        let key = FrameKey::Created(id, revision);
+        let key = FrameKey::Created(id, mark.clone());
+        model.created(id, 0, format!("broadcast {n}"), mark, (&reply).into());
         let deadline = Instant::now() + options.frame_wait;
         let target = (count * (n + 1)) as u64;
         hub.wait_until(deadline, target, || {
@@ -117,15 +118,17 @@ pub async fn run(options: &Options) -> Result<Report, StressError> {
     };
 
     let mut latency = FrameLatency::default();
-    let (frame_checks, frames) = verify::frames(&model, &connections, started, &mut latency);
-    let mut checks = verify::answers(&record);
+    let (frame_checks, frames) =
+        verify::frames(&model, &connections, started, &mut latency, options.wire);
+    let mut checks = verify::answers(&record, options.wire);
     checks.extend(frame_checks);
     for connection in &connections {
         connection.close();
     }
-    let passed = checks.iter().all(|c| c.passed);
+    let passed = verify::all_passed(&checks);
     Ok(Report {
         scenario: options.scenario,
+        wire: options.wire,
         base: client.base().to_owned(),
         started_at,
         seconds: elapsed.as_secs_f64(),
@@ -145,6 +148,7 @@ pub async fn run(options: &Options) -> Result<Report, StressError> {
         memory,
         statuses: Report::statuses(&record),
         checks,
+        notes,
         passed,
     })
 }

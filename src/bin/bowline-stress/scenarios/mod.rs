@@ -16,8 +16,9 @@ use reqwest::{Method, StatusCode};
 use super::StressError;
 use super::client::{Client, User};
 use super::report::MemoryFigures;
-use super::server_metrics::{self, RESIDENT_MEMORY, Sampler, mib};
+use super::server_metrics::{self, Sampler, mib};
 use super::sse::{Connection, Hub};
+use super::wire::Wire;
 
 /// Streams opened at once.
 const PARALLEL_OPENS: usize = 64;
@@ -76,21 +77,39 @@ pub async fn open_streams(
 pub struct MemoryProbe {
     http: reqwest::Client,
     url: String,
+    /// The sample the listener has (the wire's names are tried in order).
+    name: &'static str,
     baseline: f64,
     sampler: Option<Sampler>,
 }
 
 impl MemoryProbe {
-    /// Takes the baseline from `url` (when given); fails if the listener cannot be read.
-    pub async fn start(client: &Client, url: Option<&str>) -> Result<Option<Self>, StressError> {
+    /// Takes the baseline from `url` (when given). On Bowline's wire a listener that cannot
+    /// be read fails the run; on the original's, whose listener may be absent or name its
+    /// samples otherwise, the memory is left unmeasured and `notes` says why.
+    pub async fn start(
+        client: &Client,
+        url: Option<&str>,
+        wire: Wire,
+        notes: &mut Vec<String>,
+    ) -> Result<Option<Self>, StressError> {
         let Some(url) = url else {
             return Ok(None);
         };
         let http = client.http().clone();
-        let baseline = server_metrics::read(&http, url, RESIDENT_MEMORY).await?;
+        let names = wire.resident_memory_samples();
+        let (baseline, name) = match server_metrics::read_first(&http, url, names).await {
+            Ok(found) => found,
+            Err(err) if !wire.requires_metrics() => {
+                notes.push(format!("server memory not measured: {err}"));
+                return Ok(None);
+            }
+            Err(err) => return Err(err),
+        };
         Ok(Some(Self {
             http,
             url: url.to_owned(),
+            name,
             baseline,
             sampler: None,
         }))
@@ -101,13 +120,14 @@ impl MemoryProbe {
         self.sampler = Some(Sampler::start(
             self.http.clone(),
             self.url.clone(),
+            self.name,
             Duration::from_millis(250),
         ));
     }
 
     /// The current reading, in bytes.
     pub async fn now(&self) -> Result<f64, StressError> {
-        server_metrics::read(&self.http, &self.url, RESIDENT_MEMORY).await
+        server_metrics::read(&self.http, &self.url, self.name).await
     }
 
     /// Ends the probe: baseline, peak, end, and the growth per stream of `growth`.

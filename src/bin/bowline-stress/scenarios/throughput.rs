@@ -69,7 +69,9 @@ pub async fn run(options: &Options) -> Result<Report, StressError> {
         console.note(&format!("creating {} events to read", options.events));
         seed_events(&client, first, layout.calendars[0], options.events).await?;
     }
-    let mut memory = MemoryProbe::start(&client, options.metrics.as_deref()).await?;
+    let mut notes = Vec::new();
+    let metrics = options.metrics.as_deref();
+    let mut memory = MemoryProbe::start(&client, metrics, options.wire, &mut notes).await?;
     let live = Arc::new(Live::default());
     let started = Instant::now();
     let started_at = bowline::domain::time::format_timestamp(chrono::Utc::now());
@@ -120,7 +122,7 @@ pub async fn run(options: &Options) -> Result<Report, StressError> {
     };
 
     console.note("verifying");
-    let mut checks = verify::answers(&record);
+    let mut checks = verify::answers(&record, options.wire);
     if options.scenario == Scenario::List {
         checks.push(Check::from_problems(
             "every read returned every event",
@@ -130,9 +132,10 @@ pub async fn run(options: &Options) -> Result<Report, StressError> {
     } else {
         checks.push(listed_exactly(&client, first, &created).await);
     }
-    let passed = checks.iter().all(|c| c.passed);
+    let passed = verify::all_passed(&checks);
     Ok(Report {
         scenario: options.scenario,
+        wire: options.wire,
         base: client.base().to_owned(),
         started_at,
         seconds: elapsed.as_secs_f64(),
@@ -145,6 +148,7 @@ pub async fn run(options: &Options) -> Result<Report, StressError> {
         memory,
         statuses: Report::statuses(&record),
         checks,
+        notes,
         passed,
     })
 }

@@ -20,6 +20,7 @@ use tokio::task::JoinHandle;
 use super::StressError;
 use super::client::{Client, User, error_chain};
 use super::stats::Live;
+use super::wire::Wire;
 
 mod parse;
 
@@ -46,20 +47,31 @@ pub struct Ended {
 /// Frame texts a connection keeps unread before its reading task reads their keys.
 const KEY_BACKLOG: usize = 64;
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Log {
     frames: Mutex<Frames>,
     ended: Mutex<Option<Ended>>,
 }
 
 /// A connection's frames: those whose key was read, then texts waiting to be read.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Frames {
+    /// The wire the keys are read for.
+    wire: Wire,
     keyed: Vec<Received>,
     unread: Vec<(Instant, Vec<u8>)>,
 }
 
 impl Frames {
+    /// No frames yet, keyed for `wire`.
+    fn new(wire: Wire) -> Self {
+        Self {
+            wire,
+            keyed: Vec::new(),
+            unread: Vec::new(),
+        }
+    }
+
     /// Keeps the texts of frames that arrived `at`, reading the keys of all waiting texts
     /// once there are [`KEY_BACKLOG`].
     fn push(&mut self, at: Instant, texts: Vec<Vec<u8>>) {
@@ -76,17 +88,18 @@ impl Frames {
 
     /// Reads the key of every waiting text.
     fn keyed(&mut self) -> &[Received] {
+        let wire = self.wire;
         let unread = self.unread.drain(..);
         self.keyed.extend(unread.map(|(at, text)| Received {
             at,
-            key: FrameKey::parse(&text),
+            key: FrameKey::parse(&text, wire),
         }));
         &self.keyed
     }
 }
 
 /// Wakes whoever waits for frames; shared by every connection of a run.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Hub {
     /// Notified once `wanted` frames arrived in all, and on every end of a stream.
     notify: Notify,
@@ -94,15 +107,18 @@ pub struct Hub {
     wanted: AtomicU64,
     /// Live counters (`frames`: the total so far).
     pub live: Arc<Live>,
+    /// The wire the connections' frames are read for.
+    wire: Wire,
 }
 
 impl Hub {
-    /// A hub counting frames on `live`.
-    pub fn new(live: Arc<Live>) -> Self {
+    /// A hub counting frames on `live`, whose connections read frames for `wire`.
+    pub fn new(live: Arc<Live>, wire: Wire) -> Self {
         Self {
             notify: Notify::new(),
             wanted: AtomicU64::new(0),
             live,
+            wire,
         }
     }
 
@@ -179,7 +195,10 @@ impl Connection {
                 answer: format!("HTTP {}", response.status().as_u16()),
             });
         }
-        let log = Arc::new(Log::default());
+        let log = Arc::new(Log {
+            frames: Mutex::new(Frames::new(hub.wire)),
+            ended: Mutex::new(None),
+        });
         let task = tokio::spawn(read(response, log.clone(), hub));
         Ok(Self {
             user: user.index,
@@ -258,6 +277,7 @@ mod tests {
     use uuid::Uuid;
 
     use super::*;
+    use crate::wire::Mark;
 
     #[test]
     fn unread_texts_are_keyed_on_demand_with_their_arrival() {
@@ -268,15 +288,15 @@ mod tests {
             format!(r#"{{"type":"event_updated","payload":{{"id":"{id}","revision":{revision}}}}}"#)
                 .into_bytes()
         };
-        let mut frames = Frames::default();
+        let mut frames = Frames::new(Wire::Bowline);
         frames.push(earlier, vec![text(2)]);
         frames.push(later, vec![text(3)]);
         assert_eq!(frames.len(), 2);
         let keyed = frames.keyed();
         assert_eq!(keyed.len(), 2);
-        assert_eq!(keyed[0].key, FrameKey::Updated(id, 2));
+        assert_eq!(keyed[0].key, FrameKey::Updated(id, Mark::Revision(2)));
         assert_eq!(keyed[0].at, earlier);
-        assert_eq!(keyed[1].key, FrameKey::Updated(id, 3));
+        assert_eq!(keyed[1].key, FrameKey::Updated(id, Mark::Revision(3)));
         assert_eq!(keyed[1].at, later);
         assert!(frames.unread.is_empty());
         frames.push(later, vec![b"not json".to_vec()]);

@@ -1,5 +1,7 @@
 //! The wire side of a stream: Server-Sent-Events text cut into frames' JSON texts
-//! ([`Parser`]), and each text reduced to the change it reports ([`FrameKey`]).
+//! ([`Parser`]), and each text reduced to the change it reports ([`FrameKey`]): on
+//! Bowline's wire an event frame is known by its event's `revision`, on the original's
+//! (which has none) by its event's `title`.
 
 use std::borrow::Cow;
 
@@ -7,13 +9,15 @@ use serde::Deserialize;
 use serde_json::Value;
 use uuid::Uuid;
 
+use crate::wire::{Mark, Wire};
+
 /// The change a frame reports: enough to tell two changes apart, and a repeat of one.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum FrameKey {
-    /// `event_created` of an event at a revision.
-    Created(Uuid, i64),
-    /// `event_updated` of an event at a revision.
-    Updated(Uuid, i64),
+    /// `event_created` of an event in the state its mark names.
+    Created(Uuid, Mark),
+    /// `event_updated` of an event in the state its mark names.
+    Updated(Uuid, Mark),
     /// `event_removed` of an event.
     Removed(Uuid),
     /// `attendance_changed` of an event with this attendee list (JSON text).
@@ -39,14 +43,26 @@ struct RawPayload<'a> {
     event_id: Option<Cow<'a, str>>,
     #[serde(default)]
     revision: Option<i64>,
+    #[serde(default, borrow)]
+    title: Option<Cow<'a, str>>,
     #[serde(default)]
     attendees: Option<Value>,
 }
 
+impl RawPayload<'_> {
+    /// The mark `wire` identifies the event's state by, if the payload has it.
+    fn mark(&self, wire: Wire) -> Option<Mark> {
+        match wire {
+            Wire::Bowline => self.revision.map(Mark::Revision),
+            Wire::Musubi => self.title.as_deref().map(|t| Mark::Title(t.to_owned())),
+        }
+    }
+}
+
 impl FrameKey {
-    /// The key of a frame's JSON text (cheaper than parsing the frame: with ten thousand
-    /// streams the tool shares the machine with the server).
-    pub fn parse(text: &[u8]) -> Self {
+    /// The key of a frame's JSON text on `wire` (cheaper than parsing the frame: with ten
+    /// thousand streams the tool shares the machine with the server).
+    pub fn parse(text: &[u8], wire: Wire) -> Self {
         let Ok(raw) = serde_json::from_slice::<RawFrame<'_>>(text) else {
             return Self::Other("unreadable".into());
         };
@@ -55,11 +71,11 @@ impl FrameKey {
         let payload = &raw.payload;
         let key = match &*raw.kind {
             "event_created" => id(&payload.id)
-                .zip(payload.revision)
-                .map(|(id, r)| Self::Created(id, r)),
+                .zip(payload.mark(wire))
+                .map(|(id, mark)| Self::Created(id, mark)),
             "event_updated" => id(&payload.id)
-                .zip(payload.revision)
-                .map(|(id, r)| Self::Updated(id, r)),
+                .zip(payload.mark(wire))
+                .map(|(id, mark)| Self::Updated(id, mark)),
             "event_removed" => id(&payload.id).map(Self::Removed),
             "attendance_changed" => id(&payload.event_id)
                 .zip(payload.attendees.as_ref())
@@ -69,7 +85,7 @@ impl FrameKey {
         key.unwrap_or_else(|| Self::Other(raw.kind.into_owned()))
     }
 
-    /// The key of a frame `{type, payload}`.
+    /// The key of a frame `{type, payload}` on Bowline's wire.
     #[cfg(test)]
     pub fn of(frame: &Value) -> Self {
         let kind = frame["type"].as_str().unwrap_or_default();
@@ -79,10 +95,10 @@ impl FrameKey {
                 .as_str()
                 .and_then(|id| Uuid::parse_str(id).ok())
         };
-        let revision = payload["revision"].as_i64();
+        let mark = Wire::Bowline.mark(payload);
         let key = match kind {
-            "event_created" => id("id").zip(revision).map(|(id, r)| Self::Created(id, r)),
-            "event_updated" => id("id").zip(revision).map(|(id, r)| Self::Updated(id, r)),
+            "event_created" => id("id").zip(mark).map(|(id, m)| Self::Created(id, m)),
+            "event_updated" => id("id").zip(mark).map(|(id, m)| Self::Updated(id, m)),
             "event_removed" => id("id").map(Self::Removed),
             "attendance_changed" => {
                 id("eventID").map(|id| Self::Attendance(id, payload["attendees"].to_string()))
@@ -157,7 +173,7 @@ mod tests {
         parser
             .push(chunk)
             .iter()
-            .map(|text| FrameKey::parse(text))
+            .map(|text| FrameKey::parse(text, Wire::Bowline))
             .collect()
     }
 
@@ -175,7 +191,10 @@ mod tests {
         );
         assert_eq!(
             keys(&mut parser, removed.as_bytes()),
-            vec![FrameKey::Updated(id, 3), FrameKey::Removed(id)]
+            vec![
+                FrameKey::Updated(id, Mark::Revision(3)),
+                FrameKey::Removed(id)
+            ]
         );
     }
 
@@ -189,7 +208,7 @@ mod tests {
         assert_eq!(
             keys(&mut parser, frame.as_bytes()),
             vec![
-                FrameKey::Created(id, 1),
+                FrameKey::Created(id, Mark::Revision(1)),
                 FrameKey::Other("unreadable".into())
             ]
         );
@@ -207,6 +226,31 @@ mod tests {
         assert_eq!(
             FrameKey::of(&other),
             FrameKey::Other("calendar_updated".into())
+        );
+    }
+
+    #[test]
+    fn on_the_originals_wire_event_frames_are_known_by_title_and_need_no_revision() {
+        let id = Uuid::new_v4();
+        let created = format!(
+            r#"{{"type":"event_created","payload":{{"id":"{id}","title":"w3-1","calendars":[]}}}}"#
+        );
+        let updated = format!(
+            r#"{{"type":"event_updated","payload":{{"id":"{id}","revision":4,"title":"w3-2"}}}}"#
+        );
+        assert_eq!(
+            FrameKey::parse(created.as_bytes(), Wire::Musubi),
+            FrameKey::Created(id, Mark::Title("w3-1".into()))
+        );
+        assert_eq!(
+            FrameKey::parse(updated.as_bytes(), Wire::Musubi),
+            FrameKey::Updated(id, Mark::Title("w3-2".into())),
+            "a revision, when there is one, is not what the frame is known by"
+        );
+        assert_eq!(
+            FrameKey::parse(created.as_bytes(), Wire::Bowline),
+            FrameKey::Other("event_created".into()),
+            "Bowline's wire needs the revision"
         );
     }
 }
