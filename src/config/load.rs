@@ -43,6 +43,12 @@ const ENV_VARS: &[(&str, &str)] = &[
     ("DATABASE_MAX_CONNECTIONS", "storage.max_connections"),
     ("READ_CACHE_BYTES", "storage.read_cache_bytes"),
     ("READ_CACHE_CONNECTIONS", "storage.read_cache_connections"),
+    ("EVENTS_STREAM_ABOVE", "storage.events_stream_above"),
+    ("EVENTS_STREAM_CHUNK", "storage.events_stream_chunk"),
+    (
+        "EVENTS_STREAM_TIMEOUT_MS",
+        "storage.events_stream_timeout_ms",
+    ),
     ("SESSION_CACHE_MS", "storage.session_cache_ms"),
     ("LOG_LEVEL", "log.level"),
     ("ACTOR_CALL_TIMEOUT_MS", "actors.call_timeout_ms"),

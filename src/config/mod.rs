@@ -116,6 +116,12 @@ pub struct StorageSettings {
     /// `READ_CACHE_CONNECTIONS`: PostgreSQL connections beside the pool that check cached
     /// reads against the database; `0` checks them on the pool.
     pub read_cache_connections: u32,
+    /// `EVENTS_STREAM_ABOVE`: full events reads listing more events are streamed, not cached.
+    pub events_stream_above: u32,
+    /// `EVENTS_STREAM_CHUNK`: events a streamed read reads and writes at a time.
+    pub events_stream_chunk: u32,
+    /// `EVENTS_STREAM_TIMEOUT_MS`: the longest a streamed read holds its snapshot.
+    pub events_stream_timeout_ms: u64,
     /// `SESSION_CACHE_MS`: how long a session found by its token is reused; `0` asks the
     /// database on every request.
     pub session_cache_ms: u64,

@@ -105,6 +105,14 @@ impl Settings {
             ("mail.retry_ms", self.mail.retry_ms),
             ("stream.keepalive_ms", self.stream.keepalive_ms),
             (
+                "storage.events_stream_chunk",
+                u64::from(self.storage.events_stream_chunk),
+            ),
+            (
+                "storage.events_stream_timeout_ms",
+                self.storage.events_stream_timeout_ms,
+            ),
+            (
                 "server.header_read_timeout_ms",
                 self.server.header_read_timeout_ms,
             ),

@@ -3,9 +3,22 @@
 //! time (`since`, with deletions and view changes), or a `start`–`end` range. The query is
 //! validated before any database access; the answer is rendered by
 //! [`crate::views::event_list`].
+//!
+//! A full read of more events than `EVENTS_STREAM_ABOVE` is streamed
+//! ([`crate::store::events::streamed`]): its headers (the tag of the snapshot's versions)
+//! and first chunk are ready before the answer starts, so a failure until then is still an
+//! ordinary error answer; each later chunk is rendered as the client takes the one before
+//! (a chunk is a few hundred events, a fraction of a millisecond of rendering). A stream
+//! that breaks off cuts the answer off, so a client never sees a well-formed but
+//! incomplete list.
 
 use crate::http::endpoint::endpoint;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use bytes::Bytes;
 use chrono::{DateTime, Duration, Utc};
+use futures::{Stream, StreamExt};
 use http::header::CONTENT_TYPE;
 use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
@@ -18,7 +31,8 @@ use crate::domain::time::parse_timestamp;
 use crate::error::AppError;
 use crate::store::events::history as event_history;
 use crate::store::events::reads::{self as event_reads, Window};
-use crate::views::event_list;
+use crate::store::events::streamed::{self, StreamBroken, StreamRefused, StreamedRead};
+use crate::views::event_list::{self, StreamedResponse};
 
 /// What a read asked for.
 enum ReadQuery {
@@ -127,8 +141,9 @@ async fn list_events_handler(
 }
 
 /// Everything the reader can see ([`event_reads::all_visible`], cached while the reader's
-/// calendars are unchanged), tagged with those calendars' versions: a client that holds the
-/// answer for the current versions gets 304 after one query, without the events.
+/// calendars are unchanged, or [`streamed::all_visible`] when they are too many), tagged
+/// with those calendars' versions: a client that holds the answer for the current versions
+/// gets 304 after one query, without the events.
 async fn full_read(
     ctx: &Ctx,
     user: &AuthUser,
@@ -148,11 +163,90 @@ async fn full_read(
     }
     let read =
         event_reads::all_visible(&ctx.db, user.id(), known, event_list::events_array).await?;
+    let Some(read) = read else {
+        return streamed_read(ctx, user, server_time).await;
+    };
     ctx.metrics.event_read(read.cached);
     Ok(conditional::tagged(
         json_text(event_list::events_response(&read.events, &[], server_time)),
         &tag(&read.versions),
     ))
+}
+
+/// A full read too big to render whole, streamed from one snapshot and tagged with its
+/// versions. No 304 here: the versions the caller's tag was compared with were read a
+/// moment ago, and a tag that matched would have been answered then.
+async fn streamed_read(
+    ctx: &Ctx,
+    user: &AuthUser,
+    server_time: DateTime<Utc>,
+) -> Result<Response, AppError> {
+    let mut read =
+        streamed::all_visible(&ctx.db, user.id())
+            .await
+            .map_err(|refused| match refused {
+                StreamRefused::Busy => AppError::Unavailable(refused.to_string().into()),
+                StreamRefused::Db(err) => AppError::from(err),
+            })?;
+    let mut answer = StreamedResponse::new(server_time);
+    let (first, answer) = match read.first().await? {
+        Some(events) => (answer.chunk(&events.rows()?), Some(answer)),
+        // The events went between the size and the snapshot.
+        None => (answer.end(), None),
+    };
+    ctx.metrics.event_read(false);
+    let tag = EntityTag::weak("events", user.id(), read.versions());
+    let body = StreamedBody {
+        first: Some(first),
+        read,
+        answer,
+    };
+    let response =
+        warp::reply::with_header(warp::reply::stream(body), CONTENT_TYPE, "application/json")
+            .into_response();
+    Ok(conditional::tagged(response, &tag))
+}
+
+/// The body of a streamed read: the first piece, then each chunk as it arrives, then the
+/// end of the answer; or, if the read breaks off, an error that cuts the answer off.
+struct StreamedBody {
+    first: Option<String>,
+    read: StreamedRead,
+    /// `None` once the answer has ended or broken off.
+    answer: Option<StreamedResponse>,
+}
+
+impl Stream for StreamedBody {
+    type Item = Result<Bytes, StreamBroken>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        if let Some(first) = this.first.take() {
+            return Poll::Ready(Some(Ok(Bytes::from(first))));
+        }
+        let Some(answer) = this.answer.as_mut() else {
+            return Poll::Ready(None);
+        };
+        let piece = match ready!(this.read.poll_next_unpin(cx)) {
+            Some(Ok(events)) => match events.rows() {
+                Ok(rows) => answer.chunk(&rows),
+                Err(err) => {
+                    tracing::error!(error = %err, "events.stream_unreadable");
+                    this.answer = None;
+                    return Poll::Ready(Some(Err(StreamBroken)));
+                }
+            },
+            Some(Err(broken)) => {
+                this.answer = None;
+                return Poll::Ready(Some(Err(broken)));
+            }
+            None => match this.answer.take() {
+                Some(answer) => answer.end(),
+                None => return Poll::Ready(None),
+            },
+        };
+        Poll::Ready(Some(Ok(Bytes::from(piece))))
+    }
 }
 
 /// A 200 with a JSON body already rendered.

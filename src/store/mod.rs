@@ -52,7 +52,7 @@ use sea_orm::{
 use crate::config::StorageSettings;
 pub use commit_write::CommitWrite;
 use credentials::CredentialChanges;
-use events::read_cache::EventReadCache;
+use events::read_cache::{EventReadCache, StreamLimits};
 use session_cache::SessionCache;
 use unpinged_connections::UnpingedConnections;
 use writer::SqliteWriter;
@@ -203,7 +203,10 @@ impl Database {
             ))),
             credentials: Arc::new(CredentialChanges::default()),
             unpinged_connections,
-            event_reads: Arc::new(EventReadCache::new(settings.read_cache_bytes)),
+            event_reads: Arc::new(EventReadCache::new(
+                settings.read_cache_bytes,
+                StreamLimits::new(settings),
+            )),
             backend,
         })
     }

@@ -21,28 +21,38 @@ const EVENT_OVERHEAD: usize = 420;
 /// path produces today, such as a year past 9999 stored before that was checked) is left
 /// out and logged: one such row must not fail every reader's read.
 pub fn events_array(events: &[PackedEvent<'_>]) -> Result<String, AppError> {
+    let mut out = String::with_capacity(2 + rendered_size(events));
+    out.push('[');
+    push_members(&mut out, events, &mut 0);
+    out.push(']');
+    Ok(out)
+}
+
+/// About how long `events` are rendered.
+fn rendered_size(events: &[PackedEvent<'_>]) -> usize {
     let text: usize = events
         .iter()
         .map(|e| e.creator_id.get().len() + e.organizer.get().len() + e.title.get().len())
         .sum();
-    let mut out = String::with_capacity(2 + text + events.len() * EVENT_OVERHEAD);
-    out.push('[');
-    let mut written = 0_usize;
+    text + events.len() * EVENT_OVERHEAD
+}
+
+/// `events` as members of a JSON array of which `written` members are already written
+/// (counting those written here); unrenderable rows are left out and logged.
+fn push_members(out: &mut String, events: &[PackedEvent<'_>], written: &mut usize) {
     for event in events {
         let mark = out.len();
-        if written > 0 {
+        if *written > 0 {
             out.push(',');
         }
-        match push_event(&mut out, event) {
-            Ok(()) => written += 1,
+        match push_event(out, event) {
+            Ok(()) => *written += 1,
             Err(unreadable) => {
                 out.truncate(mark);
                 tracing::error!(column = unreadable.0, "events.row_unreadable");
             }
         }
     }
-    out.push(']');
-    Ok(out)
 }
 
 /// A stored value that is not what its column must hold (the column's name).
@@ -53,8 +63,17 @@ struct Unreadable(&'static str);
 /// `deletedIds` and `serverTime`.
 pub fn events_response(events: &str, deleted_ids: &[Uuid], server_time: DateTime<Utc>) -> String {
     let mut out = String::with_capacity(events.len() + 64 + deleted_ids.len() * 40);
-    out.push_str("{\"events\":");
+    out.push_str(RESPONSE_HEAD);
     out.push_str(events);
+    push_response_tail(&mut out, deleted_ids, server_time);
+    out
+}
+
+/// What opens the answer, before the events array.
+const RESPONSE_HEAD: &str = "{\"events\":";
+
+/// What closes the answer, after the events array.
+fn push_response_tail(out: &mut String, deleted_ids: &[Uuid], server_time: DateTime<Utc>) {
     out.push_str(",\"deletedIds\":[");
     for (n, id) in deleted_ids.iter().enumerate() {
         if n > 0 {
@@ -67,7 +86,52 @@ pub fn events_response(events: &str, deleted_ids: &[Uuid], server_time: DateTime
     out.push_str("],\"serverTime\":\"");
     out.push_str(&format_timestamp(server_time));
     out.push_str("\"}");
-    out
+}
+
+/// The answer of a full read (no deletions) written piece by piece as its events arrive in
+/// chunks: [`Self::chunk`] for each, then [`Self::end`]. The pieces put together are the
+/// bytes [`events_response`] writes for all the events at once.
+#[derive(Debug)]
+pub struct StreamedResponse {
+    server_time: DateTime<Utc>,
+    written: usize,
+    opened: bool,
+}
+
+impl StreamedResponse {
+    /// A full read answered at `server_time`.
+    pub fn new(server_time: DateTime<Utc>) -> Self {
+        Self {
+            server_time,
+            written: 0,
+            opened: false,
+        }
+    }
+
+    /// The next piece: `events` (the first piece also opens the answer).
+    pub fn chunk(&mut self, events: &[PackedEvent<'_>]) -> String {
+        let mut out = String::with_capacity(RESPONSE_HEAD.len() + 1 + rendered_size(events));
+        self.open(&mut out);
+        push_members(&mut out, events, &mut self.written);
+        out
+    }
+
+    /// The last piece, after every event.
+    pub fn end(mut self) -> String {
+        let mut out = String::with_capacity(RESPONSE_HEAD.len() + 80);
+        self.open(&mut out);
+        out.push(']');
+        push_response_tail(&mut out, &[], self.server_time);
+        out
+    }
+
+    fn open(&mut self, out: &mut String) {
+        if !self.opened {
+            self.opened = true;
+            out.push_str(RESPONSE_HEAD);
+            out.push('[');
+        }
+    }
 }
 
 /// One event document, keys in [`super::events::EventView`]'s order.
@@ -255,6 +319,30 @@ mod tests {
             "serverTime": "2026-11-22T12:00:00.000Z",
         });
         assert_eq!(rendered, expected);
+    }
+
+    #[test]
+    fn a_streamed_answer_is_the_whole_answer_in_pieces() {
+        let (_, _, packed) = sample();
+        let one = &packed[1..packed.len() - 1];
+        let broken = one.replace("2026-07-23T09:15:30.123456+00:00", "yesterday");
+        // Three events, the middle one unrenderable, in chunks of one and two.
+        let three = format!("[{one},{broken},{one}]");
+        let all: Vec<PackedEvent<'_>> = serde_json::from_str(&three).expect("packed");
+        let now = Utc.with_ymd_and_hms(2026, 11, 22, 12, 0, 0).unwrap();
+        let whole = events_response(&events_array(&all).unwrap(), &[], now);
+        let mut streamed = StreamedResponse::new(now);
+        let mut pieces = streamed.chunk(&all[..1]);
+        pieces.push_str(&streamed.chunk(&all[1..]));
+        pieces.push_str(&streamed.end());
+        assert_eq!(pieces, whole);
+        let rendered: Value = serde_json::from_str(&whole).unwrap();
+        assert_eq!(rendered["events"].as_array().map(Vec::len), Some(2));
+        // No events at all.
+        assert_eq!(
+            StreamedResponse::new(now).end(),
+            events_response(&events_array(&[]).unwrap(), &[], now)
+        );
     }
 
     #[test]

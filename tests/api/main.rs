@@ -15,6 +15,7 @@ mod auth_sessions;
 mod auth_social;
 mod avatars;
 mod better_auth_client;
+mod big_reads;
 mod binary;
 mod calendar_actors;
 mod calendars;

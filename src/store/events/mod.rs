@@ -13,6 +13,7 @@ pub mod inserts;
 pub(super) mod read_cache;
 pub mod reads;
 pub mod remembered_roles;
+pub mod streamed;
 
 pub use deadline::WriteDeadline;
 

@@ -8,17 +8,55 @@
 //! calendars), so the cached events are served. The versions live in the database, so this
 //! holds with several servers on one database. The cache is bounded by `READ_CACHE_BYTES`;
 //! the least recently used entries go first.
+//!
+//! Only small reads are cached: a reader who sees more than `EVENTS_STREAM_ABOVE` events is
+//! streamed their events ([`super::streamed`]), and the limits of those streams (how many
+//! at once, in what chunks, for how long) are kept here too, one set per server.
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use parking_lot::Mutex;
+use tokio::sync::Semaphore;
 
-/// Cached full events reads of one server.
+use crate::config::StorageSettings;
+
+/// Cached full events reads of one server, and the limits of those too big to cache.
 #[derive(Debug)]
 pub struct EventReadCache {
     limit: usize,
     inner: Mutex<Entries>,
+    streams: StreamLimits,
+}
+
+/// How full reads too big for the cache are streamed.
+#[derive(Debug)]
+pub(crate) struct StreamLimits {
+    /// Reads listing more events than this are streamed.
+    pub(crate) above: u64,
+    /// Events per chunk.
+    pub(crate) chunk: usize,
+    /// The longest a stream may hold its snapshot.
+    pub(crate) timeout: Duration,
+    /// One permit per stream that may run at once.
+    pub(crate) permits: Arc<Semaphore>,
+}
+
+impl StreamLimits {
+    /// The limits `settings` configure: streams above `events_stream_above` events, in
+    /// chunks of `events_stream_chunk`, for `events_stream_timeout_ms` at most, and half of
+    /// the pool's connections (at least one) streaming at once.
+    pub(crate) fn new(settings: &StorageSettings) -> Self {
+        Self {
+            above: u64::from(settings.events_stream_above),
+            chunk: (settings.events_stream_chunk as usize).max(1),
+            timeout: Duration::from_millis(settings.events_stream_timeout_ms),
+            permits: Arc::new(Semaphore::new(
+                (settings.max_connections as usize / 2).max(1),
+            )),
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -42,12 +80,19 @@ impl Entry {
 }
 
 impl EventReadCache {
-    /// A cache holding at most `limit` bytes of events; `0` keeps nothing.
-    pub fn new(limit: usize) -> Self {
+    /// A cache holding at most `limit` bytes of events (`0` keeps nothing), for reads of at
+    /// most as many events as `streams` allow.
+    pub(crate) fn new(limit: usize, streams: StreamLimits) -> Self {
         Self {
             limit,
             inner: Mutex::new(Entries::default()),
+            streams,
         }
+    }
+
+    /// How reads too big for the cache are streamed.
+    pub(crate) fn streams(&self) -> &StreamLimits {
+        &self.streams
     }
 
     /// Whether `user` has an entry (otherwise there is nothing to validate).
@@ -108,9 +153,18 @@ impl EventReadCache {
 mod tests {
     use super::*;
 
+    fn limits() -> StreamLimits {
+        StreamLimits {
+            above: 10,
+            chunk: 5,
+            timeout: Duration::from_secs(1),
+            permits: Arc::new(Semaphore::new(1)),
+        }
+    }
+
     #[test]
     fn serves_only_what_was_read_at_the_same_versions() {
-        let cache = EventReadCache::new(1024);
+        let cache = EventReadCache::new(1024, limits());
         assert!(!cache.holds("u"));
         cache.put("u", "a:1".into(), "[1]".into());
         assert!(cache.holds("u"));
@@ -125,7 +179,7 @@ mod tests {
     #[test]
     fn keeps_within_its_limit_evicting_the_least_recently_used() {
         // Each entry: 1 (user) + 3 (versions) + 16 (events) = 20 bytes.
-        let cache = EventReadCache::new(50);
+        let cache = EventReadCache::new(50, limits());
         let events = || Arc::<str>::from("0123456789abcdef");
         cache.put("a", "x:1".into(), events());
         cache.put("b", "x:1".into(), events());
@@ -138,7 +192,7 @@ mod tests {
         cache.put("a", "x:2".into(), "x".repeat(60).into());
         assert!(!cache.holds("a"));
         assert_eq!(cache.inner.lock().bytes, 20);
-        let off = EventReadCache::new(0);
+        let off = EventReadCache::new(0, limits());
         off.put("a", "x:1".into(), events());
         assert!(!off.holds("a"));
     }

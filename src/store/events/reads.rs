@@ -129,7 +129,7 @@ pub async fn for_preview(
 }
 
 /// The columns packed per event, in the order of [`PackedEvent`].
-const COLUMNS: &str = "e.id, e.creator_id, e.organizer, e.title, e.color, e.start, e.\"end\", \
+pub(super) const COLUMNS: &str = "e.id, e.creator_id, e.organizer, e.title, e.color, e.start, e.\"end\", \
     e.is_all_day, e.is_canceled, e.has_attendees, e.description, e.location, e.recurrence, \
     e.url, e.origin_calendar_id, e.revision, e.created_at, e.updated_at";
 
@@ -210,12 +210,12 @@ pub async fn visible(
 }
 
 /// [`versions`] on PostgreSQL.
-const VERSIONS_POSTGRES: &str = "SELECT coalesce(string_agg(c.id::text || ':' || c.events_version, ',' ORDER BY c.id), '') \
+pub(super) const VERSIONS_POSTGRES: &str = "SELECT coalesce(string_agg(c.id::text || ':' || c.events_version, ',' ORDER BY c.id), '') \
      AS versions FROM calendar_members m JOIN calendars c ON c.id = m.calendar_id \
      WHERE m.user_id = $1";
 
 /// [`versions`] on SQLite.
-const VERSIONS_SQLITE: &str = "SELECT coalesce(group_concat(hex(c.id) || ':' || c.events_version, ',' ORDER BY c.id), '') \
+pub(super) const VERSIONS_SQLITE: &str = "SELECT coalesce(group_concat(hex(c.id) || ':' || c.events_version, ',' ORDER BY c.id), '') \
      AS versions FROM calendar_members m JOIN calendars c ON c.id = m.calendar_id \
      WHERE m.user_id = ?1";
 
@@ -253,10 +253,54 @@ pub struct FullRead {
     pub versions: String,
 }
 
+/// [`versions`] and how many live events the reader can see, counted up to `?2`, on
+/// PostgreSQL.
+const VERSIONS_AND_SIZE_POSTGRES: &str = "SELECT coalesce((SELECT string_agg(c.id::text || ':' || c.events_version, ',' ORDER BY c.id) \
+     FROM calendar_members m JOIN calendars c ON c.id = m.calendar_id WHERE m.user_id = $1), '') AS versions, \
+     (SELECT count(*) FROM (SELECT 1 FROM events e WHERE e.deleted_at IS NULL AND e.id IN (\
+     SELECT l.event_id FROM calendar_events l JOIN calendar_members m ON m.calendar_id = l.calendar_id \
+     WHERE m.user_id = $1) LIMIT $2) AS counted) AS size";
+
+/// [`VERSIONS_AND_SIZE_POSTGRES`] on SQLite.
+const VERSIONS_AND_SIZE_SQLITE: &str = "SELECT coalesce((SELECT group_concat(hex(c.id) || ':' || c.events_version, ',' ORDER BY c.id) \
+     FROM calendar_members m JOIN calendars c ON c.id = m.calendar_id WHERE m.user_id = ?1), '') AS versions, \
+     (SELECT count(*) FROM (SELECT 1 FROM events e WHERE e.deleted_at IS NULL AND e.id IN (\
+     SELECT l.event_id FROM calendar_events l JOIN calendar_members m ON m.calendar_id = l.calendar_id \
+     WHERE m.user_id = ?1) LIMIT ?2) AS counted) AS size";
+
+/// [`versions`], and how many live events `user_id` can see if that is at most `limit`
+/// (else `limit`), in one statement.
+async fn versions_and_size(
+    db: &impl ConnectionTrait,
+    user_id: &str,
+    limit: u64,
+) -> Result<(String, u64), DbErr> {
+    let backend = db.get_database_backend();
+    let sql = if backend == DbBackend::Postgres {
+        VERSIONS_AND_SIZE_POSTGRES
+    } else {
+        VERSIONS_AND_SIZE_SQLITE
+    };
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let row = db
+        .query_one_raw(Statement::from_sql_and_values(
+            backend,
+            sql,
+            [Value::from(user_id), Value::from(limit)],
+        ))
+        .await?
+        .ok_or_else(|| DbErr::RecordNotFound("versions".into()))?;
+    let versions: String = row.try_get("", "versions")?;
+    let size: i64 = row.try_get("", "size")?;
+    Ok((versions, u64::try_from(size).unwrap_or_default()))
+}
+
 /// Everything `user_id` can see, as `render` writes it: from the server's cache while the
 /// reader's calendar versions are those the cached text was read at (triggers raise a
 /// calendar's version with every change to its links or linked events), else read, with
-/// the versions, in one snapshot and kept for the next read.
+/// the versions, in one snapshot and kept for the next read. `None` when the reader sees
+/// more events than `EVENTS_STREAM_ABOVE`: those are not rendered whole nor cached, but
+/// streamed ([`super::streamed::all_visible`]).
 ///
 /// `known` is the reader's current versions when the caller has just read them
 /// ([`current_versions`]), so they are not read twice.
@@ -265,7 +309,7 @@ pub async fn all_visible<E: From<DbErr>>(
     user_id: &str,
     known: Option<String>,
     render: impl FnOnce(&[PackedEvent<'_>]) -> Result<String, E>,
-) -> Result<FullRead, E> {
+) -> Result<Option<FullRead>, E> {
     let cache = &db.event_reads;
     if cache.holds(user_id) {
         let versions = match known {
@@ -273,24 +317,30 @@ pub async fn all_visible<E: From<DbErr>>(
             None => current_versions(db, user_id).await?,
         };
         if let Some(events) = cache.get(user_id, &versions) {
-            return Ok(FullRead {
+            return Ok(Some(FullRead {
                 events,
                 cached: true,
                 versions,
-            });
+            }));
         }
     }
+    let above = cache.streams().above;
     let txn = db.begin_read().await?;
-    let versions = versions(&txn, user_id).await?;
+    // The size comes with the versions: a small read costs no statement more than before.
+    let (versions, size) = versions_and_size(&txn, user_id, above.saturating_add(1)).await?;
+    if size > above {
+        txn.commit().await?;
+        return Ok(None);
+    }
     let packed = visible(&txn, user_id, Window::All).await?;
     txn.commit().await?;
     let events: Arc<str> = render(&packed.rows()?)?.into();
     cache.put(user_id, versions.clone(), events.clone());
-    Ok(FullRead {
+    Ok(Some(FullRead {
         events,
         cached: false,
         versions,
-    })
+    }))
 }
 
 /// [`versions`] as of now, outside a transaction: on PostgreSQL through the connections
@@ -305,6 +355,11 @@ pub async fn current_versions(db: &Database, user_id: &str) -> Result<String, Db
 }
 
 impl PackedEvents {
+    /// `text`, a JSON array of packed events.
+    pub(super) fn new(text: String) -> Self {
+        Self(text)
+    }
+
     /// The events, borrowing from the packed text.
     pub fn rows(&self) -> Result<Vec<PackedEvent<'_>>, DbErr> {
         serde_json::from_str(&self.0).map_err(|err| DbErr::Type(format!("packed events: {err}")))
