@@ -40,7 +40,7 @@ pub const SSE_CONNECTIONS: &str = "svc_sse_connections";
 /// Histogram: event commands committed together by a calendar actor (group commit), by
 /// `kind` (`create`: creations; `edit`: updates, deletes, links, attendance answers).
 pub const EVENT_COMMIT_BATCH_SIZE: &str = "svc_event_commit_batch_size";
-/// Full events reads by cache outcome (`hit`, `miss`, `not_modified`).
+/// Full events reads by cache outcome (`hit`, `miss`, `not_modified`, `streamed`).
 pub const EVENT_READ_CACHE_TOTAL: &str = "svc_event_read_cache_total";
 /// Users with at least one open `/api/stream` connection.
 pub const SSE_USERS: &str = "svc_sse_users";
@@ -264,10 +264,16 @@ impl Metrics {
         self.scoped(|| counter!(EVENT_READ_CACHE_TOTAL, "outcome" => "not_modified").increment(1));
     }
 
-    /// A full events read was served from the cache (`hit`) or from the database.
+    /// A full events read was served from the cache (`hit`) or rendered from the database
+    /// (`miss`).
     pub fn event_read(&self, hit: bool) {
         let outcome = if hit { "hit" } else { "miss" };
         self.scoped(|| counter!(EVENT_READ_CACHE_TOTAL, "outcome" => outcome).increment(1));
+    }
+
+    /// A full events read too big to cache was streamed from the database.
+    pub fn event_read_streamed(&self) {
+        self.scoped(|| counter!(EVENT_READ_CACHE_TOTAL, "outcome" => "streamed").increment(1));
     }
 
     /// Sets the stream gauges.

@@ -194,7 +194,7 @@ async fn streamed_read(
         // The events went between the size and the snapshot.
         None => (answer.end(), None),
     };
-    ctx.metrics.event_read(false);
+    ctx.metrics.event_read_streamed();
     let tag = EntityTag::weak("events", user.id(), read.versions());
     let body = StreamedBody {
         first: Some(first),

@@ -276,7 +276,7 @@ async fn concurrent_edits_are_committed_together_but_answered_and_refused_one_by
         events.push(body);
     }
     let id = |i: usize| events[i]["id"].as_str().expect("id").to_owned();
-    let mut streams = vec![
+    let mut streams = [
         app.stream(&s.owner).await,
         app.stream(&s.editor).await,
         app.stream(&s.viewer).await,
