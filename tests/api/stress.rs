@@ -3,47 +3,26 @@
 //! (every check of the run passed, no 5xx), read from the report it writes with `--json`.
 //! Never a timing assertion: these are benchmarks, not tests.
 
-use std::time::Duration;
-
 use serde_json::Value;
 
 use sea_orm::ConnectionTrait;
 
 use crate::helpers::until_pg_count;
-use crate::helpers::{TestApp, sample, spawn_app_with};
-
-async fn app() -> TestApp {
-    spawn_app_with(|settings| settings.auth.rate_limit = false).await
-}
+use crate::helpers::{TestApp, run_stress, sample, spawn_app_with, stress_app};
 
 /// Runs `bowline-stress` against `app` with `args` (quiet, reading the server's metrics)
-/// and returns its exit code and its JSON report; fails the test if it has not finished
-/// within a minute.
+/// and returns its exit code and its JSON report.
 async fn run(app: &TestApp, args: &[&str]) -> (i32, Value) {
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let json = dir.path().join("report.json");
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_bowline-stress"));
-    command
-        .args(["--base", &app.base, "--quiet", "--json"])
-        .arg(&json)
-        .args(args)
-        .kill_on_drop(true);
-    if let Some(addr) = app.metrics_addr {
-        command.args(["--metrics", &format!("http://{addr}/metrics")]);
-    }
-    let output = tokio::time::timeout(Duration::from_secs(60), command.output())
+    let metrics = app
+        .metrics_addr
+        .map(|addr| format!("http://{addr}/metrics"));
+    let metrics_args: Vec<&str> = metrics
+        .as_deref()
+        .map(|url| vec!["--metrics", url])
+        .unwrap_or_default();
+    run_stress(&app.base, &[args, &metrics_args[..]].concat())
         .await
-        .expect("bowline-stress finishes within a minute")
-        .expect("run bowline-stress");
-    let code = output.status.code().unwrap_or(-1);
-    let text = std::fs::read_to_string(&json).unwrap_or_else(|err| {
-        panic!(
-            "no report ({err}), exit {code}: {}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        )
-    });
-    (code, serde_json::from_str(&text).expect("a JSON report"))
+        .reported()
 }
 
 fn assert_passed(code: i32, report: &Value) {
@@ -71,7 +50,7 @@ fn check_names(report: &Value) -> Vec<&str> {
 
 #[tokio::test]
 async fn mixed_writers_with_streams_lose_nothing() {
-    let app = app().await;
+    let app = stress_app().await;
     let (code, report) = run(
         &app,
         &[
@@ -147,7 +126,7 @@ async fn fifty_mixed_writers_take_their_locks_in_one_order() {
     // Every write locks the calendars it touches by id before the event's row, so editing
     // load on PostgreSQL never deadlocks (before, about one write in a thousand did and
     // waited a second for the database to break it).
-    let mut app = app().await;
+    let mut app = stress_app().await;
     // One session of the test's own, so that "every other session" is the server's.
     let conn = match app.ctx().settings.storage.database_url.as_ref() {
         Some(url) => {
@@ -203,7 +182,7 @@ async fn fifty_mixed_writers_take_their_locks_in_one_order() {
 
 #[tokio::test]
 async fn many_writers_on_one_calendar_lose_nothing() {
-    let app = app().await;
+    let app = stress_app().await;
     let (code, report) = run(
         &app,
         &[
@@ -224,7 +203,7 @@ async fn many_writers_on_one_calendar_lose_nothing() {
 
 #[tokio::test]
 async fn throughput_scenarios_check_what_they_measure() {
-    let app = app().await;
+    let app = stress_app().await;
     let (code, report) = run(
         &app,
         &[
@@ -259,7 +238,7 @@ async fn throughput_scenarios_check_what_they_measure() {
 
 #[tokio::test]
 async fn fanout_reaches_every_stream_once() {
-    let app = app().await;
+    let app = stress_app().await;
     let (code, report) = run(
         &app,
         &[

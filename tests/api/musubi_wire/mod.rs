@@ -7,16 +7,10 @@
 
 mod stand_in;
 
-use std::time::Duration;
-
 use serde_json::Value;
 
-use crate::helpers::{TestApp, spawn_app_with};
+use crate::helpers::{StressRun, run_stress, stress_app};
 use stand_in::{Fault, StandIn, Stripped};
-
-async fn app() -> TestApp {
-    spawn_app_with(|settings| settings.auth.rate_limit = false).await
-}
 
 /// Runs `bowline-stress` against `stand_in` with `args` (quiet, reading the stand-in's
 /// `/metrics`, which it refuses) and returns its exit code and its JSON report.
@@ -27,37 +21,7 @@ async fn run(stand_in: &StandIn, args: &[&str]) -> (i32, Value) {
 
 /// Runs `bowline-stress` against `stand_in` with exactly `args` (and quiet), as [`run`].
 async fn run_with(stand_in: &StandIn, args: &[&str]) -> (i32, Value) {
-    let (code, report, output) = run_tool(stand_in, args).await;
-    let report = report.unwrap_or_else(|| panic!("no report, exit {code}: {output}"));
-    (code, report)
-}
-
-/// Runs `bowline-stress` against `stand_in` with `args` (and quiet); its exit code, its
-/// JSON report if it wrote one, and its output. Fails the test if it has not finished
-/// within a minute.
-async fn run_tool(stand_in: &StandIn, args: &[&str]) -> (i32, Option<Value>, String) {
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let json = dir.path().join("report.json");
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_bowline-stress"));
-    command
-        .args(["--base", &stand_in.base, "--quiet", "--json"])
-        .arg(&json)
-        .args(args)
-        .kill_on_drop(true);
-    let output = tokio::time::timeout(Duration::from_secs(60), command.output())
-        .await
-        .expect("bowline-stress finishes within a minute")
-        .expect("run bowline-stress");
-    let code = output.status.code().unwrap_or(-1);
-    let report = std::fs::read_to_string(&json)
-        .ok()
-        .map(|text| serde_json::from_str(&text).expect("a JSON report"));
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    (code, report, text)
+    run_stress(&stand_in.base, args).await.reported()
 }
 
 /// The checks of `report`.
@@ -107,7 +71,7 @@ fn assert_passed_on_the_originals_wire(code: i32, report: &Value) {
 
 #[tokio::test]
 async fn mixed_writers_with_streams_run_on_the_originals_wire() {
-    let app = app().await;
+    let app = stress_app().await;
     let stand_in = StandIn::start(&app.base, Fault::None).await;
     let (code, report) = run(
         &stand_in,
@@ -179,7 +143,7 @@ async fn mixed_writers_with_streams_run_on_the_originals_wire() {
 
 #[tokio::test]
 async fn throughput_and_fanout_run_on_the_originals_wire_and_bowlines_needs_its_extras() {
-    let app = app().await;
+    let app = stress_app().await;
     let stand_in = StandIn::start(&app.base, Fault::None).await;
     let musubi = ["--wire", "musubi"];
     let create = [
@@ -243,8 +207,11 @@ async fn throughput_and_fanout_run_on_the_originals_wire_and_bowlines_needs_its_
     // Bowline's wire needs the extras: through the stand-in, its metrics listener is
     // missing (the run cannot start) and not a single create is acknowledged.
     let metrics = format!("{}/metrics", stand_in.base);
-    let (code, _, output) =
-        run_tool(&stand_in, &[&fanout[..], &["--metrics", &metrics]].concat()).await;
+    let StressRun { code, output, .. } = run_stress(
+        &stand_in.base,
+        &[&fanout[..], &["--metrics", &metrics]].concat(),
+    )
+    .await;
     assert_eq!(
         code, 2,
         "the metrics listener is required on Bowline's wire: {output}"
@@ -269,7 +236,7 @@ async fn throughput_and_fanout_run_on_the_originals_wire_and_bowlines_needs_its_
 
 #[tokio::test]
 async fn a_frame_lost_on_the_originals_wire_is_still_caught() {
-    let app = app().await;
+    let app = stress_app().await;
     let stand_in = StandIn::start(&app.base, Fault::DropEventFrame(3)).await;
     let (code, report) = run(
         &stand_in,
