@@ -44,3 +44,36 @@ ensure_python_icalendar() {
   apt-get install -y -q python3-icalendar >/dev/null ||
     { apt-get update -q >/dev/null && apt-get install -y -q python3-icalendar >/dev/null; }
 }
+
+# Pinned CalDAV servers the CalDAV client tests start (tests/api/support/caldav_servers.rs).
+RADICALE_PIN=3.9.0
+XANDIKOS_PIN=0.4.10
+
+caldav_venv() {
+  # A fresh venv at $1 with the pip requirement $2 (Debian's python3 needs python3-venv).
+  local python=${PYTHON:-python3}
+  rm -rf "$1"
+  if ! "$python" -m venv "$1" 2>/dev/null; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -q python3-venv >/dev/null ||
+      { apt-get update -q >/dev/null && apt-get install -y -q python3-venv >/dev/null; }
+    rm -rf "$1"
+    "$python" -m venv "$1"
+  fi
+  "$1/bin/python" -m pip install -q --disable-pip-version-check "$2"
+}
+
+ensure_caldav_servers() {
+  # Radicale and Xandikos from PyPI, each in its own venv under BOWLINE_TOOLS_DIR; skipped
+  # when the installed one reports the pinned version.
+  local tools=${BOWLINE_TOOLS_DIR:-$HOME/.cache/bowline}
+  mkdir -p "$tools"
+  if [ "$("$tools/radicale-venv/bin/radicale" --version 2>/dev/null)" != "$RADICALE_PIN" ]; then
+    echo "installing radicale $RADICALE_PIN into $tools/radicale-venv"
+    caldav_venv "$tools/radicale-venv" "radicale[bcrypt]==$RADICALE_PIN"
+  fi
+  if [ "$("$tools/xandikos-venv/bin/xandikos" --version 2>/dev/null)" != "xandikos $XANDIKOS_PIN" ]; then
+    echo "installing xandikos $XANDIKOS_PIN into $tools/xandikos-venv"
+    caldav_venv "$tools/xandikos-venv" "xandikos==$XANDIKOS_PIN"
+  fi
+}

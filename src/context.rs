@@ -25,7 +25,7 @@ pub struct AppContext {
     /// Outgoing HTTP (JWKS, providers, federation), rustls with compiled-in roots.
     pub http_client: reqwest::Client,
     /// CPU-heavy request work, off the async runtime and a few pieces at a time.
-    pub cpu: CpuWork,
+    pub cpu: Arc<CpuWork>,
 }
 
 impl Deref for AppContext {

@@ -30,8 +30,12 @@ pub mod ical;
 pub mod mail;
 /// Metric names and the per-server registry.
 pub mod metrics;
+/// Clients of calendar providers (CalDAV) behind the one outbound guard.
+pub mod providers;
 /// In-memory, per-process rate limits.
 pub mod rate_limit;
+/// AES-256-GCM sealing of stored credentials (`CALDAV_ENC_KEY`).
+pub mod secret_box;
 /// One server's stop signal.
 pub mod shutdown;
 /// Building and running a server.

@@ -23,6 +23,10 @@ pub const EXTERNAL_SYNC_FAILURES_TOTAL: &str = "svc_external_sync_failures_total
 /// The providers whose sync failures [`EXTERNAL_SYNC_FAILURES_TOTAL`] counts (its
 /// `provider` label).
 pub const SYNC_PROVIDERS: [&str; 3] = ["google", "microsoft", "caldav"];
+/// Provider writes waiting in the outbox, by provider.
+pub const OUTBOX_PENDING: &str = "svc_outbox_pending";
+/// Age in seconds of the oldest provider write waiting in the outbox, by provider.
+pub const OUTBOX_OLDEST_AGE_SECONDS: &str = "svc_outbox_oldest_age_seconds";
 /// Ticks skipped because the task's previous run was still active, by task.
 pub const SCHEDULED_TASK_SKIPS_TOTAL: &str = "svc_scheduled_task_skips_total";
 /// Finished scheduled-task runs by task and outcome (`ok`, `failed`, `leased_elsewhere`).
@@ -138,6 +142,11 @@ impl Metrics {
             describe_counter!(ACTOR_RESTARTS_TOTAL, "Actor restarts by a supervisor.");
             describe_counter!(ACTOR_FAILURES_TOTAL, "Actor panics and handler errors.");
             describe_gauge!(ACTORS, "Live actors.");
+            describe_gauge!(OUTBOX_PENDING, "Provider writes waiting in the outbox.");
+            describe_gauge!(
+                OUTBOX_OLDEST_AGE_SECONDS,
+                "Age of the oldest provider write waiting in the outbox."
+            );
             describe_gauge!(SSE_CONNECTIONS, "Open /api/stream connections.");
             describe_gauge!(SSE_USERS, "Users with an open /api/stream connection.");
             describe_gauge!(HTTP_CONNECTIONS, "Open HTTP connections.");
@@ -220,6 +229,8 @@ impl Metrics {
             }
             for provider in SYNC_PROVIDERS {
                 counter!(EXTERNAL_SYNC_FAILURES_TOTAL, "provider" => provider).increment(0);
+                gauge!(OUTBOX_PENDING, "provider" => provider).set(0.0);
+                gauge!(OUTBOX_OLDEST_AGE_SECONDS, "provider" => provider).set(0.0);
             }
             counter!(DB_TRANSACTION_RETRIES_TOTAL).increment(0);
         });
@@ -297,6 +308,23 @@ impl Metrics {
     /// A scheduled task's tick was skipped because its previous run was still active.
     pub fn task_skipped(&self, task: &'static str) {
         self.scoped(|| counter!(SCHEDULED_TASK_SKIPS_TOTAL, "task" => task).increment(1));
+    }
+
+    /// A provider sync step failed: `stage` is `discovery`, `account`, `push` or
+    /// `scheduler`.
+    pub fn sync_failed(&self, provider: &'static str, stage: &'static str) {
+        self.scoped(|| {
+            counter!(EXTERNAL_SYNC_FAILURES_TOTAL, "provider" => provider, "stage" => stage)
+                .increment(1)
+        });
+    }
+
+    /// Sets the outbox gauges of `provider`.
+    pub fn outbox(&self, provider: &'static str, pending: i64, oldest_age_seconds: f64) {
+        self.scoped(|| {
+            gauge!(OUTBOX_PENDING, "provider" => provider).set(pending as f64);
+            gauge!(OUTBOX_OLDEST_AGE_SECONDS, "provider" => provider).set(oldest_age_seconds);
+        });
     }
 
     /// A scheduled task's run finished with `outcome`.

@@ -18,6 +18,7 @@ use crate::actors::scheduler::{TaskSpec, builtin_tasks};
 use crate::actors::{ActorKind, Actors, Shared};
 use crate::auth::Auth;
 use crate::commands::Services;
+use crate::commands::mirrors::{Mirrors, OutboxPolicy};
 use crate::config::Settings;
 use crate::context::{AppContext, Ctx};
 use crate::cpu::CpuWork;
@@ -26,7 +27,9 @@ use crate::domain::version::{IMPLEMENTATION, WIRE_VERSION};
 use crate::http;
 use crate::mail::MailService;
 use crate::metrics::Metrics;
+use crate::providers::outbound::{GuardSettings, OutboundGuard};
 use crate::rate_limit::RateLimiter;
+use crate::secret_box::SecretBox;
 use crate::shutdown::Shutdown;
 use crate::store::Database;
 
@@ -120,29 +123,33 @@ impl ApplicationBuilder {
         let actor_kinds = ActorKind::ALL.map(ActorKind::label);
         let task_names: Vec<&'static str> = tasks.iter().map(TaskSpec::name).collect();
         metrics.export_zeros(&actor_kinds, &task_names);
+        let instance_id = uuid::Uuid::new_v4().to_string();
         let services = Services {
             db: db.clone(),
             announce: actors.clone(),
             metrics: metrics.clone(),
             mail_batch_delay_ms: settings.mail.batch_delay_ms,
         };
+        let cpu = Arc::new(CpuWork::per_core(settings.call_timeout()));
+        let mirrors = mirrors_env(&settings, &services, cpu.clone(), &instance_id)?;
         let shared = Arc::new(Shared {
             mail: Arc::new(mail),
             limits: RateLimiter::default(),
             settings,
             base_url,
-            instance_id: uuid::Uuid::new_v4().to_string(),
+            instance_id,
             db,
             metrics,
             actors,
             services,
             shutdown: Shutdown::new(),
+            mirrors,
         });
         let ctx: Ctx = Arc::new(AppContext {
             capabilities: Capabilities::new(&shared.settings, shared.mail.deliverable()),
             auth,
             http_client,
-            cpu: CpuWork::per_core(shared.settings.call_timeout()),
+            cpu,
             shared,
         });
 
@@ -273,6 +280,41 @@ impl Application {
             None => Ok(()),
         }
     }
+}
+
+/// What the provider mirrors use: the outbound guard (private hosts as
+/// `FEDERATION_ALLOW_PRIVATE_HOSTS` says), the key sealing credentials, the outbox policy.
+fn mirrors_env(
+    settings: &Settings,
+    services: &Services,
+    cpu: Arc<CpuWork>,
+    instance_id: &str,
+) -> Result<Mirrors, StartupError> {
+    let caldav = &settings.caldav;
+    let guard = OutboundGuard::new(GuardSettings {
+        allow_private_hosts: settings.federation.allow_private_hosts,
+        connect_timeout: Duration::from_millis(caldav.connect_timeout_ms),
+        total_timeout: Duration::from_millis(caldav.request_timeout_ms),
+        max_redirects: 5,
+        max_body_bytes: 64 * 1024 * 1024,
+    })
+    .map_err(|err| StartupError::HttpClient(err.to_string()))?;
+    Ok(Mirrors {
+        services: services.clone(),
+        guard,
+        secrets: caldav
+            .enc_key
+            .as_ref()
+            .and_then(|key| SecretBox::from_hex(key.expose())),
+        cpu,
+        instance_id: instance_id.to_owned(),
+        outbox: OutboxPolicy {
+            lease: Duration::from_millis(caldav.outbox_lease_ms),
+            retry_base: Duration::from_millis(caldav.outbox_retry_base_ms),
+            retry_max: Duration::from_millis(caldav.outbox_retry_max_ms),
+            give_up_after: Duration::from_millis(caldav.outbox_give_up_ms),
+        },
+    })
 }
 
 /// The shared outgoing HTTP client: rustls (ring) with compiled-in web roots.

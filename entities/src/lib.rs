@@ -4,6 +4,7 @@
 
 pub mod accounts;
 pub mod avatars;
+pub mod caldav_accounts;
 pub mod calendar_events;
 pub mod calendar_members;
 pub mod calendars;
@@ -12,11 +13,14 @@ pub mod event_reminders;
 pub mod event_view_changes;
 pub mod event_visibility_losses;
 pub mod events;
+pub mod external_calendars;
+pub mod external_events;
 pub mod invites;
 pub mod member_tokens;
 pub mod pages;
 pub mod pending_notifications;
 pub mod prelude;
+pub mod provider_outbox;
 pub mod scheduled_tasks;
 pub mod server_secrets;
 pub mod sessions;

@@ -23,6 +23,7 @@ mod m20261124_000012_add_calendar_members_version_postgres;
 mod m20261124_000013_repair_event_times_out_of_range;
 mod m20261124_000014_add_calendar_events_linked_by;
 mod m20261124_000015_add_calendar_members_seen_codes_postgres;
+mod m20261125_000016_create_provider_mirrors;
 
 /// The ordered list of every migration Bowline has shipped.
 pub struct Migrator;
@@ -46,6 +47,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261124_000013_repair_event_times_out_of_range::Migration),
             Box::new(m20261124_000014_add_calendar_events_linked_by::Migration),
             Box::new(m20261124_000015_add_calendar_members_seen_codes_postgres::Migration),
+            Box::new(m20261125_000016_create_provider_mirrors::Migration),
         ]
     }
 }

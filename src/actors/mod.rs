@@ -21,6 +21,8 @@ pub mod calendar;
 pub mod calendar_msg;
 pub mod calendars;
 pub mod mailer;
+pub mod provider_sync;
+pub mod providers;
 pub mod root;
 pub mod scheduler;
 pub mod session;
@@ -58,11 +60,15 @@ pub enum ActorKind {
     CalendarSupervisor,
     /// A calendar's actor.
     Calendar,
+    /// The supervisor of provider-sync actors.
+    ProviderSupervisor,
+    /// A connected account's sync actor.
+    ProviderSync,
 }
 
 impl ActorKind {
     /// Every kind (their series are exported at zero from start-up).
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 9] = [
         Self::Root,
         Self::Scheduler,
         Self::Mailer,
@@ -70,6 +76,8 @@ impl ActorKind {
         Self::Session,
         Self::CalendarSupervisor,
         Self::Calendar,
+        Self::ProviderSupervisor,
+        Self::ProviderSync,
     ];
 
     /// The metric label.
@@ -82,6 +90,8 @@ impl ActorKind {
             Self::Session => "session",
             Self::CalendarSupervisor => "calendar_supervisor",
             Self::Calendar => "calendar",
+            Self::ProviderSupervisor => "provider_supervisor",
+            Self::ProviderSync => "provider_sync",
         }
     }
 }
@@ -126,6 +136,8 @@ pub struct Actors {
     pub sessions: sessions::Sessions,
     /// Calendar actors, reached through their supervisor.
     pub calendars: calendars::Calendars,
+    /// Provider-sync actors, reached through their supervisor.
+    pub providers: providers::Providers,
     /// Restart and failure counts, observable without scraping metrics.
     pub stats: SupervisionStats,
 }

@@ -13,6 +13,7 @@ use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 
 use super::calendars::CalendarSupervisor;
 use super::mailer::MailerActor;
+use super::providers::ProviderSupervisor;
 use super::scheduler::{SchedulerActor, SchedulerArgs, TaskSpec};
 use super::sessions::SessionRegistryActor;
 use super::supervision::{RestartBudget, RestartPolicy};
@@ -50,10 +51,11 @@ pub struct RootState {
 }
 
 /// The root's children, in start order.
-const CHILDREN: [ActorKind; 4] = [
+const CHILDREN: [ActorKind; 5] = [
     ActorKind::Mailer,
     ActorKind::SessionRegistry,
     ActorKind::CalendarSupervisor,
+    ActorKind::ProviderSupervisor,
     ActorKind::Scheduler,
 ];
 
@@ -100,7 +102,16 @@ impl RootActor {
                 actors.calendars.supervisor.set(Some(actor.clone()));
                 actor.get_cell()
             }
-            ActorKind::Root | ActorKind::Session | ActorKind::Calendar => {
+            ActorKind::ProviderSupervisor => {
+                let (actor, _) =
+                    Actor::spawn_linked(None, ProviderSupervisor, shared.clone(), cell).await?;
+                actors.providers.supervisor.set(Some(actor.clone()));
+                actor.get_cell()
+            }
+            ActorKind::Root
+            | ActorKind::Session
+            | ActorKind::Calendar
+            | ActorKind::ProviderSync => {
                 return Err(format!("{} is not a child of the root", kind.label()).into());
             }
         };
@@ -117,7 +128,11 @@ impl RootActor {
             ActorKind::Mailer => state.shared.actors.mailer.set(None),
             ActorKind::SessionRegistry => state.shared.actors.sessions.registry.set(None),
             ActorKind::CalendarSupervisor => state.shared.actors.calendars.supervisor.set(None),
-            ActorKind::Root | ActorKind::Session | ActorKind::Calendar => {}
+            ActorKind::ProviderSupervisor => state.shared.actors.providers.supervisor.set(None),
+            ActorKind::Root
+            | ActorKind::Session
+            | ActorKind::Calendar
+            | ActorKind::ProviderSync => {}
         }
     }
 

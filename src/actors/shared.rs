@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::Actors;
 use super::calendar::{CalendarMsg, Reply};
 use crate::commands::Services;
+use crate::commands::mirrors::Mirrors;
 use crate::config::Settings;
 use crate::domain::ids::CalendarId;
 use crate::error::AppError;
@@ -40,6 +41,8 @@ pub struct Shared {
     pub actors: Arc<Actors>,
     /// Shutdown signal shared by listeners, streams and actors.
     pub shutdown: Shutdown,
+    /// What the provider mirrors use (outbound guard, sealed credentials).
+    pub mirrors: Mirrors,
 }
 
 impl Shared {

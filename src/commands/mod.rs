@@ -10,6 +10,7 @@ pub mod calendar;
 pub mod events;
 pub mod invites;
 pub mod membership;
+pub mod mirrors;
 pub mod pages;
 pub mod reminders;
 pub mod settings;

@@ -89,6 +89,13 @@ const ENV_VARS: &[(&str, &str)] = &[
     ("MICROSOFT_CLIENT_ID", "microsoft.client_id"),
     ("MICROSOFT_CLIENT_SECRET", "microsoft.client_secret"),
     ("CALDAV_ENC_KEY", "caldav.enc_key"),
+    ("EXTERNAL_SYNC_INTERVAL_MS", "caldav.sync_interval_ms"),
+    ("PROVIDER_CONNECT_TIMEOUT_MS", "caldav.connect_timeout_ms"),
+    ("PROVIDER_REQUEST_TIMEOUT_MS", "caldav.request_timeout_ms"),
+    ("OUTBOX_RETRY_BASE_MS", "caldav.outbox_retry_base_ms"),
+    ("OUTBOX_RETRY_MAX_MS", "caldav.outbox_retry_max_ms"),
+    ("OUTBOX_GIVE_UP_MS", "caldav.outbox_give_up_ms"),
+    ("OUTBOX_LEASE_MS", "caldav.outbox_lease_ms"),
     (
         "FEDERATION_ALLOW_PRIVATE_HOSTS",
         "federation.allow_private_hosts",

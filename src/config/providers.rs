@@ -62,6 +62,20 @@ pub struct CaldavSettings {
     /// `CALDAV_ENC_KEY`
     #[serde(deserialize_with = "optional_secret")]
     pub enc_key: Option<Secret>,
+    /// `EXTERNAL_SYNC_INTERVAL_MS` (0: no timer)
+    pub sync_interval_ms: u64,
+    /// `PROVIDER_CONNECT_TIMEOUT_MS`
+    pub connect_timeout_ms: u64,
+    /// `PROVIDER_REQUEST_TIMEOUT_MS`
+    pub request_timeout_ms: u64,
+    /// `OUTBOX_RETRY_BASE_MS`
+    pub outbox_retry_base_ms: u64,
+    /// `OUTBOX_RETRY_MAX_MS`
+    pub outbox_retry_max_ms: u64,
+    /// `OUTBOX_GIVE_UP_MS`
+    pub outbox_give_up_ms: u64,
+    /// `OUTBOX_LEASE_MS`
+    pub outbox_lease_ms: u64,
 }
 
 /// `[federation]`

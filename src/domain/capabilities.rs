@@ -8,8 +8,8 @@ pub struct Capabilities {
     /// Native sign-in providers with credentials configured: `google` when the web client id
     /// is set, `apple` when the Apple client id is set (in that order).
     pub socials: Vec<&'static str>,
-    /// Calendar providers that can be connected. A provider is listed only once Bowline can
-    /// sync it and its credentials are configured; no provider sync ships yet.
+    /// Calendar providers that can be connected: `caldav` when `CALDAV_ENC_KEY` is set (the
+    /// key that seals the stored passwords).
     pub sync_providers: Vec<&'static str>,
     /// Whether mail can actually be delivered.
     pub email: bool,
@@ -27,7 +27,11 @@ impl Capabilities {
         }
         Self {
             socials,
-            sync_providers: Vec::new(),
+            sync_providers: if settings.caldav.enc_key.is_some() {
+                vec!["caldav"]
+            } else {
+                Vec::new()
+            },
             email,
         }
     }

@@ -83,13 +83,41 @@ impl CalendarRequest {
     }
 }
 
-/// GET /api/v1/calendars/google — the legacy "sync my providers" trigger; no provider is
-/// connected through this server yet, so there is nothing to sync.
+/// GET /api/v1/calendars/google — the legacy "sync my providers" trigger: delivers and
+/// pulls every account of the caller now, and answers once they are done.
 fn legacy_sync(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "calendars" / "google")
         .and(warp::get())
+        .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
-        .map(|_: AuthUser| ok_text())
+        .and_then(|ctx: Ctx, user: AuthUser| async move {
+            respond(
+                async {
+                    let accounts: Vec<uuid::Uuid> =
+                        crate::store::mirrors::caldav_accounts_of(ctx.db.conn(), user.id())
+                            .await?
+                            .into_iter()
+                            .map(|account| account.id)
+                            .collect();
+                    if !accounts.is_empty() {
+                        crate::actors::ask_slot(
+                            &ctx.actors.providers.supervisor,
+                            crate::actors::ActorKind::ProviderSupervisor,
+                            std::time::Duration::from_millis(
+                                ctx.settings.caldav.request_timeout_ms.saturating_mul(4),
+                            ),
+                            |reply| crate::actors::providers::ProvidersMsg::SyncNow {
+                                accounts,
+                                reply,
+                            },
+                        )
+                        .await?;
+                    }
+                    Ok::<_, AppError>(ok_text())
+                }
+                .await,
+            )
+        })
 }
 
 /// GET /api/v1/calendars — the caller's calendars with their role.

@@ -37,6 +37,7 @@ pub mod metrics_endpoint;
 pub mod pages;
 pub mod pipeline;
 pub mod preface;
+pub mod provider_accounts;
 pub mod rejection;
 pub mod reminders;
 pub mod request;
@@ -80,6 +81,8 @@ pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
                 .or(settings::routes(ctx.clone()))
                 .unify()
                 .or(avatars::routes(ctx.clone()))
+                .unify()
+                .or(provider_accounts::routes(ctx.clone()))
                 .unify(),
         ))
         .unify()

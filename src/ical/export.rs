@@ -55,8 +55,20 @@ pub fn export_calendar(calendar: &ExportCalendar<'_>, now: DateTime<Utc>) -> Str
         write_vtimezone(&mut writer, calendar.zone, first, last.max(now.year()) + 1);
     }
     for event in calendar.events {
-        write_event(&mut writer, event, calendar.zone);
+        write_event(&mut writer, event, &event.id.to_string(), calendar.zone);
     }
+    writer.end("VCALENDAR");
+    writer.finish()
+}
+
+/// One event as a CalDAV resource of its own: a VCALENDAR holding just that VEVENT, with
+/// the resource's `uid` (the event id for events Bowline created there), in UTC.
+pub fn export_resource(event: &events::Model, uid: &str) -> String {
+    let mut writer = Writer::new();
+    writer.begin("VCALENDAR");
+    writer.line("VERSION", &[], "2.0");
+    writer.line("PRODID", &[], PRODID);
+    write_event(&mut writer, event, uid, Tz::UTC);
     writer.end("VCALENDAR");
     writer.finish()
 }
@@ -80,9 +92,9 @@ fn in_zone(event: &events::Model, zone: Tz) -> bool {
         )
 }
 
-fn write_event(writer: &mut Writer, event: &events::Model, zone: Tz) {
+fn write_event(writer: &mut Writer, event: &events::Model, uid: &str, zone: Tz) {
     writer.begin("VEVENT");
-    writer.line("UID", &[], &event.id.to_string());
+    writer.line("UID", &[], uid);
     writer.line("DTSTAMP", &[], &format_utc(event.updated_at));
     writer.line("CREATED", &[], &format_utc(event.created_at));
     writer.line("LAST-MODIFIED", &[], &format_utc(event.updated_at));

@@ -41,6 +41,9 @@ pub struct ParsedCalendar {
     pub events: Vec<ImportedEvent>,
     /// VEVENTs skipped because they have no start.
     pub skipped: usize,
+    /// The first VEVENT's UID (a CalDAV resource holds one UID: a series and its
+    /// overrides).
+    pub uid: Option<String>,
 }
 
 /// How many recurrence instances one import may look at (splitting series at
@@ -104,6 +107,7 @@ pub fn parse_calendar(bytes: &[u8], options: &ImportOptions) -> Result<ParsedCal
             None => skipped += 1,
         }
     }
+    let uid = drafts.iter().find_map(|draft| draft.uid.clone());
     let mut budget = Budget::new(IMPORT_RECURRENCE_STEPS, IMPORT_RECURRENCE_TIME);
     overrides::attach(&mut drafts, &mut resolver, &mut budget)?;
     let mut events = Vec::with_capacity(drafts.len());
@@ -124,6 +128,7 @@ pub fn parse_calendar(bytes: &[u8], options: &ImportOptions) -> Result<ParsedCal
         name,
         events,
         skipped,
+        uid,
     })
 }
 

@@ -19,6 +19,7 @@ pub mod invites;
 pub mod maintenance;
 pub mod member_tokens;
 pub mod members;
+pub mod mirrors;
 pub mod notifications;
 pub mod pages;
 pub mod reminders;

@@ -17,6 +17,8 @@ mod avatars;
 mod better_auth_client;
 mod big_reads;
 mod binary;
+mod caldav_client;
+mod caldav_mirrors;
 mod calendar_actors;
 mod calendars;
 mod change_mails;

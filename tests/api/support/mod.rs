@@ -4,6 +4,7 @@
 //! export tests share.
 
 pub mod browser;
+pub mod caldav_servers;
 pub mod ics;
 pub mod idp;
 pub mod node;

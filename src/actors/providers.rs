@@ -1,0 +1,268 @@
+//! [`ProviderSupervisor`]: starts a [`ProviderSyncActor`](super::provider_sync) for every
+//! connected account (at start, and when an account connects), forwards sync requests to
+//! them, and restarts one that fails within its own restart budget, counting the failure
+//! and the restart like every supervisor. Other accounts' actors go on untouched.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use uuid::Uuid;
+
+use super::provider_sync::{ProviderSyncActor, ProviderSyncArgs, ProviderSyncMsg};
+use super::supervision::{RestartBudget, RestartPolicy};
+use super::{ActorKind, ChildSlot, MessageTimer, Shared, reply};
+use crate::error::AppError;
+use crate::store::mirrors;
+
+/// Messages to the provider supervisor.
+#[derive(Debug)]
+pub enum ProvidersMsg {
+    /// An account connected (or reconnected): make sure its actor runs.
+    Start {
+        /// The account.
+        account_id: Uuid,
+    },
+    /// An account was removed: stop its actor.
+    Stop {
+        /// The account.
+        account_id: Uuid,
+    },
+    /// Rows were queued for an account's outbox.
+    Deliver {
+        /// The account.
+        account_id: Uuid,
+    },
+    /// Sync these accounts now; answers once each has finished (the first failure, if any).
+    SyncNow {
+        /// The accounts.
+        accounts: Vec<Uuid>,
+        /// Where the answer goes.
+        reply: RpcReplyPort<Result<(), AppError>>,
+    },
+    /// Make an account's actor panic (tests of supervision).
+    #[cfg(feature = "fault-injection")]
+    Panic {
+        /// The account.
+        account_id: Uuid,
+    },
+}
+
+/// Handle for the provider supervisor.
+#[derive(Debug, Default)]
+pub struct Providers {
+    /// The supervisor.
+    pub supervisor: ChildSlot<ProvidersMsg>,
+}
+
+impl Providers {
+    /// Tells the supervisor something about an account (ignored while it restarts: it
+    /// starts every account's actor when it comes back).
+    pub fn tell(&self, message: ProvidersMsg) {
+        if let Some(supervisor) = self.supervisor.get() {
+            let _ = supervisor.send_message(message);
+        }
+    }
+}
+
+/// The provider supervisor.
+#[derive(Debug)]
+pub struct ProviderSupervisor;
+
+/// Its state.
+pub struct ProvidersState {
+    shared: Arc<Shared>,
+    running: HashMap<Uuid, ActorRef<ProviderSyncMsg>>,
+    by_actor: HashMap<ActorId, Uuid>,
+    budgets: HashMap<Uuid, RestartBudget>,
+    policy: RestartPolicy,
+}
+
+impl ProviderSupervisor {
+    async fn start(
+        myself: &ActorRef<ProvidersMsg>,
+        state: &mut ProvidersState,
+        account_id: Uuid,
+    ) -> Option<ActorRef<ProviderSyncMsg>> {
+        if let Some(actor) = state.running.get(&account_id) {
+            return Some(actor.clone());
+        }
+        let args = ProviderSyncArgs {
+            shared: state.shared.clone(),
+            account_id,
+        };
+        match Actor::spawn_linked(None, ProviderSyncActor, args, myself.get_cell()).await {
+            Ok((actor, _)) => {
+                state.by_actor.insert(actor.get_id(), account_id);
+                state.running.insert(account_id, actor.clone());
+                state
+                    .shared
+                    .metrics
+                    .actor_alive(ActorKind::ProviderSync.label(), 1.0);
+                Some(actor)
+            }
+            Err(err) => {
+                tracing::error!(error = %err, "actor.spawn_failed");
+                None
+            }
+        }
+    }
+}
+
+impl Actor for ProviderSupervisor {
+    type Msg = ProvidersMsg;
+    type State = ProvidersState;
+    type Arguments = Arc<Shared>;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        shared: Self::Arguments,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        let policy = RestartPolicy::from_settings(&shared.settings.actors);
+        let mut state = ProvidersState {
+            shared,
+            running: HashMap::new(),
+            by_actor: HashMap::new(),
+            budgets: HashMap::new(),
+            policy,
+        };
+        if state.shared.mirrors.caldav_enabled() {
+            let accounts = mirrors::all_caldav_accounts(state.shared.db.conn()).await?;
+            for account in accounts {
+                Self::start(&myself, &mut state, account.id).await;
+            }
+        }
+        Ok(state)
+    }
+
+    async fn post_stop(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        myself
+            .stop_children_and_wait(None, Some(std::time::Duration::from_secs(10)))
+            .await;
+        for _ in state.by_actor.drain() {
+            state
+                .shared
+                .metrics
+                .actor_alive(ActorKind::ProviderSync.label(), -1.0);
+        }
+        state.running.clear();
+        Ok(())
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        message: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        let _timer = MessageTimer::start(&state.shared.metrics, ActorKind::ProviderSupervisor);
+        match message {
+            ProvidersMsg::Start { account_id } => {
+                Self::start(&myself, state, account_id).await;
+            }
+            ProvidersMsg::Stop { account_id } => {
+                if let Some(actor) = state.running.remove(&account_id) {
+                    actor.stop(Some("account removed".into()));
+                }
+            }
+            ProvidersMsg::Deliver { account_id } => {
+                if let Some(actor) = Self::start(&myself, state, account_id).await {
+                    let _ = actor.send_message(ProviderSyncMsg::Deliver);
+                }
+            }
+            ProvidersMsg::SyncNow {
+                accounts,
+                reply: port,
+            } => {
+                let mut waits = Vec::new();
+                for account_id in accounts {
+                    if let Some(actor) = Self::start(&myself, state, account_id).await {
+                        let (tx, rx) = ractor::concurrency::oneshot();
+                        if actor
+                            .send_message(ProviderSyncMsg::SyncNow(tx.into()))
+                            .is_ok()
+                        {
+                            waits.push(rx);
+                        }
+                    }
+                }
+                // The answer waits for the accounts without holding up this supervisor.
+                tokio::spawn(async move {
+                    let mut outcome = Ok(());
+                    for wait in waits {
+                        let result = wait.await.unwrap_or_else(|_| {
+                            Err(AppError::Unavailable("the sync actor failed".into()))
+                        });
+                        if outcome.is_ok() {
+                            outcome = result;
+                        }
+                    }
+                    reply(port, outcome);
+                });
+            }
+            #[cfg(feature = "fault-injection")]
+            ProvidersMsg::Panic { account_id } => {
+                if let Some(actor) = state.running.get(&account_id) {
+                    let _ = actor.send_message(ProviderSyncMsg::Panic);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        event: SupervisionEvent,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        let (cell, failure) = match event {
+            SupervisionEvent::ActorFailed(cell, err) => (cell, Some(err)),
+            SupervisionEvent::ActorTerminated(cell, _, _) => (cell, None),
+            _ => return Ok(()),
+        };
+        let Some(account_id) = state.by_actor.remove(&cell.get_id()) else {
+            return Ok(());
+        };
+        state
+            .shared
+            .metrics
+            .actor_alive(ActorKind::ProviderSync.label(), -1.0);
+        let current = state
+            .running
+            .get(&account_id)
+            .is_some_and(|actor| actor.get_id() == cell.get_id());
+        if current {
+            state.running.remove(&account_id);
+        }
+        let Some(err) = failure else {
+            return Ok(());
+        };
+        let kind = ActorKind::ProviderSync;
+        state.shared.metrics.actor_failed(kind.label());
+        state.shared.actors.stats.failed(kind);
+        tracing::error!(error = %err, "actor.failed");
+        let policy = state.policy;
+        let allowed = state
+            .budgets
+            .entry(account_id)
+            .or_insert_with(|| RestartBudget::new(policy))
+            .next_delay(Instant::now())
+            .is_some();
+        if allowed && current && !state.shared.shutdown.is_triggered() {
+            if Self::start(&myself, state, account_id).await.is_some() {
+                state.shared.metrics.actor_restarted(kind.label());
+                state.shared.actors.stats.restarted(kind);
+            }
+        } else if !allowed {
+            tracing::error!("actor.restart_budget_exhausted");
+        }
+        Ok(())
+    }
+}

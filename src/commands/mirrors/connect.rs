@@ -1,0 +1,162 @@
+//! Connecting a CalDAV account: discovery (well-known redirect, principal, calendar home,
+//! calendar list) with the given credentials, then a strict initial sync. A new account is
+//! stored only once every calendar has been read, in one transaction with its mirrors and
+//! their events, so a failure at any step leaves nothing behind. Connecting the same server
+//! and user name again replaces the stored password (and pulls with it first).
+
+use std::collections::{HashMap, HashSet};
+
+use chrono::Utc;
+use entities::caldav_accounts;
+use uuid::Uuid;
+
+use super::apply::{Target, apply};
+use super::pull::{Changes, PullError, mirror_look, pull_caldav, read_changes};
+use super::{DISCOVERY_FAILED, INITIAL_SYNC_FAILED, Mirrors};
+use crate::domain::ids::UserId;
+use crate::error::AppError;
+use crate::providers::caldav::{CaldavClient, Discovery, RemoteCalendar};
+use crate::store::mirrors::{self, CaldavAccountInput, NewMirror};
+
+/// What the client sent (trimmed, all present).
+#[derive(Debug, Clone)]
+pub struct CaldavCredentials {
+    /// The server URL.
+    pub server_url: String,
+    /// The user name.
+    pub username: String,
+    /// The (app-specific) password.
+    pub password: String,
+}
+
+/// Connects (or reconnects) a CalDAV account of `user`; returns its id.
+pub async fn connect_caldav(
+    env: &Mirrors,
+    user: &UserId,
+    credentials: CaldavCredentials,
+) -> Result<Uuid, AppError> {
+    let secrets = env.secrets()?;
+    let (client, discovery, calendars) = discover(env, &credentials).await.inspect_err(|_| {
+        env.services.metrics.sync_failed("caldav", "discovery");
+    })?;
+    let input = CaldavAccountInput {
+        user_id: user.as_str().to_owned(),
+        server_url: credentials.server_url.clone(),
+        username: credentials.username.clone(),
+        encrypted_password: secrets.seal(&credentials.password),
+        principal_url: discovery.principal.to_string(),
+        home_url: discovery.home.to_string(),
+    };
+    let existing = mirrors::caldav_accounts_of(env.services.db.conn(), user.as_str())
+        .await?
+        .into_iter()
+        .find(|account| {
+            account.server_url == credentials.server_url && account.username == credentials.username
+        });
+    if let Some(account) = existing {
+        // Pull with the new password first; store it only once it worked.
+        let candidate = caldav_accounts::Model {
+            encrypted_password: input.encrypted_password.clone(),
+            home_url: input.home_url.clone(),
+            ..account
+        };
+        pull_caldav(env, &candidate)
+            .await
+            .map_err(initial_sync_failed)?;
+        let txn = env.services.db.begin_write().await?;
+        let saved = mirrors::save_caldav_account(&txn, input, Utc::now()).await?;
+        txn.commit().await?;
+        return Ok(saved.id);
+    }
+    let mut read = Vec::with_capacity(calendars.len());
+    for calendar in calendars {
+        let changes = read_changes(
+            env,
+            &client,
+            &calendar,
+            None,
+            &HashMap::new(),
+            &HashSet::new(),
+        )
+        .await
+        .map_err(initial_sync_failed)?;
+        read.push((calendar, changes));
+    }
+    store_new_account(env, input, read)
+        .await
+        .map_err(initial_sync_failed)
+}
+
+/// Finds the calendar home and lists its calendars with the given credentials; every
+/// failure is the reference's one 400.
+async fn discover(
+    env: &Mirrors,
+    credentials: &CaldavCredentials,
+) -> Result<(CaldavClient, Discovery, Vec<RemoteCalendar>), AppError> {
+    let refused = |reason: &dyn std::fmt::Display| {
+        tracing::info!(reason = %reason, "caldav.discovery_failed");
+        AppError::bad_request(DISCOVERY_FAILED)
+    };
+    let url = url::Url::parse(&credentials.server_url).map_err(|err| refused(&err))?;
+    env.guard.check(&url).await.map_err(|err| refused(&err))?;
+    let client = CaldavClient::new(
+        env.guard.clone(),
+        credentials.username.clone(),
+        credentials.password.clone(),
+    );
+    let discovery = client.discover(&url).await.map_err(|err| refused(&err))?;
+    let calendars = client
+        .calendars(&discovery.home)
+        .await
+        .map_err(|err| refused(&err))?
+        .into_iter()
+        .filter(|calendar| calendar.has_events)
+        .collect();
+    Ok((client, discovery, calendars))
+}
+
+/// Stores a new account with a mirror of each calendar and their events, in one
+/// transaction.
+async fn store_new_account(
+    env: &Mirrors,
+    input: CaldavAccountInput,
+    read: Vec<(RemoteCalendar, Changes)>,
+) -> Result<Uuid, PullError> {
+    let txn = env.services.db.begin_write().await?;
+    let now = Utc::now();
+    let owner = input.user_id.clone();
+    let account = mirrors::save_caldav_account(&txn, input, now).await?;
+    for (calendar, changes) in read {
+        let (name, color) = mirror_look(&calendar);
+        let (local, row) = mirrors::create_mirror(
+            &txn,
+            NewMirror {
+                provider: mirrors::CALDAV.to_owned(),
+                account_id: account.id.to_string(),
+                owner: owner.clone(),
+                remote_id: calendar.url.to_string(),
+                name,
+                color,
+                read_only: calendar.read_only,
+            },
+            now,
+        )
+        .await?;
+        let target = Target {
+            calendar: &local,
+            owner: &owner,
+        };
+        apply(&txn, target, &changes.resources, &changes.removed, now).await?;
+        mirrors::set_sync_token(&txn, row.id, changes.token.as_deref()).await?;
+    }
+    txn.commit().await?;
+    Ok(account.id)
+}
+
+/// The reference's 400 for a failed initial sync, with what failed.
+fn initial_sync_failed(err: PullError) -> AppError {
+    match err {
+        PullError::Remote(err) => AppError::bad_request(format!("{INITIAL_SYNC_FAILED} {err}")),
+        PullError::Local(err) => err,
+    }
+}

@@ -1,0 +1,432 @@
+//! The one outbound guard every request to another server (CalDAV servers, federation
+//! peers, Google, Microsoft) goes through.
+//!
+//! Unless private hosts are allowed (`FEDERATION_ALLOW_PRIVATE_HOSTS`, for tests and closed
+//! networks) it sends over HTTPS only and to public addresses only: names are resolved by
+//! the guard's own resolver, which refuses a name when any of its addresses is not public and
+//! hands the connector exactly the addresses it checked, so a DNS answer that changes between
+//! the check and the connection cannot point it somewhere else; IP literals are checked
+//! before sending. Redirects are followed by the guard, each hop checked the same way, and the
+//! `Authorization` header never crosses to another origin. Every exchange has a connect
+//! timeout, a total timeout that includes reading the body, and a cap on the body's size.
+
+mod address;
+mod resolver;
+
+use std::error::Error as _;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use http::header::{self, HeaderName};
+use http::{HeaderMap, HeaderValue, Method, StatusCode};
+use url::{Host, Url};
+
+use crate::domain::version::IMPLEMENTATION;
+
+use resolver::{GuardResolver, RefusedName};
+
+/// How the guard treats outbound requests.
+#[derive(Debug, Clone)]
+pub struct GuardSettings {
+    /// Allow plain HTTP and loopback, private and other non-public addresses
+    /// (`FEDERATION_ALLOW_PRIVATE_HOSTS`).
+    pub allow_private_hosts: bool,
+    /// The longest a TCP (and TLS) connection may take to open.
+    pub connect_timeout: Duration,
+    /// The longest a whole exchange may take: every redirect hop and reading the body.
+    pub total_timeout: Duration,
+    /// How many redirects one exchange follows before it fails with
+    /// [`OutboundError::TooManyRedirects`].
+    pub max_redirects: usize,
+    /// Response bodies larger than this fail with [`OutboundError::TooLarge`].
+    pub max_body_bytes: usize,
+}
+
+/// Sends requests to other servers under the rules of this module. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct OutboundGuard {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    settings: GuardSettings,
+    client: reqwest::Client,
+    resolver: GuardResolver,
+}
+
+/// A request for [`OutboundGuard::send`].
+#[derive(Debug, Clone)]
+pub struct OutboundRequest {
+    /// The method, kept across redirects except where HTTP says otherwise.
+    pub method: Method,
+    /// The first URL; it must not carry credentials (send an `Authorization` header instead).
+    pub url: Url,
+    /// The request's headers; `Authorization` is dropped when a redirect leaves the origin.
+    pub headers: HeaderMap,
+    /// The body, if any.
+    pub body: Option<Bytes>,
+}
+
+impl OutboundRequest {
+    /// A request without headers or body.
+    pub fn new(method: Method, url: Url) -> Self {
+        Self {
+            method,
+            url,
+            headers: HeaderMap::new(),
+            body: None,
+        }
+    }
+
+    /// Adds a header (keeping earlier values of the same name).
+    pub fn header(mut self, name: HeaderName, value: HeaderValue) -> Self {
+        self.headers.append(name, value);
+        self
+    }
+
+    /// Sets the body.
+    pub fn body(mut self, body: impl Into<Bytes>) -> Self {
+        self.body = Some(body.into());
+        self
+    }
+}
+
+/// A response read whole (up to the size cap).
+#[derive(Debug)]
+pub struct OutboundResponse {
+    /// The status of the last hop.
+    pub status: StatusCode,
+    /// The headers of the last hop.
+    pub headers: HeaderMap,
+    /// The body of the last hop.
+    pub body: Bytes,
+    /// The final URL, after redirects.
+    pub url: Url,
+}
+
+/// Why an outbound request failed. Messages never contain a URL's credentials or a body.
+#[derive(Debug, thiserror::Error)]
+pub enum OutboundError {
+    /// The guard refused the target (scheme, or the class of its address).
+    #[error("outbound request refused: {0}")]
+    Refused(String),
+    /// The connection or the whole exchange took too long.
+    #[error("outbound request timed out")]
+    Timeout,
+    /// Name resolution, the connection or TLS failed.
+    #[error("could not reach the server: {0}")]
+    Connect(String),
+    /// The response body is larger than allowed.
+    #[error("the response is too large")]
+    TooLarge,
+    /// More redirects than allowed.
+    #[error("too many redirects")]
+    TooManyRedirects,
+    /// The request itself cannot be sent (a URL without a host, a bad header, ...).
+    #[error("invalid outbound request: {0}")]
+    Invalid(String),
+}
+
+impl OutboundGuard {
+    /// Builds the guard and its HTTP client (rustls with ring, compiled-in web PKI roots, no
+    /// proxy, no automatic redirects, the guard's resolver).
+    pub fn new(settings: GuardSettings) -> Result<Self, OutboundError> {
+        // reqwest has no TLS provider of its own here; ring is the only one compiled in.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let roots = webpki_root_certs::TLS_SERVER_ROOT_CERTS
+            .iter()
+            .map(|cert| reqwest::Certificate::from_der(cert.as_ref()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|err| OutboundError::Invalid(format!("root certificates: {err}")))?;
+        let resolver = GuardResolver::new(settings.allow_private_hosts);
+        let client = reqwest::Client::builder()
+            .tls_certs_only(roots)
+            .user_agent(IMPLEMENTATION)
+            .connect_timeout(settings.connect_timeout)
+            .timeout(settings.total_timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            // A proxy would resolve names itself, past the guard's checks.
+            .no_proxy()
+            .referer(false)
+            .dns_resolver(Arc::new(resolver.clone()))
+            // Peers such as Radicale's built-in server close every connection; keep idle
+            // connections briefly only.
+            .pool_idle_timeout(Duration::from_secs(30))
+            .build()
+            .map_err(|err| OutboundError::Invalid(format!("HTTP client: {}", error_chain(&err))))?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                settings,
+                client,
+                resolver,
+            }),
+        })
+    }
+
+    /// Whether plain HTTP and non-public addresses are allowed.
+    pub fn allows_private_hosts(&self) -> bool {
+        self.inner.settings.allow_private_hosts
+    }
+
+    /// Checks scheme and host class of `url` without sending (used to validate user input
+    /// early). A name is resolved and every address it has must be allowed.
+    pub async fn check(&self, url: &Url) -> Result<(), OutboundError> {
+        let host = self.check_static(url)?;
+        if let Host::Domain(name) = host
+            && !self.allows_private_hosts()
+        {
+            let lookup = self.inner.resolver.lookup(&name);
+            match tokio::time::timeout(self.inner.settings.connect_timeout, lookup).await {
+                Err(_) => return Err(OutboundError::Timeout),
+                Ok(Err(RefusedName::Refused(reason))) => {
+                    return Err(OutboundError::Refused(reason));
+                }
+                Ok(Err(RefusedName::Lookup(message))) => {
+                    return Err(OutboundError::Connect(message));
+                }
+                Ok(Ok(_)) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends `request`, following redirects, and reads the whole response body.
+    pub async fn send(&self, request: OutboundRequest) -> Result<OutboundResponse, OutboundError> {
+        let total = self.inner.settings.total_timeout;
+        match tokio::time::timeout(total, self.exchange(request)).await {
+            Ok(result) => result,
+            Err(_) => Err(OutboundError::Timeout),
+        }
+    }
+
+    /// Scheme, credentials and IP-literal checks that need no lookup; returns the host.
+    fn check_static(&self, url: &Url) -> Result<Host<String>, OutboundError> {
+        let allow_private = self.allows_private_hosts();
+        match url.scheme() {
+            "https" => {}
+            "http" if allow_private => {}
+            "http" => {
+                return Err(OutboundError::Refused(
+                    "plain http is not allowed; use https".into(),
+                ));
+            }
+            other => {
+                return Err(OutboundError::Refused(format!(
+                    "the {other:?} scheme is not allowed"
+                )));
+            }
+        }
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(OutboundError::Invalid(
+                "the URL carries credentials; they belong in the Authorization header".into(),
+            ));
+        }
+        let host = url
+            .host()
+            .ok_or_else(|| OutboundError::Invalid("the URL has no host".into()))?
+            .to_owned();
+        if !allow_private {
+            let ip = match &host {
+                Host::Ipv4(v4) => Some(IpAddr::V4(*v4)),
+                Host::Ipv6(v6) => Some(IpAddr::V6(*v6)),
+                Host::Domain(_) => None,
+            };
+            if let Some(ip) = ip
+                && let Some(reason) = address::non_public_reason(ip)
+            {
+                return Err(OutboundError::Refused(format!("{ip} is a {reason}")));
+            }
+        }
+        Ok(host)
+    }
+
+    async fn exchange(&self, request: OutboundRequest) -> Result<OutboundResponse, OutboundError> {
+        let OutboundRequest {
+            mut method,
+            mut url,
+            mut headers,
+            mut body,
+        } = request;
+        let mut redirects = 0usize;
+        loop {
+            self.check_static(&url)?;
+            let mut outgoing = reqwest::Request::new(method.clone(), url.clone());
+            *outgoing.headers_mut() = headers.clone();
+            if let Some(bytes) = &body {
+                *outgoing.body_mut() = Some(reqwest::Body::from(bytes.clone()));
+            }
+            let response = self
+                .inner
+                .client
+                .execute(outgoing)
+                .await
+                .map_err(map_reqwest_error)?;
+            let status = response.status();
+            let location = response.headers().get(header::LOCATION).cloned();
+            let next = match (is_redirect(status), location) {
+                (true, Some(location)) => Some(location),
+                _ => None,
+            };
+            let Some(location) = next else {
+                return self.read(response, url).await;
+            };
+            if redirects >= self.inner.settings.max_redirects {
+                return Err(OutboundError::TooManyRedirects);
+            }
+            redirects += 1;
+            let target = location
+                .to_str()
+                .ok()
+                .and_then(|location| url.join(location).ok())
+                .ok_or_else(|| OutboundError::Invalid("unreadable redirect Location".into()))?;
+            drop(response);
+            if changes_to_get(status, &method) {
+                method = if method == Method::HEAD {
+                    Method::HEAD
+                } else {
+                    Method::GET
+                };
+                body = None;
+                headers.remove(header::CONTENT_TYPE);
+                headers.remove(header::CONTENT_LENGTH);
+                headers.remove(header::CONTENT_ENCODING);
+            }
+            if origin(&target) != origin(&url) {
+                headers.remove(header::AUTHORIZATION);
+                headers.remove(header::COOKIE);
+                headers.remove(header::PROXY_AUTHORIZATION);
+            }
+            url = target;
+        }
+    }
+
+    async fn read(
+        &self,
+        mut response: reqwest::Response,
+        url: Url,
+    ) -> Result<OutboundResponse, OutboundError> {
+        let max = self.inner.settings.max_body_bytes;
+        if response
+            .content_length()
+            .is_some_and(|length| length > max as u64)
+        {
+            return Err(OutboundError::TooLarge);
+        }
+        let status = response.status();
+        let headers = std::mem::take(response.headers_mut());
+        let mut body = BytesMut::new();
+        while let Some(chunk) = response.chunk().await.map_err(map_reqwest_error)? {
+            if body.len().saturating_add(chunk.len()) > max {
+                return Err(OutboundError::TooLarge);
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(OutboundResponse {
+            status,
+            headers,
+            body: body.freeze(),
+            url,
+        })
+    }
+}
+
+fn is_redirect(status: StatusCode) -> bool {
+    matches!(
+        status,
+        StatusCode::MOVED_PERMANENTLY
+            | StatusCode::FOUND
+            | StatusCode::SEE_OTHER
+            | StatusCode::TEMPORARY_REDIRECT
+            | StatusCode::PERMANENT_REDIRECT
+    )
+}
+
+/// 303 turns every method but HEAD into GET; 301 and 302 do so for POST only (what browsers
+/// do). Everything else keeps its method and body: a PROPFIND redirected from
+/// `/.well-known/caldav` with 301 stays a PROPFIND.
+fn changes_to_get(status: StatusCode, method: &Method) -> bool {
+    match status {
+        StatusCode::SEE_OTHER => true,
+        StatusCode::MOVED_PERMANENTLY | StatusCode::FOUND => *method == Method::POST,
+        _ => false,
+    }
+}
+
+fn origin(url: &Url) -> (String, Option<String>, Option<u16>) {
+    (
+        url.scheme().to_owned(),
+        url.host_str().map(str::to_ascii_lowercase),
+        url.port_or_known_default(),
+    )
+}
+
+fn map_reqwest_error(err: reqwest::Error) -> OutboundError {
+    let mut source = err.source();
+    while let Some(cause) = source {
+        if let Some(refused) = cause.downcast_ref::<RefusedName>() {
+            return match refused {
+                RefusedName::Refused(reason) => OutboundError::Refused(reason.clone()),
+                RefusedName::Lookup(message) => OutboundError::Connect(message.clone()),
+            };
+        }
+        source = cause.source();
+    }
+    if err.is_timeout() {
+        return OutboundError::Timeout;
+    }
+    OutboundError::Connect(error_chain(&err.without_url()))
+}
+
+/// The error and its causes, one after another (without the URL, which may carry secrets in
+/// its query).
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut message = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        source = cause.source();
+    }
+    message
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn redirect_method_rules() {
+        let propfind = Method::from_bytes(b"PROPFIND").unwrap();
+        assert!(!changes_to_get(StatusCode::MOVED_PERMANENTLY, &propfind));
+        assert!(!changes_to_get(StatusCode::FOUND, &propfind));
+        assert!(!changes_to_get(
+            StatusCode::TEMPORARY_REDIRECT,
+            &Method::POST
+        ));
+        assert!(!changes_to_get(
+            StatusCode::PERMANENT_REDIRECT,
+            &Method::PUT
+        ));
+        assert!(changes_to_get(StatusCode::FOUND, &Method::POST));
+        assert!(changes_to_get(StatusCode::SEE_OTHER, &propfind));
+    }
+
+    #[test]
+    fn origins_compare_scheme_host_and_port() {
+        let a = Url::parse("https://Example.com/a").unwrap();
+        let b = Url::parse("https://example.com:443/b").unwrap();
+        let c = Url::parse("https://example.com:8443/").unwrap();
+        let d = Url::parse("http://example.com/").unwrap();
+        assert_eq!(origin(&a), origin(&b));
+        assert_ne!(origin(&a), origin(&c));
+        assert_ne!(origin(&a), origin(&d));
+    }
+}
