@@ -1,24 +1,17 @@
 //! Provider mirrors: connected CalDAV accounts, the remote calendars of each account with
-//! their local mirrors, which remote resource each mirrored event belongs to, and the outbox
-//! of provider writes.
-//!
-//! Outbox rows are written by the event commands in the same transaction as the change they
-//! carry ([`enqueue`]). The account's sync actor claims them ([`claim`]): on PostgreSQL with
-//! `FOR UPDATE SKIP LOCKED` and a lease, so two server processes never deliver one row
-//! twice; a row leaves only when delivered ([`finish`]) or given up.
+//! their local mirrors, and which remote resource each mirrored event belongs to. The
+//! provider writes still to deliver are in [`super::outbox`].
 
 use std::collections::HashMap;
 
-use chrono::{DateTime, Duration, Utc};
-use entities::{caldav_accounts, external_calendars, external_events, provider_outbox};
-use sea_orm::sea_query::{Expr, ExprTrait};
+use chrono::{DateTime, Utc};
+use entities::{caldav_accounts, external_calendars, external_events};
+use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbBackend, DbErr,
-    EntityTrait, QueryFilter, QueryOrder, QuerySelect, Statement, Value,
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait,
+    QueryFilter, QueryOrder,
 };
 use uuid::Uuid;
-
-use super::Database;
 
 /// The `provider` value of CalDAV rows.
 pub const CALDAV: &str = "caldav";
@@ -332,222 +325,6 @@ pub async fn forget_event(
     Ok(())
 }
 
-/// A provider write to deliver.
-#[derive(Debug, Clone)]
-pub struct OutboxWrite {
-    /// Provider.
-    pub provider: String,
-    /// Account.
-    pub account_id: String,
-    /// Mirror calendar.
-    pub calendar_id: Uuid,
-    /// Event.
-    pub event_id: Uuid,
-    /// `put` or `delete`.
-    pub action: &'static str,
-    /// For deletes: the resource and its tag, captured now (the mapping goes with the
-    /// change).
-    pub remote: Option<(String, Option<String>)>,
-}
-
-/// Writes outbox rows (in the caller's transaction).
-pub async fn enqueue(
-    txn: &impl ConnectionTrait,
-    writes: &[OutboxWrite],
-    now: DateTime<Utc>,
-) -> Result<(), DbErr> {
-    if writes.is_empty() {
-        return Ok(());
-    }
-    let rows = writes.iter().map(|write| provider_outbox::ActiveModel {
-        provider: Set(write.provider.clone()),
-        account_id: Set(write.account_id.clone()),
-        calendar_id: Set(write.calendar_id),
-        event_id: Set(write.event_id),
-        action: Set(write.action.to_owned()),
-        remote_href: Set(write.remote.as_ref().map(|(href, _)| href.clone())),
-        etag: Set(write.remote.as_ref().and_then(|(_, etag)| etag.clone())),
-        attempts: Set(0),
-        next_attempt_at: Set(now),
-        claimed_by: Set(None),
-        claimed_until: Set(None),
-        last_error: Set(None),
-        created_at: Set(now),
-        ..Default::default()
-    });
-    provider_outbox::Entity::insert_many(rows)
-        .exec_without_returning(txn)
-        .await?;
-    Ok(())
-}
-
-/// Claims up to `limit` due rows of an account for `instance` until `now + lease`: rows
-/// nobody holds (or whose holder's lease ran out), oldest first. On PostgreSQL the rows are
-/// locked `FOR UPDATE SKIP LOCKED` while claimed, so concurrent claimers never take the
-/// same row; SQLite's single writer serializes claims.
-pub async fn claim(
-    db: &Database,
-    provider: &str,
-    account_id: &str,
-    instance: &str,
-    lease: Duration,
-    limit: u64,
-) -> Result<Vec<provider_outbox::Model>, DbErr> {
-    let now = Utc::now();
-    let txn = db.begin_write().await?;
-    let backend = txn.get_database_backend();
-    let due = provider_outbox::Column::ClaimedUntil
-        .is_null()
-        .or(provider_outbox::Column::ClaimedUntil.lt(now));
-    let mut query = provider_outbox::Entity::find()
-        .filter(provider_outbox::Column::Provider.eq(provider))
-        .filter(provider_outbox::Column::AccountId.eq(account_id))
-        .filter(provider_outbox::Column::NextAttemptAt.lte(now))
-        .filter(due)
-        .order_by_asc(provider_outbox::Column::Id)
-        .limit(limit);
-    if backend == DbBackend::Postgres {
-        query = query.lock_with_behavior(
-            sea_orm::sea_query::LockType::Update,
-            sea_orm::sea_query::LockBehavior::SkipLocked,
-        );
-    }
-    let rows = query.all(&txn).await?;
-    if rows.is_empty() {
-        txn.commit().await?;
-        return Ok(rows);
-    }
-    let until = now + lease;
-    provider_outbox::Entity::update_many()
-        .col_expr(provider_outbox::Column::ClaimedBy, Expr::value(instance))
-        .col_expr(provider_outbox::Column::ClaimedUntil, Expr::value(until))
-        .filter(provider_outbox::Column::Id.is_in(rows.iter().map(|row| row.id)))
-        .exec(&txn)
-        .await?;
-    txn.commit().await?;
-    Ok(rows)
-}
-
-/// Removes delivered (or given-up) rows, if `instance` still holds them.
-pub async fn finish(db: &impl ConnectionTrait, ids: &[i64], instance: &str) -> Result<(), DbErr> {
-    if ids.is_empty() {
-        return Ok(());
-    }
-    provider_outbox::Entity::delete_many()
-        .filter(provider_outbox::Column::Id.is_in(ids.iter().copied()))
-        .filter(provider_outbox::Column::ClaimedBy.eq(instance))
-        .exec(db)
-        .await?;
-    Ok(())
-}
-
-/// Releases rows that failed to be delivered: tried again from `next_attempt_at`.
-pub async fn retry_later(
-    db: &impl ConnectionTrait,
-    ids: &[i64],
-    next_attempt_at: DateTime<Utc>,
-    error: &str,
-) -> Result<(), DbErr> {
-    if ids.is_empty() {
-        return Ok(());
-    }
-    provider_outbox::Entity::update_many()
-        .col_expr(
-            provider_outbox::Column::Attempts,
-            Expr::col(provider_outbox::Column::Attempts).add(1),
-        )
-        .col_expr(
-            provider_outbox::Column::NextAttemptAt,
-            Expr::value(next_attempt_at),
-        )
-        .col_expr(
-            provider_outbox::Column::ClaimedBy,
-            Expr::value(Option::<String>::None),
-        )
-        .col_expr(
-            provider_outbox::Column::ClaimedUntil,
-            Expr::value(Option::<DateTime<Utc>>::None),
-        )
-        .col_expr(provider_outbox::Column::LastError, Expr::value(error))
-        .filter(provider_outbox::Column::Id.is_in(ids.iter().copied()))
-        .exec(db)
-        .await?;
-    Ok(())
-}
-
-/// Drops the pending writes of mirrors being removed (in the caller's transaction).
-pub async fn drop_writes_for_calendars(
-    txn: &impl ConnectionTrait,
-    calendars: &[Uuid],
-) -> Result<(), DbErr> {
-    if calendars.is_empty() {
-        return Ok(());
-    }
-    provider_outbox::Entity::delete_many()
-        .filter(provider_outbox::Column::CalendarId.is_in(calendars.iter().copied()))
-        .exec(txn)
-        .await?;
-    Ok(())
-}
-
-/// Pending rows and the oldest one's creation, per provider.
-pub async fn outbox_depth(
-    db: &impl ConnectionTrait,
-) -> Result<Vec<(String, i64, Option<DateTime<Utc>>)>, DbErr> {
-    let backend = db.get_database_backend();
-    let rows = db
-        .query_all_raw(Statement::from_sql_and_values(
-            backend,
-            "SELECT provider, count(*) AS pending, min(created_at) AS oldest \
-             FROM provider_outbox GROUP BY provider",
-            Vec::<Value>::new(),
-        ))
-        .await?;
-    rows.into_iter()
-        .map(|row| {
-            Ok((
-                row.try_get::<String>("", "provider")?,
-                row.try_get::<i64>("", "pending")?,
-                row.try_get::<Option<DateTime<Utc>>>("", "oldest")?,
-            ))
-        })
-        .collect()
-}
-
-/// Whether an account still has rows to deliver.
-pub async fn has_pending(
-    db: &impl ConnectionTrait,
-    provider: &str,
-    account_id: &str,
-) -> Result<bool, DbErr> {
-    Ok(provider_outbox::Entity::find()
-        .filter(provider_outbox::Column::Provider.eq(provider))
-        .filter(provider_outbox::Column::AccountId.eq(account_id))
-        .one(db)
-        .await?
-        .is_some())
-}
-
-/// The earliest moment an account's rows are due again (to set the actor's timer).
-pub async fn next_due(
-    db: &impl ConnectionTrait,
-    provider: &str,
-    account_id: &str,
-) -> Result<Option<DateTime<Utc>>, DbErr> {
-    Ok(provider_outbox::Entity::find()
-        .filter(provider_outbox::Column::Provider.eq(provider))
-        .filter(provider_outbox::Column::AccountId.eq(account_id))
-        .order_by_asc(provider_outbox::Column::NextAttemptAt)
-        .one(db)
-        .await?
-        .map(|row| {
-            Ord::max(
-                row.next_attempt_at,
-                row.claimed_until.unwrap_or(row.next_attempt_at),
-            )
-        }))
-}
-
 /// A remote calendar to mirror into a new local calendar.
 #[derive(Debug, Clone)]
 pub struct NewMirror {
@@ -614,19 +391,4 @@ pub async fn create_mirror(
     .insert(txn)
     .await?;
     Ok((calendar, mirror))
-}
-
-/// Pending outbox deletes of a mirror, by resource (a pull must not bring those back).
-pub async fn pending_deletes(
-    db: &impl ConnectionTrait,
-    calendar_id: Uuid,
-) -> Result<std::collections::HashSet<String>, DbErr> {
-    Ok(provider_outbox::Entity::find()
-        .filter(provider_outbox::Column::CalendarId.eq(calendar_id))
-        .filter(provider_outbox::Column::Action.eq("delete"))
-        .all(db)
-        .await?
-        .into_iter()
-        .filter_map(|row| row.remote_href)
-        .collect())
 }

@@ -21,6 +21,7 @@ pub mod member_tokens;
 pub mod members;
 pub mod mirrors;
 pub mod notifications;
+pub mod outbox;
 pub mod pages;
 pub mod reminders;
 pub mod scheduled_tasks;

@@ -28,7 +28,7 @@ use crate::domain::frames::Frame;
 use crate::error::AppError;
 use crate::ical::export::export_resource;
 use crate::providers::caldav::{CaldavClient, CaldavError};
-use crate::store::{calendars as calendar_store, events as event_store, members, mirrors};
+use crate::store::{calendars as calendar_store, events as event_store, members, mirrors, outbox};
 
 /// Rows claimed per round.
 const CLAIM_BATCH: u64 = 100;
@@ -69,7 +69,7 @@ pub async fn deliver_caldav(
     let account_id = account.id.to_string();
     let lease =
         chrono::Duration::from_std(env.outbox.lease).unwrap_or(chrono::Duration::minutes(5));
-    let rows = mirrors::claim(
+    let rows = outbox::claim(
         &services.db,
         mirrors::CALDAV,
         &account_id,
@@ -96,7 +96,7 @@ pub async fn deliver_caldav(
     for ((calendar_id, event_id), rows) in groups {
         let ids: Vec<i64> = rows.iter().map(|row| row.id).collect();
         if report.unauthorized {
-            mirrors::retry_later(services.db.conn(), &ids, Utc::now(), "unauthorized").await?;
+            outbox::retry_later(services.db.conn(), &ids, Utc::now(), "unauthorized").await?;
             report.retrying += ids.len();
             continue;
         }
@@ -106,18 +106,18 @@ pub async fn deliver_caldav(
         let outcome = deliver_one(env, &client, account, last).await?;
         match outcome {
             Outcome::Done => {
-                mirrors::finish(services.db.conn(), &ids, &env.instance_id).await?;
+                outbox::finish(services.db.conn(), &ids, &env.instance_id).await?;
                 report.done += ids.len();
             }
             Outcome::Conflict => {
-                mirrors::finish(services.db.conn(), &ids, &env.instance_id).await?;
+                outbox::finish(services.db.conn(), &ids, &env.instance_id).await?;
                 report.done += ids.len();
                 conflicts.push(calendar_id);
                 report_delivery(env, calendar_id, event_id, "conflict", None).await?;
             }
             Outcome::GivenUp(reason) => {
                 services.metrics.sync_failed("caldav", "push");
-                mirrors::finish(services.db.conn(), &ids, &env.instance_id).await?;
+                outbox::finish(services.db.conn(), &ids, &env.instance_id).await?;
                 report.done += ids.len();
                 tracing::warn!(reason = %reason, "sync.push.given_up");
                 report_delivery(env, calendar_id, event_id, "failed", Some(&reason)).await?;
@@ -139,11 +139,11 @@ pub async fn deliver_caldav(
                     )
                     .await?;
                     report.unauthorized = true;
-                    mirrors::retry_later(services.db.conn(), &ids, Utc::now(), "unauthorized")
+                    outbox::retry_later(services.db.conn(), &ids, Utc::now(), "unauthorized")
                         .await?;
                     report.retrying += ids.len();
                 } else if age > env.outbox.give_up_after {
-                    mirrors::finish(services.db.conn(), &ids, &env.instance_id).await?;
+                    outbox::finish(services.db.conn(), &ids, &env.instance_id).await?;
                     report.done += ids.len();
                     let reason = format!("gave up after {} attempts: {err}", attempts + 1);
                     tracing::warn!(reason = %reason, "sync.push.given_up");
@@ -151,7 +151,7 @@ pub async fn deliver_caldav(
                 } else {
                     let next = Utc::now() + backoff(env, attempts, err.retry_after());
                     tracing::info!(attempts, error = %err, "sync.push.retry");
-                    mirrors::retry_later(services.db.conn(), &ids, next, &err.to_string()).await?;
+                    outbox::retry_later(services.db.conn(), &ids, next, &err.to_string()).await?;
                     report.retrying += ids.len();
                 }
             }
@@ -422,7 +422,7 @@ async fn report_delivery(
 
 /// The next moment an account's outbox has something due, if any.
 pub async fn next_due(env: &Mirrors, account_id: Uuid) -> Result<Option<DateTime<Utc>>, AppError> {
-    Ok(mirrors::next_due(
+    Ok(outbox::next_due(
         env.services.db.conn(),
         mirrors::CALDAV,
         &account_id.to_string(),

@@ -11,7 +11,7 @@ use crate::commands::events::visibility::{self as event_visibility, CalendarDele
 use crate::commands::{Services, announce_removed};
 use crate::domain::ids::UserId;
 use crate::error::AppError;
-use crate::store::{calendars as calendar_store, members, mirrors};
+use crate::store::{calendars as calendar_store, members, mirrors, outbox};
 
 /// A mirror taken away locally, to announce after the commit.
 #[derive(Debug, Default)]
@@ -49,7 +49,7 @@ pub async fn remove_mirror_calendar(
 ) -> Result<(), AppError> {
     calendar_store::lock_for_deletion(txn, calendar_id).await?;
     let former = members::member_ids(txn, calendar_id).await?;
-    mirrors::drop_writes_for_calendars(txn, &[calendar_id]).await?;
+    outbox::drop_writes_for_calendars(txn, &[calendar_id]).await?;
     let deletion = event_visibility::on_calendar_deleted(txn, calendar_id, now).await?;
     calendar_store::delete(txn, calendar_id).await?;
     removed.calendars.push((calendar_id, former));

@@ -19,7 +19,7 @@ use super::resources::{self, Resource};
 use crate::domain::frames::Frame;
 use crate::error::AppError;
 use crate::providers::caldav::{CaldavClient, CaldavError, RemoteCalendar, SyncChanges};
-use crate::store::{calendars as calendar_store, members, mirrors};
+use crate::store::{calendars as calendar_store, members, mirrors, outbox};
 
 /// Why a pull (or a connect) failed.
 #[derive(Debug, thiserror::Error)]
@@ -209,7 +209,7 @@ pub async fn pull_caldav(
         let (known_resources, skip) = match mirror.and_then(|m| m.calendar_id) {
             Some(local) => (
                 mirrors::resources_of(services.db.conn(), local).await?,
-                mirrors::pending_deletes(services.db.conn(), local).await?,
+                outbox::pending_deletes(services.db.conn(), local).await?,
             ),
             None => Default::default(),
         };
