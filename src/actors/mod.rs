@@ -232,6 +232,18 @@ impl crate::commands::Announce for Actors {
     fn is_connected(&self, user: &str) -> bool {
         self.sessions.is_connected(user)
     }
+
+    fn provider_writes_queued(&self, accounts: &[(String, String)]) {
+        for (provider, account) in accounts {
+            if provider != crate::store::mirrors::CALDAV {
+                continue;
+            }
+            if let Ok(account_id) = uuid::Uuid::parse_str(account) {
+                self.providers
+                    .tell(providers::ProvidersMsg::Deliver { account_id });
+            }
+        }
+    }
 }
 
 /// Sends a reply, ignoring a caller that has gone away (not an error for the actor).

@@ -57,12 +57,30 @@ pub trait Announce: Send + Sync + std::fmt::Debug {
     fn mail_batch_due(&self, due_at: DateTime<Utc>);
     /// Whether `user` has an open stream (frames for others need not be built).
     fn is_connected(&self, user: &str) -> bool;
+    /// Rows were committed to the outbox of these accounts (`(provider, account)`): their
+    /// sync actors deliver them now.
+    fn provider_writes_queued(&self, accounts: &[(String, String)]);
 }
 
 impl Services {
     /// Sends `frame` to every stream of each user in `users`, once per user.
     pub fn broadcast<'a>(&self, users: impl IntoIterator<Item = &'a str>, frame: &Frame) {
         self.announce.broadcast_to(&mut users.into_iter(), frame);
+    }
+
+    /// Tells the sync actors of these accounts that their outbox has new rows (after the
+    /// commit; each account once).
+    pub fn provider_writes_queued<'a>(
+        &self,
+        accounts: impl IntoIterator<Item = &'a (String, String)>,
+    ) {
+        let mut unique: Vec<(String, String)> = accounts.into_iter().cloned().collect();
+        if unique.is_empty() {
+            return;
+        }
+        unique.sort();
+        unique.dedup();
+        self.announce.provider_writes_queued(&unique);
     }
 }
 

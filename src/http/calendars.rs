@@ -14,9 +14,10 @@ use super::conditional::{self, EntityTag, if_none_match};
 use super::extract::{AuthUser, authenticated, json_body, ok_text, respond, with_ctx};
 use crate::actors::calendar::CalendarCommand;
 use crate::commands::calendar::CalendarChange;
+use crate::commands::mirrors::calendars::{RemoteChange, before_change, create_in_account};
 use crate::commands::not_a_member;
 use crate::context::Ctx;
-use crate::domain::ids::{CalendarId, require_uuid};
+use crate::domain::ids::{CalendarId, UserId, require_uuid};
 use crate::domain::roles::Role;
 use crate::error::AppError;
 use crate::store::calendars::{self as calendar_store, NewCalendar};
@@ -142,6 +143,7 @@ async fn list_calendars_handler(
     let calendars = calendar_store::list_for_user(&ctx.db, user.id()).await?;
     let ids: Vec<_> = calendars.iter().map(|(calendar, _)| calendar.id).collect();
     let members = members::list_for_calendars(ctx.db.conn(), &ids).await?;
+    let links = crate::store::mirrors::provider_links(ctx.db.conn(), &ids).await?;
     let views: Vec<CalendarView> = calendars
         .iter()
         .map(|(calendar, role)| {
@@ -150,6 +152,7 @@ async fn list_calendars_handler(
                 .map(Vec::as_slice)
                 .unwrap_or_default();
             CalendarView::new(calendar, members, Some(*role))
+                .with_provider(links.get(&calendar.id), user.id())
         })
         .collect();
     let tag = EntityTag::weak("calendars", user.id(), &calendar_versions(&views));
@@ -167,7 +170,7 @@ fn calendar_versions(views: &[CalendarView]) -> String {
     for view in views {
         let _ = write!(
             versions,
-            "{}|{}|{}|{}|{}|{}|{}|{:?}|",
+            "{}|{}|{}|{}|{}|{}|{}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|",
             view.id,
             view.updated_at.timestamp_nanos_opt().unwrap_or_default(),
             view.creator_id,
@@ -175,7 +178,13 @@ fn calendar_versions(views: &[CalendarView]) -> String {
             view.name.len(),
             view.name,
             view.color,
-            view.role
+            view.role,
+            view.provider,
+            view.account_id,
+            view.account_label,
+            view.server_url,
+            view.sync_status,
+            view.sync_error_code
         );
         for member in &view.members {
             let _ = write!(
@@ -236,7 +245,22 @@ async fn create_calendar_handler(
     body: CalendarRequest,
 ) -> Result<Response, AppError> {
     let change = body.change()?;
-    native_destination(body.provider.as_deref(), body.account_id.as_deref())?;
+    if let Some((provider, account)) =
+        destination(body.provider.as_deref(), body.account_id.as_deref())?
+    {
+        let view = create_in_account(
+            &ctx.mirrors,
+            &UserId::from(user.id()),
+            provider,
+            account,
+            &change.name,
+            &change.color,
+        )
+        .await?;
+        return Ok(
+            warp::reply::with_status(warp::reply::json(&view), StatusCode::CREATED).into_response(),
+        );
+    }
     let calendar = calendar_store::create(
         &ctx.db,
         NewCalendar {
@@ -252,23 +276,36 @@ async fn create_calendar_handler(
     Ok(warp::reply::with_status(warp::reply::json(&view), StatusCode::CREATED).into_response())
 }
 
-/// Checks the optional `provider` + `accountId` destination of a new calendar (create,
-/// import): none means a native calendar; connected accounts are not available yet.
+/// Checks the optional `provider` + `accountId` destination of a new calendar: none means
+/// a native calendar.
+fn destination<'a>(
+    provider: Option<&'a str>,
+    account_id: Option<&'a str>,
+) -> Result<Option<(&'a str, &'a str)>, AppError> {
+    match (provider, account_id) {
+        (None, None) => Ok(None),
+        (Some(_), None) | (None, Some(_)) => Err(AppError::bad_request(
+            "Calendar destination requires both provider and accountId.",
+        )),
+        (Some("caldav"), Some(account)) => Ok(Some(("caldav", account))),
+        (Some("google" | "microsoft" | "provider_a" | "provider_c"), Some(_)) => Err(
+            AppError::forbidden("That account isn't connected to your user."),
+        ),
+        (Some(_), Some(_)) => Err(AppError::bad_request("Unsupported provider.")),
+    }
+}
+
+/// Checks the optional `provider` + `accountId` destination of an import: imports are made
+/// as native calendars only.
 pub(super) fn native_destination(
     provider: Option<&str>,
     account_id: Option<&str>,
 ) -> Result<(), AppError> {
-    match (provider, account_id) {
-        (None, None) => Ok(()),
-        (Some(_), None) | (None, Some(_)) => Err(AppError::bad_request(
-            "Calendar destination requires both provider and accountId.",
+    match destination(provider, account_id)? {
+        None => Ok(()),
+        Some(_) => Err(AppError::bad_request(
+            "Importing into a connected account is not available on this server yet.",
         )),
-        (Some("google" | "microsoft" | "caldav" | "provider_a" | "provider_c"), Some(_)) => {
-            Err(AppError::bad_request(
-                "Creating calendars in a connected account is not available on this server yet.",
-            ))
-        }
-        (Some(_), Some(_)) => Err(AppError::bad_request("Unsupported provider.")),
     }
 }
 
@@ -294,6 +331,16 @@ async fn update_calendar_handler(
     let id = body.id()?;
     let change = body.change()?;
     let actor = user.id().to_owned();
+    before_change(
+        &ctx.mirrors,
+        id,
+        &UserId::from(user.id()),
+        RemoteChange::Update {
+            name: &change.name,
+            color: &change.color,
+        },
+    )
+    .await?;
     let view = ctx
         .ask_calendar(CalendarId(id), |reply| CalendarCommand::Update {
             by: actor.into(),
@@ -325,6 +372,13 @@ async fn delete_calendar_handler(
 ) -> Result<Response, AppError> {
     let id = body.id()?;
     let actor = user.id().to_owned();
+    before_change(
+        &ctx.mirrors,
+        id,
+        &UserId::from(user.id()),
+        RemoteChange::Delete,
+    )
+    .await?;
     let view = ctx
         .ask_calendar(CalendarId(id), |reply| CalendarCommand::Delete {
             by: actor.into(),

@@ -392,3 +392,61 @@ pub async fn create_mirror(
     .await?;
     Ok((calendar, mirror))
 }
+
+/// What a listing shows of a mirror's account.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderLink {
+    /// `caldav`, `google` or `microsoft`.
+    pub provider: String,
+    /// The account.
+    pub account_id: String,
+    /// The account's label (a CalDAV user name).
+    pub account_label: Option<String>,
+    /// The CalDAV server.
+    pub server_url: Option<String>,
+    /// The user who owns the account.
+    pub owner: String,
+    /// `reconnect_required` when the provider refused the credentials.
+    pub sync_status: Option<String>,
+    /// Why.
+    pub sync_error_code: Option<String>,
+}
+
+/// The provider links of the mirrors among `calendars`.
+pub async fn provider_links(
+    db: &impl ConnectionTrait,
+    calendars: &[Uuid],
+) -> Result<HashMap<Uuid, ProviderLink>, DbErr> {
+    let mirrors = mirrors_of(db, calendars).await?;
+    if mirrors.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let account_ids: Vec<Uuid> = mirrors
+        .values()
+        .filter(|mirror| mirror.provider == CALDAV)
+        .filter_map(|mirror| Uuid::parse_str(&mirror.account_id).ok())
+        .collect();
+    let accounts: HashMap<String, caldav_accounts::Model> = caldav_accounts::Entity::find()
+        .filter(caldav_accounts::Column::Id.is_in(account_ids))
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|account| (account.id.to_string(), account))
+        .collect();
+    Ok(mirrors
+        .into_iter()
+        .map(|(calendar, mirror)| {
+            let account = accounts.get(&mirror.account_id);
+            let link = ProviderLink {
+                account_label: account.map(|a| a.username.clone()),
+                server_url: account.map(|a| a.server_url.clone()),
+                sync_status: account.and_then(|a| a.sync_status.clone()),
+                sync_error_code: account.and_then(|a| a.sync_error_code.clone()),
+                provider: mirror.provider,
+                account_id: mirror.account_id,
+                owner: mirror.user_id,
+            };
+            (calendar, link)
+        })
+        .collect())
+}

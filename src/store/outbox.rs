@@ -3,7 +3,7 @@
 //! `FOR UPDATE SKIP LOCKED` and a lease on PostgreSQL, so two processes never deliver one
 //! row twice), and removed only once delivered or given up ([`finish`]).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Duration, Utc};
 use entities::provider_outbox;
@@ -43,22 +43,7 @@ pub async fn enqueue(
     if writes.is_empty() {
         return Ok(());
     }
-    let rows = writes.iter().map(|write| provider_outbox::ActiveModel {
-        provider: Set(write.provider.clone()),
-        account_id: Set(write.account_id.clone()),
-        calendar_id: Set(write.calendar_id),
-        event_id: Set(write.event_id),
-        action: Set(write.action.to_owned()),
-        remote_href: Set(write.remote.as_ref().map(|(href, _)| href.clone())),
-        etag: Set(write.remote.as_ref().and_then(|(_, etag)| etag.clone())),
-        attempts: Set(0),
-        next_attempt_at: Set(now),
-        claimed_by: Set(None),
-        claimed_until: Set(None),
-        last_error: Set(None),
-        created_at: Set(now),
-        ..Default::default()
-    });
+    let rows = writes.iter().map(|write| row(write, now));
     provider_outbox::Entity::insert_many(rows)
         .exec_without_returning(txn)
         .await?;
@@ -245,4 +230,81 @@ pub async fn pending_deletes(
         .into_iter()
         .filter_map(|row| row.remote_href)
         .collect())
+}
+
+/// The mirrors among some calendars: calendar → (provider, account).
+pub type MirrorTargets = HashMap<Uuid, (String, String)>;
+
+/// The enabled mirrors among `calendars`.
+pub async fn targets(
+    db: &impl ConnectionTrait,
+    calendars: &[Uuid],
+) -> Result<MirrorTargets, DbErr> {
+    Ok(super::mirrors::mirrors_of(db, calendars)
+        .await?
+        .into_iter()
+        .filter(|(_, mirror)| !mirror.disabled)
+        .map(|(calendar, mirror)| (calendar, (mirror.provider, mirror.account_id)))
+        .collect())
+}
+
+/// The `put` rows of new events linked into mirrors: each event of `events` (id and
+/// calendars) once per mirror among its calendars.
+pub fn puts_for_new<'a>(
+    targets: &MirrorTargets,
+    events: impl IntoIterator<Item = (Uuid, &'a [Uuid])>,
+) -> Vec<OutboxWrite> {
+    if targets.is_empty() {
+        return Vec::new();
+    }
+    let mut writes = Vec::new();
+    for (event_id, calendars) in events {
+        for calendar in calendars {
+            if let Some((provider, account_id)) = targets.get(calendar) {
+                writes.push(OutboxWrite {
+                    provider: provider.clone(),
+                    account_id: account_id.clone(),
+                    calendar_id: *calendar,
+                    event_id,
+                    action: "put",
+                    remote: None,
+                });
+            }
+        }
+    }
+    writes
+}
+
+/// The insert of `writes`, to run in another write's statement or text (`None`: nothing).
+pub fn insert_statement(
+    writes: &[OutboxWrite],
+    now: DateTime<Utc>,
+) -> Option<sea_orm::sea_query::InsertStatement> {
+    use sea_orm::QueryTrait;
+    if writes.is_empty() {
+        return None;
+    }
+    Some(
+        provider_outbox::Entity::insert_many(writes.iter().map(|write| row(write, now)))
+            .into_query(),
+    )
+}
+
+fn row(write: &OutboxWrite, now: DateTime<Utc>) -> provider_outbox::ActiveModel {
+    provider_outbox::ActiveModel {
+        provider: Set(write.provider.clone()),
+        account_id: Set(write.account_id.clone()),
+        calendar_id: Set(write.calendar_id),
+        event_id: Set(write.event_id),
+        action: Set(write.action.to_owned()),
+        remote_href: Set(write.remote.as_ref().map(|(href, _)| href.clone())),
+        etag: Set(write.remote.as_ref().and_then(|(_, etag)| etag.clone())),
+        attempts: Set(0),
+        next_attempt_at: Set(now),
+        claimed_by: Set(None),
+        claimed_until: Set(None),
+        last_error: Set(None),
+        created_at: Set(now),
+        ..Default::default()
+    }
 }

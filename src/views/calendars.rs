@@ -8,6 +8,7 @@ use uuid::Uuid;
 use super::{optional_timestamp, timestamp};
 use crate::domain::roles::Role;
 use crate::store::members::Member;
+use crate::store::mirrors::ProviderLink;
 
 /// A calendar: its row, its members and (in listings and frames) the reader's role. The
 /// provider fields are null for native calendars.
@@ -161,6 +162,23 @@ impl CalendarView {
             sync_status: None,
             sync_error_code: None,
         }
+    }
+
+    /// The document with its mirror's account, as `reader` sees it: the sync status only
+    /// for the account's owner (other members are never asked to reconnect).
+    pub fn with_provider(mut self, link: Option<&ProviderLink>, reader: &str) -> Self {
+        let Some(link) = link else {
+            return self;
+        };
+        self.provider = Some(link.provider.clone());
+        self.account_id = Some(link.account_id.clone());
+        self.account_label = link.account_label.clone();
+        self.server_url = link.server_url.clone();
+        if link.owner == reader {
+            self.sync_status = link.sync_status.clone();
+            self.sync_error_code = link.sync_error_code.clone();
+        }
+        self
     }
 }
 

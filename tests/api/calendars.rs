@@ -106,11 +106,27 @@ async fn a_created_calendar_is_listed_with_role_and_read_with_members() {
 }
 
 #[tokio::test]
-async fn creating_into_a_provider_account_is_a_clear_400() {
+async fn creating_into_a_provider_account_is_a_clear_4xx() {
     let app = spawn_app().await;
     let user = app.sign_up("provider@example.com").await;
+    // An account that is not the caller's: 403, as the reference says.
     for body in [
         json!({ "name": "G", "color": "#fff", "provider": "google", "accountId": "acc" }),
+        json!({ "name": "G", "color": "#fff", "provider": "caldav", "accountId": "acc" }),
+        json!({ "name": "G", "color": "#fff", "provider": "caldav",
+                "accountId": "6f1c9c52-3c1e-4f43-9a57-0d2f8c1e7a01" }),
+    ] {
+        let response = app
+            .as_user(Method::POST, "/api/v1/calendars", &user)
+            .json(&body)
+            .send()
+            .await
+            .expect("request");
+        assert_eq!(response.status(), StatusCode::FORBIDDEN, "{body}");
+        let error: Value = response.json().await.expect("JSON");
+        assert_eq!(error["error"], "That account isn't connected to your user.");
+    }
+    for body in [
         json!({ "name": "G", "color": "#fff", "provider": "google" }),
         json!({ "name": "G", "color": "#fff", "provider": "myspace", "accountId": "acc" }),
         json!({ "name": "", "color": "#fff" }),

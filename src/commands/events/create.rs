@@ -23,6 +23,7 @@ use crate::store::events::WriteDeadline;
 use crate::store::events::calendar_roles::CalendarRoles;
 use crate::store::events::creations::{self, Creation, CreationsError};
 use crate::store::events::remembered_roles::RememberedRoles;
+use crate::store::outbox;
 use crate::views::events::EventView;
 
 /// One queued `CreateEvent`.
@@ -113,8 +114,27 @@ async fn commit(
             creator: pending.by.as_str(),
         })
         .collect();
-    let created =
-        creations::create_batch(&services.db, home, &creations, remembered, &mut check).await?;
+    let calendars: Vec<Uuid> = batch
+        .iter()
+        .flat_map(|pending| pending.input.calendars.iter().copied())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let mirrors = outbox::targets(services.db.conn(), &calendars)
+        .await
+        .map_err(|err| BatchError::Failed(err.into()))?;
+    let created = creations::create_batch(
+        &services.db,
+        home,
+        &creations,
+        remembered,
+        &mut check,
+        &mirrors,
+    )
+    .await?;
+    if created.outcomes.iter().any(Result::is_ok) {
+        services.provider_writes_queued(mirrors.values());
+    }
     Ok(created
         .outcomes
         .into_iter()

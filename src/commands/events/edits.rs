@@ -15,6 +15,8 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use crate::commands::mirrors::intents::{self, EventChange};
+
 use chrono::{DateTime, Utc};
 use entities::events;
 use sea_orm::ConnectionTrait;
@@ -247,6 +249,11 @@ async fn edit_once(
         frames: FrameBatch::default(),
         mail_due: None,
     };
+    let original: HashMap<Uuid, (i64, Vec<Uuid>)> = batch
+        .events
+        .iter()
+        .map(|(id, (event, links))| (*id, (event.revision, links.clone())))
+        .collect();
     let mut outcomes = Vec::with_capacity(edits.len());
     for edit in edits {
         let outcome = run(&txn, services, &mut batch, edit).await;
@@ -255,8 +262,26 @@ async fn edit_once(
             outcome => outcomes.push(outcome),
         }
     }
+    let changes: Vec<EventChange> = batch
+        .events
+        .iter()
+        .filter_map(|(id, (event, links))| {
+            let (revision, before) = original.get(id)?;
+            (event.revision != *revision).then(|| EventChange {
+                event_id: *id,
+                before: before.clone(),
+                after: if event.deleted_at.is_some() {
+                    Vec::new()
+                } else {
+                    links.clone()
+                },
+            })
+        })
+        .collect();
+    let accounts = intents::record(&txn, &changes, batch.now).await?;
     clock.check()?;
     txn.commit().await?;
+    services.provider_writes_queued(&accounts);
     if let Some(due) = batch.mail_due {
         services.announce.mail_batch_due(due);
     }

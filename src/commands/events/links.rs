@@ -196,8 +196,15 @@ async fn fork_once(
         .next()
         .ok_or_else(|| AppError::internal("fork inserted nothing"))?;
     let readers = target_members.readers(&[target]);
+    let change = crate::commands::mirrors::intents::EventChange {
+        event_id: event.id,
+        before: Vec::new(),
+        after: vec![target],
+    };
+    let accounts = crate::commands::mirrors::intents::record(&txn, &[change], clock.now).await?;
     clock.check()?;
     txn.commit().await?;
+    services.provider_writes_queued(&accounts);
     send_event(services, "event_created", &event, &readers);
     Ok(EventView::new(&event, vec![target]))
 }

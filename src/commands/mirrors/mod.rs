@@ -8,9 +8,11 @@
 //! writes the difference to what the mirror holds in one transaction per calendar.
 
 pub mod apply;
+pub mod calendars;
 pub mod connect;
 pub mod deliver;
 pub mod disconnect;
+pub mod intents;
 pub mod pull;
 pub mod resources;
 

@@ -21,6 +21,7 @@ use super::inserts::{self, InsertEventError, NewEvent};
 use super::remembered_roles::RememberedRoles;
 use crate::domain::events::{EventInput, event_exists};
 use crate::error::AppError;
+use crate::store::outbox::{self, MirrorTargets};
 use crate::store::{CommitWrite, Database};
 
 /// One creation of a batch.
@@ -86,12 +87,13 @@ pub async fn create_batch(
     batch: &[Creation<'_>],
     remembered: &RememberedRoles,
     authorize: &mut (dyn FnMut(&CalendarRoles, &Creation<'_>) -> Result<(), AppError> + Send),
+    mirrors: &MirrorTargets,
 ) -> Result<Created, CreationsError> {
-    let outcome = match create_once(db, home, batch, remembered, authorize).await {
+    let outcome = match create_once(db, home, batch, remembered, authorize, mirrors).await {
         Err(Attempt::MembersChanged) => {
             // With nothing remembered, the roles are read and there is no check to fail.
             remembered.forget();
-            create_once(db, home, batch, remembered, authorize).await
+            create_once(db, home, batch, remembered, authorize, mirrors).await
         }
         outcome => outcome,
     };
@@ -124,6 +126,7 @@ async fn create_once(
     batch: &[Creation<'_>],
     remembered: &RememberedRoles,
     authorize: &mut (dyn FnMut(&CalendarRoles, &Creation<'_>) -> Result<(), AppError> + Send),
+    mirrors: &MirrorTargets,
 ) -> Result<Created, Attempt> {
     let calendars: Vec<Uuid> = batch
         .iter()
@@ -182,7 +185,14 @@ async fn create_once(
     // The inserts and the commit go in one round trip right after the timestamp is taken:
     // no step is left between them for a deadline check to bound.
     let now = WriteDeadline::start().now;
-    let inserted = match inserts::insert_many_and_commit(write, &accepted, now, check).await {
+    let writes = outbox::puts_for_new(
+        mirrors,
+        accepted
+            .iter()
+            .map(|new| (new.input.id, new.input.calendars.as_slice())),
+    );
+    let also = outbox::insert_statement(&writes, now);
+    let inserted = match inserts::insert_many_and_commit(write, &accepted, now, check, also).await {
         Ok(inserted) => inserted,
         Err(InsertEventError::Duplicate) => return Err(Attempt::Failed(CreationsError::Duplicate)),
         Err(InsertEventError::MembersChanged) => return Err(Attempt::MembersChanged),

@@ -70,12 +70,14 @@ pub async fn insert_many(
 /// commits on its own). `check` ([`calendar_roles::roles_unchanged_check`]), if any, goes in front of the
 /// first insert, in the same text or statement; if it fails, nothing is inserted and the
 /// error is [`InsertEventError::MembersChanged`] (or, on PostgreSQL, when its locks took
-/// too long, [`InsertEventError::TooSlow`]).
+/// too long, [`InsertEventError::TooSlow`]). `also` (the outbox rows of the new events, if
+/// any) goes after the last insert, in the same commit.
 pub async fn insert_many_and_commit(
     write: impl Into<CommitWrite>,
     new: &[NewEvent<'_>],
     now: DateTime<Utc>,
     check: Option<InsertStatement>,
+    also: Option<InsertStatement>,
 ) -> Result<Vec<events::Model>, InsertEventError> {
     let write = write.into();
     let backend = write.backend();
@@ -85,6 +87,12 @@ pub async fn insert_many_and_commit(
         match texts.first_mut() {
             Some(first) => first.insert(0, check),
             None => texts.push(vec![check]),
+        }
+    }
+    if let Some(also) = also {
+        match texts.last_mut() {
+            Some(last) => last.push(also),
+            None => texts.push(vec![also]),
         }
     }
     let statements = texts

@@ -1,0 +1,90 @@
+//! The provider writes an event change implies, recorded in the change's own transaction
+//! (the outbox): for every mirror the event is linked into after the change, a `put` of the
+//! event as it will be at delivery; for every mirror it left (unlinked, or the event
+//! deleted), a `delete` of its resource there, captured now because the resource's mapping
+//! goes with the change. An event that shares its resource with others (a series and its
+//! edited occurrences) leaves it without a remote delete: the resource still holds them.
+
+use chrono::{DateTime, Utc};
+use sea_orm::{ConnectionTrait, DbErr};
+use uuid::Uuid;
+
+use crate::store::{mirrors, outbox};
+
+/// One event's links before and after a change (`after` is empty when it was deleted).
+#[derive(Debug, Clone)]
+pub struct EventChange {
+    /// The event.
+    pub event_id: Uuid,
+    /// Its calendars before.
+    pub before: Vec<Uuid>,
+    /// Its calendars after.
+    pub after: Vec<Uuid>,
+}
+
+/// Writes the outbox rows of `changes`; returns the accounts that got rows.
+pub async fn record(
+    txn: &impl ConnectionTrait,
+    changes: &[EventChange],
+    now: DateTime<Utc>,
+) -> Result<Vec<(String, String)>, DbErr> {
+    let mut calendars: Vec<Uuid> = changes
+        .iter()
+        .flat_map(|change| change.before.iter().chain(&change.after).copied())
+        .collect();
+    calendars.sort_unstable();
+    calendars.dedup();
+    let targets = outbox::targets(txn, &calendars).await?;
+    if targets.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut writes = Vec::new();
+    for change in changes {
+        for calendar in &change.after {
+            if let Some((provider, account_id)) = targets.get(calendar) {
+                writes.push(outbox::OutboxWrite {
+                    provider: provider.clone(),
+                    account_id: account_id.clone(),
+                    calendar_id: *calendar,
+                    event_id: change.event_id,
+                    action: "put",
+                    remote: None,
+                });
+            }
+        }
+        for calendar in change.before.iter().filter(|c| !change.after.contains(c)) {
+            let Some((provider, account_id)) = targets.get(calendar) else {
+                continue;
+            };
+            let Some(resource) =
+                mirrors::resource_of_event(txn, *calendar, change.event_id).await?
+            else {
+                continue;
+            };
+            mirrors::forget_event(txn, *calendar, change.event_id).await?;
+            let shared = mirrors::resources_of(txn, *calendar)
+                .await?
+                .get(&resource.remote_href)
+                .is_some_and(|rows| !rows.is_empty());
+            if shared {
+                continue;
+            }
+            writes.push(outbox::OutboxWrite {
+                provider: provider.clone(),
+                account_id: account_id.clone(),
+                calendar_id: *calendar,
+                event_id: change.event_id,
+                action: "delete",
+                remote: Some((resource.remote_href, resource.etag)),
+            });
+        }
+    }
+    outbox::enqueue(txn, &writes, now).await?;
+    let mut accounts: Vec<(String, String)> = writes
+        .into_iter()
+        .map(|write| (write.provider, write.account_id))
+        .collect();
+    accounts.sort();
+    accounts.dedup();
+    Ok(accounts)
+}

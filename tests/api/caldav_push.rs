@@ -1,0 +1,276 @@
+//! Local changes to mirrored events reach the CalDAV server through the outbox, against
+//! real Radicale (strict preconditions: a PUT over an existing resource without `If-Match`
+//! is refused) and Xandikos: creations with `If-None-Match: *`, updates and deletions with
+//! `If-Match`; a remote edit racing a local one is a 412 resolved by taking the server's
+//! version (reported with a `provider_delivery` frame); a server that is down keeps the
+//! row in the outbox, and a new Bowline on the same database delivers it once the server is
+//! back.
+
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use sea_orm::{ConnectionTrait, Statement};
+use serde_json::{Value, json};
+
+use crate::helpers::{
+    TestApp, TestUser, event_body, spawn_app_sharing_database_with, spawn_app_with,
+};
+use crate::support::caldav_servers::{CaldavKind, CaldavServer};
+
+const KEY: &str = "5f2b1c9d8e7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c";
+
+const REMOTE: &str = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//test//EN\r\nBEGIN:VEVENT\r\nUID:remote-1\r\nDTSTAMP:20260101T000000Z\r\nDTSTART:20261203T090000Z\r\nDTEND:20261203T100000Z\r\nSUMMARY:From the server\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n";
+
+fn configure(s: &mut bowline::Settings) {
+    s.caldav.enc_key = Some(bowline::config::Secret::new(KEY));
+    s.caldav.sync_interval_ms = 0;
+    s.caldav.outbox_retry_base_ms = 50;
+    s.caldav.outbox_retry_max_ms = 200;
+}
+
+async fn server(kind: CaldavKind) -> CaldavServer {
+    match kind {
+        CaldavKind::Radicale => CaldavServer::start_radicale_strict().await,
+        CaldavKind::Xandikos => CaldavServer::start(kind).await,
+    }
+}
+
+/// Connects `user`'s account; the local id of the mirror of `name`.
+async fn connect(app: &TestApp, user: &TestUser, server: &CaldavServer, name: &str) -> String {
+    let response = app
+        .as_user(Method::POST, "/api/v1/users/connections/caldav", user)
+        .json(&json!({
+            "serverUrl": server.base_url,
+            "username": server.username,
+            "password": server.password,
+        }))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(response.status(), StatusCode::OK);
+    let (_, calendars) = app.call(Method::GET, "/api/v1/calendars", user, None).await;
+    calendars
+        .as_array()
+        .expect("calendars")
+        .iter()
+        .find(|calendar| calendar["name"] == name)
+        .expect("mirror")["id"]
+        .as_str()
+        .expect("id")
+        .to_owned()
+}
+
+/// Waits (up to 15 s, checking every 20 ms) until `check` holds.
+async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let mut tick = tokio::time::interval(Duration::from_millis(20));
+    tokio::time::timeout(Duration::from_secs(15), async {
+        while !check().await {
+            tick.tick().await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("never: {what}"));
+}
+
+/// Waits until `check` holds for the resource at `url` (its etag and body, or `None`);
+/// what the server then holds.
+async fn until_remote(
+    server: &CaldavServer,
+    url: &str,
+    what: &str,
+    check: impl Fn(Option<&(String, String)>) -> bool,
+) -> Option<(String, String)> {
+    eventually(what, || async { check(server.get(url).await.as_ref()) }).await;
+    server.get(url).await
+}
+
+async fn outbox_rows(app: &TestApp) -> i64 {
+    let db = app.db_connection().await;
+    let row = db
+        .query_one_raw(Statement::from_string(
+            db.get_database_backend(),
+            "SELECT count(*) AS n FROM provider_outbox",
+        ))
+        .await
+        .expect("count")
+        .expect("row");
+    row.try_get::<i64>("", "n").expect("n")
+}
+
+async fn local_changes_reach_the_server(kind: CaldavKind) {
+    let server = server(kind).await;
+    let work = server.make_calendar("work", "Work").await;
+    server.put_event(&work, "remote.ics", REMOTE).await;
+    let app = spawn_app_with(configure).await;
+    let ana = app.sign_up("ana@example.com").await;
+    let mirror = connect(&app, &ana, &server, "Work").await;
+
+    // Created locally: a new resource named after the event, with the event's UID.
+    let created = app
+        .create_event(&ana, &event_body(&[&mirror], "Made in Bowline", 9))
+        .await;
+    let id = created["id"].as_str().expect("id").to_owned();
+    let url = format!("{work}{id}.ics");
+    let (_, body) = until_remote(&server, &url, "the new event", |r| r.is_some())
+        .await
+        .expect("resource");
+    assert!(body.contains("SUMMARY:Made in Bowline"), "{body}");
+    assert!(body.contains(&format!("UID:{id}")), "{body}");
+
+    // Updated locally: written over it with If-Match (strict Radicale refuses it without).
+    let mut update = created.clone();
+    update["title"] = json!("Renamed in Bowline");
+    let response = app.event_request(Method::PUT, &ana, &update).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    until_remote(&server, &url, "the rename", |r| {
+        r.is_some_and(|(_, body)| body.contains("SUMMARY:Renamed in Bowline"))
+    })
+    .await;
+
+    // An event read from the server, edited locally: its resource keeps its UID.
+    let events = app.read_events(&ana, "").await;
+    let remote = events["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .find(|e| e["title"] == "From the server")
+        .expect("imported")
+        .clone();
+    let mut edit = remote.clone();
+    edit["title"] = json!("Edited in Bowline");
+    let response = app.event_request(Method::PUT, &ana, &edit).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let (_, body) = until_remote(&server, &format!("{work}remote.ics"), "the edit", |r| {
+        r.is_some_and(|(_, body)| body.contains("SUMMARY:Edited in Bowline"))
+    })
+    .await
+    .expect("resource");
+    assert!(body.contains("UID:remote-1"), "{body}");
+
+    // Deleted locally: deleted there (with If-Match).
+    let response = app.event_request(Method::DELETE, &ana, &update).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    until_remote(&server, &url, "the deletion", |r| r.is_none()).await;
+    eventually("the outbox empties", || async {
+        outbox_rows(&app).await == 0
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn radicale_gets_local_creations_updates_and_deletions() {
+    local_changes_reach_the_server(CaldavKind::Radicale).await;
+}
+
+#[tokio::test]
+async fn xandikos_gets_local_creations_updates_and_deletions() {
+    local_changes_reach_the_server(CaldavKind::Xandikos).await;
+}
+
+async fn a_remote_edit_racing_a_local_one_keeps_the_servers(kind: CaldavKind) {
+    // Not strict: the racing edit is another client's unconditional PUT.
+    let server = CaldavServer::start(kind).await;
+    let work = server.make_calendar("work", "Work").await;
+    server.put_event(&work, "remote.ics", REMOTE).await;
+    let app = spawn_app_with(configure).await;
+    let ana = app.sign_up("ana@example.com").await;
+    let mirror = connect(&app, &ana, &server, "Work").await;
+    let events = app.read_events(&ana, "").await;
+    let remote = events["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .find(|e| e["title"] == "From the server")
+        .expect("imported")
+        .clone();
+
+    // Someone edits it on the server; Bowline has not pulled since.
+    let racing = REMOTE.replace("SUMMARY:From the server", "SUMMARY:Edited on the server");
+    server.put_event(&work, "remote.ics", &racing).await;
+    let mut stream = app.stream(&ana).await;
+    let mut edit = remote.clone();
+    edit["title"] = json!("Edited in Bowline");
+    let response = app.event_request(Method::PUT, &ana, &edit).await;
+    assert_eq!(response.status(), StatusCode::OK);
+
+    // The delivery meets a 412: nothing is overwritten, the server's version comes back.
+    let mut saw = Vec::new();
+    while !saw.iter().any(|f: &Value| f["type"] == "provider_delivery") {
+        assert!(saw.len() < 10, "frames so far: {saw:?}");
+        saw.push(stream.next_frame().await);
+    }
+    let report = saw
+        .iter()
+        .find(|f| f["type"] == "provider_delivery")
+        .expect("report");
+    assert_eq!(report["payload"]["state"], "conflict");
+    assert_eq!(report["payload"]["calendarID"], json!(mirror));
+    let (_, body) = server
+        .get(&format!("{work}remote.ics"))
+        .await
+        .expect("resource");
+    assert!(body.contains("SUMMARY:Edited on the server"), "{body}");
+    let events = app.read_events(&ana, "").await;
+    let titles: Vec<&str> = events["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter_map(|e| e["title"].as_str())
+        .collect();
+    assert!(titles.contains(&"Edited on the server"), "{titles:?}");
+    assert!(!titles.contains(&"Edited in Bowline"), "{titles:?}");
+}
+
+#[tokio::test]
+async fn radicale_conflicts_keep_the_servers_version() {
+    a_remote_edit_racing_a_local_one_keeps_the_servers(CaldavKind::Radicale).await;
+}
+
+#[tokio::test]
+async fn xandikos_conflicts_keep_the_servers_version() {
+    a_remote_edit_racing_a_local_one_keeps_the_servers(CaldavKind::Xandikos).await;
+}
+
+#[tokio::test]
+async fn a_write_made_while_the_server_is_down_is_delivered_after_both_restart() {
+    let mut server = server(CaldavKind::Radicale).await;
+    let work = server.make_calendar("work", "Work").await;
+    let mut app = spawn_app_with(configure).await;
+    let ana = app.sign_up("ana@example.com").await;
+    let mirror = connect(&app, &ana, &server, "Work").await;
+
+    server.kill();
+    let created = app
+        .create_event(&ana, &event_body(&[&mirror], "Made while down", 9))
+        .await;
+    let id = created["id"].as_str().expect("id").to_owned();
+    // The row stays while deliveries fail, and the failures are counted.
+    eventually("a failed push is counted", || async {
+        let text = app.metrics_text().await;
+        crate::helpers::sample(
+            &text,
+            "svc_external_sync_failures_total{provider=\"caldav\",stage=\"push\"}",
+        )
+        .is_some_and(|failures| failures >= 1.0)
+    })
+    .await;
+    assert_eq!(outbox_rows(&app).await, 1);
+
+    // Bowline stops; the server comes back; a new Bowline on the same database delivers.
+    app.stop_in_place().await.expect("stop");
+    server.restart().await;
+    let again = spawn_app_sharing_database_with(&app, configure).await;
+    let url = format!("{work}{id}.ics");
+    let (_, body) = until_remote(&server, &url, "the event made while down", |r| r.is_some())
+        .await
+        .expect("resource");
+    assert!(body.contains("SUMMARY:Made while down"), "{body}");
+    eventually("the outbox empties", || async {
+        outbox_rows(&again).await == 0
+    })
+    .await;
+}
