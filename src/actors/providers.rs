@@ -14,7 +14,10 @@ use super::provider_sync::{ProviderSyncActor, ProviderSyncArgs, ProviderSyncMsg}
 use super::supervision::{RestartBudget, RestartPolicy};
 use super::{ActorKind, ChildSlot, MessageTimer, Shared, reply};
 use crate::error::AppError;
-use crate::store::mirrors;
+use crate::store::{mirrors, outbox};
+
+/// How often the outbox gauges are refreshed.
+const OUTBOX_GAUGE_PERIOD: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Messages to the provider supervisor.
 #[derive(Debug)]
@@ -41,6 +44,8 @@ pub enum ProvidersMsg {
         /// Where the answer goes.
         reply: RpcReplyPort<Result<(), AppError>>,
     },
+    /// Refresh the outbox gauges (`svc_outbox_pending`, `svc_outbox_oldest_age_seconds`).
+    MeasureOutbox,
     /// Make an account's actor panic (tests of supervision).
     #[cfg(feature = "fault-injection")]
     Panic {
@@ -128,6 +133,7 @@ impl Actor for ProviderSupervisor {
             budgets: HashMap::new(),
             policy,
         };
+        myself.send_interval(OUTBOX_GAUGE_PERIOD, || ProvidersMsg::MeasureOutbox);
         if state.shared.mirrors.caldav_enabled() {
             let accounts = mirrors::all_caldav_accounts(state.shared.db.conn()).await?;
             for account in accounts {
@@ -205,6 +211,20 @@ impl Actor for ProviderSupervisor {
                     }
                     reply(port, outcome);
                 });
+            }
+            ProvidersMsg::MeasureOutbox => {
+                let depth = outbox::outbox_depth(state.shared.db.conn()).await?;
+                let now = chrono::Utc::now();
+                for provider in crate::metrics::SYNC_PROVIDERS {
+                    let (pending, oldest) = depth
+                        .iter()
+                        .find(|(name, _, _)| name == provider)
+                        .map_or((0, None), |(_, pending, oldest)| (*pending, *oldest));
+                    let age = oldest.map_or(0.0, |oldest| {
+                        (now - oldest).num_milliseconds().max(0) as f64 / 1000.0
+                    });
+                    state.shared.metrics.outbox(provider, pending, age);
+                }
             }
             #[cfg(feature = "fault-injection")]
             ProvidersMsg::Panic { account_id } => {

@@ -59,6 +59,26 @@ pub struct EventView {
     pub revision: i64,
     /// The reader's calendars this event is in.
     pub calendars: Vec<Uuid>,
+    /// In a write's answer: how the write reaches the providers of the mirrors it touched
+    /// (absent when it touched none; clients that do not know it ignore it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider_delivery: Option<Vec<ProviderDelivery>>,
+}
+
+/// How a write reaches one mirror's provider: `pending` when it answers (committed to the
+/// outbox, delivered by the account's actor; a later failure or conflict is announced with
+/// a `provider_delivery` frame).
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct ProviderDelivery {
+    /// The mirror.
+    #[serde(rename = "calendarID")]
+    pub calendar_id: Uuid,
+    /// `caldav`, `google` or `microsoft`.
+    pub provider: String,
+    /// `put` or `delete`.
+    pub action: &'static str,
+    /// `pending`.
+    pub state: &'static str,
 }
 
 impl EventView {
@@ -90,6 +110,7 @@ impl EventView {
             deleted_at: event.deleted_at,
             revision: event.revision,
             calendars,
+            provider_delivery: None,
         }
     }
 }
@@ -127,4 +148,7 @@ pub struct DeletedEventView {
     pub calendars: Vec<Uuid>,
     /// `true` when no calendar keeps it (it was deleted).
     pub removed: bool,
+    /// How the deletion reaches the mirrors' providers (see [`EventView`]).
+    #[serde(rename = "providerDelivery", skip_serializing_if = "Option::is_none")]
+    pub provider_delivery: Option<Vec<ProviderDelivery>>,
 }

@@ -114,6 +114,25 @@ async fn local_changes_reach_the_server(kind: CaldavKind) {
         .create_event(&ana, &event_body(&[&mirror], "Made in Bowline", 9))
         .await;
     let id = created["id"].as_str().expect("id").to_owned();
+    // The answer says the write is on its way to the server.
+    assert_eq!(
+        created["providerDelivery"],
+        json!([{ "calendarID": mirror, "provider": "caldav", "action": "put", "state": "pending" }])
+    );
+    let personal = app.get_json_as(&ana, "/api/v1/calendars").await;
+    let personal = personal
+        .as_array()
+        .expect("calendars")
+        .iter()
+        .find(|c| c["isDefault"] == true)
+        .expect("personal")["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let native = app
+        .create_event(&ana, &event_body(&[&personal], "Only here", 11))
+        .await;
+    assert!(native.get("providerDelivery").is_none(), "{native}");
     let url = format!("{work}{id}.ics");
     let (_, body) = until_remote(&server, &url, "the new event", |r| r.is_some())
         .await
@@ -126,6 +145,8 @@ async fn local_changes_reach_the_server(kind: CaldavKind) {
     update["title"] = json!("Renamed in Bowline");
     let response = app.event_request(Method::PUT, &ana, &update).await;
     assert_eq!(response.status(), StatusCode::OK);
+    let answer: Value = response.json().await.expect("JSON");
+    assert_eq!(answer["providerDelivery"][0]["state"], "pending");
     until_remote(&server, &url, "the rename", |r| {
         r.is_some_and(|(_, body)| body.contains("SUMMARY:Renamed in Bowline"))
     })
@@ -154,6 +175,12 @@ async fn local_changes_reach_the_server(kind: CaldavKind) {
     // Deleted locally: deleted there (with If-Match).
     let response = app.event_request(Method::DELETE, &ana, &update).await;
     assert_eq!(response.status(), StatusCode::OK);
+    let answer: Value = response.json().await.expect("JSON");
+    assert_eq!(answer["removed"], true);
+    assert_eq!(
+        answer["providerDelivery"][0]["action"], "delete",
+        "{answer}"
+    );
     until_remote(&server, &url, "the deletion", |r| r.is_none()).await;
     eventually("the outbox empties", || async {
         outbox_rows(&app).await == 0
@@ -248,7 +275,13 @@ async fn a_write_made_while_the_server_is_down_is_delivered_after_both_restart()
         .create_event(&ana, &event_body(&[&mirror], "Made while down", 9))
         .await;
     let id = created["id"].as_str().expect("id").to_owned();
-    // The row stays while deliveries fail, and the failures are counted.
+    // The row stays while deliveries fail, and the failures are counted and visible.
+    eventually("the pending row is exported", || async {
+        let text = app.metrics_text().await;
+        crate::helpers::sample(&text, "svc_outbox_pending{provider=\"caldav\"}")
+            .is_some_and(|pending| pending >= 1.0)
+    })
+    .await;
     eventually("a failed push is counted", || async {
         let text = app.metrics_text().await;
         crate::helpers::sample(
@@ -273,4 +306,146 @@ async fn a_write_made_while_the_server_is_down_is_delivered_after_both_restart()
         outbox_rows(&again).await == 0
     })
     .await;
+}
+
+/// A CalDAV client of the test's own, to read what the server holds.
+fn reader(server: &CaldavServer) -> bowline::providers::caldav::CaldavClient {
+    use bowline::providers::outbound::{GuardSettings, OutboundGuard};
+    let guard = OutboundGuard::new(GuardSettings {
+        allow_private_hosts: true,
+        connect_timeout: Duration::from_secs(5),
+        total_timeout: Duration::from_secs(10),
+        max_redirects: 5,
+        max_body_bytes: 1 << 20,
+    })
+    .expect("guard");
+    bowline::providers::caldav::CaldavClient::new(guard, &server.username, &server.password)
+}
+
+/// The server's calendars: (collection URL, display name).
+async fn remote_calendars(server: &CaldavServer) -> Vec<(String, Option<String>)> {
+    let home = url::Url::parse(&server.calendar_home()).expect("home");
+    reader(server)
+        .calendars(&home)
+        .await
+        .expect("calendars")
+        .into_iter()
+        .map(|calendar| (calendar.url.to_string(), calendar.name))
+        .collect()
+}
+
+async fn calendar_writes_go_to_the_server_first(kind: CaldavKind) {
+    let server = CaldavServer::start(kind).await;
+    let work = server.make_calendar("work", "Work").await;
+    let app = spawn_app_with(configure).await;
+    let ana = app.sign_up("ana@example.com").await;
+    let mirror = connect(&app, &ana, &server, "Work").await;
+    let (_, accounts) = app
+        .call(Method::GET, "/api/v1/users/connections/caldav", &ana, None)
+        .await;
+    let account = accounts["accounts"][0]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+
+    // The listing says where a mirror comes from.
+    let listed = app.get_json_as(&ana, "/api/v1/calendars").await;
+    let listed = listed
+        .as_array()
+        .expect("calendars")
+        .iter()
+        .find(|c| c["id"] == json!(mirror))
+        .expect("mirror")
+        .clone();
+    assert_eq!(listed["provider"], "caldav");
+    assert_eq!(listed["accountId"], json!(account));
+    assert_eq!(listed["accountLabel"], json!(server.username));
+    assert_eq!(listed["serverUrl"], json!(server.base_url));
+    assert_eq!(listed["syncStatus"], Value::Null);
+
+    // Created in the account: made on the server, then mirrored.
+    let response = app
+        .as_user(Method::POST, "/api/v1/calendars", &ana)
+        .json(&json!({
+            "id": "new", "creatorID": "x", "name": "Trips", "color": "#A8B5A0", "members": [],
+            "provider": "caldav", "accountId": account,
+        }))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let trips: Value = response.json().await.expect("JSON");
+    assert_eq!(trips["provider"], "caldav");
+    assert_eq!(trips["role"], "owner");
+    assert!(
+        remote_calendars(&server)
+            .await
+            .iter()
+            .any(|(_, name)| name.as_deref() == Some("Trips")),
+        "the server has the new calendar"
+    );
+
+    // Renamed: on the server first.
+    let mut renamed = listed.clone();
+    renamed["name"] = json!("Work (renamed)");
+    let response = app
+        .as_user(Method::PUT, "/api/v1/calendars", &ana)
+        .json(&renamed)
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(response.status(), StatusCode::OK);
+    let remote = remote_calendars(&server).await;
+    assert!(
+        remote
+            .iter()
+            .any(|(url, name)| *url == work && name.as_deref() == Some("Work (renamed)")),
+        "{remote:?}"
+    );
+
+    // Deleted: on the server first, then here; a pull does not bring it back.
+    let response = app
+        .as_user(Method::DELETE, "/api/v1/calendars", &ana)
+        .json(&renamed)
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(
+        remote_calendars(&server)
+            .await
+            .iter()
+            .all(|(url, _)| *url != work)
+    );
+    let response = app
+        .as_user(Method::GET, "/api/v1/calendars/google", &ana)
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(response.status(), StatusCode::OK);
+    let after = app.get_json_as(&ana, "/api/v1/calendars").await;
+    assert!(
+        after
+            .as_array()
+            .expect("calendars")
+            .iter()
+            .all(|c| c["id"] != json!(mirror))
+    );
+    assert!(
+        after
+            .as_array()
+            .expect("calendars")
+            .iter()
+            .any(|c| c["name"] == "Trips")
+    );
+}
+
+#[tokio::test]
+async fn radicale_calendar_writes_go_to_the_server_first() {
+    calendar_writes_go_to_the_server_first(CaldavKind::Radicale).await;
+}
+
+#[tokio::test]
+async fn xandikos_calendar_writes_go_to_the_server_first() {
+    calendar_writes_go_to_the_server_first(CaldavKind::Xandikos).await;
 }

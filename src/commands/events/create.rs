@@ -14,6 +14,7 @@ use uuid::Uuid;
 use super::readers::{Readers, readers_among};
 use super::send_event;
 use crate::commands::Services;
+use crate::commands::mirrors::intents::delivery_of;
 use crate::commands::{MaybeTransient, calendar_gone, not_allowed, retry_transient};
 use crate::domain::events::{EventInput, event_exists};
 use crate::domain::ids::{CalendarId, UserId};
@@ -25,6 +26,7 @@ use crate::store::events::creations::{self, Creation, CreationsError};
 use crate::store::events::remembered_roles::RememberedRoles;
 use crate::store::outbox;
 use crate::views::events::EventView;
+use crate::views::events::ProviderDelivery;
 
 /// One queued `CreateEvent`.
 #[derive(Debug)]
@@ -70,7 +72,16 @@ pub async fn create_all(
 }
 
 /// What a committed batch produced for each command, in order.
-type Committed = Vec<Result<(entities::events::Model, Readers), AppError>>;
+type Committed = Vec<
+    Result<
+        (
+            entities::events::Model,
+            Readers,
+            Option<Vec<ProviderDelivery>>,
+        ),
+        AppError,
+    >,
+>;
 
 /// Why a batch failed as a whole.
 enum BatchError {
@@ -150,7 +161,12 @@ async fn commit(
                         .flat_map(|list| list.iter())
                         .map(|(user, _)| user.as_str())
                 });
-                (event, readers)
+                let writes = outbox::puts_for_new(
+                    &mirrors,
+                    [(event.id, pending.input.calendars.as_slice())],
+                );
+                let delivery = delivery_of(&writes, event.id);
+                (event, readers, delivery)
             })
         })
         .collect())
@@ -181,9 +197,11 @@ fn answers(
             .iter()
             .zip(results)
             .map(|(pending, result)| {
-                result.map(|(event, readers)| {
+                result.map(|(event, readers, delivery)| {
                     send_event(services, "event_created", &event, &readers);
-                    EventView::new(&event, pending.input.calendars.clone())
+                    let mut view = EventView::new(&event, pending.input.calendars.clone());
+                    view.provider_delivery = delivery;
+                    view
                 })
             })
             .collect(),

@@ -278,10 +278,19 @@ async fn edit_once(
             })
         })
         .collect();
-    let accounts = intents::record(&txn, &changes, batch.now).await?;
+    let queued = intents::record(&txn, &changes, batch.now).await?;
     clock.check()?;
     txn.commit().await?;
-    services.provider_writes_queued(&accounts);
+    if !queued.writes.is_empty() {
+        services.provider_writes_queued(&queued.accounts().collect::<Vec<_>>());
+        for outcome in &mut outcomes {
+            match outcome {
+                Ok(Edited::Event(view)) => view.provider_delivery = queued.delivery_of(view.id),
+                Ok(Edited::Deleted(view)) => view.provider_delivery = queued.delivery_of(view.id),
+                _ => {}
+            }
+        }
+    }
     if let Some(due) = batch.mail_due {
         services.announce.mail_batch_due(due);
     }

@@ -201,12 +201,14 @@ async fn fork_once(
         before: Vec::new(),
         after: vec![target],
     };
-    let accounts = crate::commands::mirrors::intents::record(&txn, &[change], clock.now).await?;
+    let queued = crate::commands::mirrors::intents::record(&txn, &[change], clock.now).await?;
     clock.check()?;
     txn.commit().await?;
-    services.provider_writes_queued(&accounts);
+    services.provider_writes_queued(&queued.accounts().collect::<Vec<_>>());
     send_event(services, "event_created", &event, &readers);
-    Ok(EventView::new(&event, vec![target]))
+    let mut view = EventView::new(&event, vec![target]);
+    view.provider_delivery = queued.delivery_of(event.id);
+    Ok(view)
 }
 
 /// Sets the actor's attendance (any member who sees the event, viewers included), as one

@@ -315,5 +315,6 @@ async fn delete(
         id: event_id,
         calendars: remaining,
         removed,
+        provider_delivery: None,
     })
 }

@@ -10,6 +10,7 @@ use sea_orm::{ConnectionTrait, DbErr};
 use uuid::Uuid;
 
 use crate::store::{mirrors, outbox};
+use crate::views::events::ProviderDelivery;
 
 /// One event's links before and after a change (`after` is empty when it was deleted).
 #[derive(Debug, Clone)]
@@ -22,12 +23,51 @@ pub struct EventChange {
     pub after: Vec<Uuid>,
 }
 
-/// Writes the outbox rows of `changes`; returns the accounts that got rows.
+/// What a change queued for the providers.
+#[derive(Debug, Default)]
+pub struct Queued {
+    /// The rows written.
+    pub writes: Vec<outbox::OutboxWrite>,
+}
+
+impl Queued {
+    /// The accounts that got rows (`(provider, account)`).
+    pub fn accounts(&self) -> impl Iterator<Item = (String, String)> + '_ {
+        self.writes
+            .iter()
+            .map(|write| (write.provider.clone(), write.account_id.clone()))
+    }
+
+    /// What an answer about `event_id` says of its delivery (`None`: no mirror touched).
+    pub fn delivery_of(&self, event_id: Uuid) -> Option<Vec<ProviderDelivery>> {
+        delivery_of(&self.writes, event_id)
+    }
+}
+
+/// The delivery state of `event_id`'s rows among `writes`, for a write's answer.
+pub fn delivery_of(
+    writes: &[outbox::OutboxWrite],
+    event_id: Uuid,
+) -> Option<Vec<ProviderDelivery>> {
+    let deliveries: Vec<ProviderDelivery> = writes
+        .iter()
+        .filter(|write| write.event_id == event_id)
+        .map(|write| ProviderDelivery {
+            calendar_id: write.calendar_id,
+            provider: write.provider.clone(),
+            action: write.action,
+            state: "pending",
+        })
+        .collect();
+    (!deliveries.is_empty()).then_some(deliveries)
+}
+
+/// Writes the outbox rows of `changes`.
 pub async fn record(
     txn: &impl ConnectionTrait,
     changes: &[EventChange],
     now: DateTime<Utc>,
-) -> Result<Vec<(String, String)>, DbErr> {
+) -> Result<Queued, DbErr> {
     let mut calendars: Vec<Uuid> = changes
         .iter()
         .flat_map(|change| change.before.iter().chain(&change.after).copied())
@@ -36,7 +76,7 @@ pub async fn record(
     calendars.dedup();
     let targets = outbox::targets(txn, &calendars).await?;
     if targets.is_empty() {
-        return Ok(Vec::new());
+        return Ok(Queued::default());
     }
     let mut writes = Vec::new();
     for change in changes {
@@ -80,11 +120,5 @@ pub async fn record(
         }
     }
     outbox::enqueue(txn, &writes, now).await?;
-    let mut accounts: Vec<(String, String)> = writes
-        .into_iter()
-        .map(|write| (write.provider, write.account_id))
-        .collect();
-    accounts.sort();
-    accounts.dedup();
-    Ok(accounts)
+    Ok(Queued { writes })
 }
