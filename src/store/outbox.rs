@@ -81,7 +81,22 @@ pub async fn claim(
             sea_orm::sea_query::LockBehavior::SkipLocked,
         );
     }
-    let rows = query.all(&txn).await?;
+    let mut rows = query.all(&txn).await?;
+    // An event whose earlier rows another instance is delivering waits for it: its rows
+    // are delivered in order by one deliverer at a time.
+    let events: Vec<Uuid> = rows.iter().map(|row| row.event_id).collect();
+    if !events.is_empty() {
+        let busy: HashSet<Uuid> = provider_outbox::Entity::find()
+            .filter(provider_outbox::Column::EventId.is_in(events))
+            .filter(provider_outbox::Column::ClaimedUntil.gt(now))
+            .filter(provider_outbox::Column::ClaimedBy.ne(instance))
+            .all(&txn)
+            .await?
+            .into_iter()
+            .map(|row| row.event_id)
+            .collect();
+        rows.retain(|row| !busy.contains(&row.event_id));
+    }
     if rows.is_empty() {
         txn.commit().await?;
         return Ok(rows);

@@ -287,3 +287,73 @@ async fn without_an_encryption_key_caldav_is_not_offered() {
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
 }
+
+#[tokio::test]
+async fn a_server_that_hangs_costs_counted_failures_and_skipped_ticks_not_local_answers() {
+    let server = CaldavServer::start(CaldavKind::Radicale).await;
+    let work = server.make_calendar("work", "Work").await;
+    let app = spawn_app_with(|s| {
+        s.caldav.enc_key = Some(bowline::config::Secret::new(KEY));
+        s.caldav.sync_interval_ms = 100;
+        s.caldav.request_timeout_ms = 700;
+    })
+    .await;
+    let ana = app.sign_up("ana@example.com").await;
+    let (status, body) = connect(&app, &ana, &server, &server.password.clone()).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+
+    server.pause();
+    // Every pull now waits for its timeout; ticks that fire meanwhile are skipped.
+    let mut tick = tokio::time::interval(Duration::from_millis(50));
+    tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            let text = app.metrics_text().await;
+            let skipped = crate::helpers::sample(
+                &text,
+                "svc_scheduled_task_skips_total{task=\"external_sync\"}",
+            )
+            .unwrap_or(0.0);
+            let failed = crate::helpers::sample(
+                &text,
+                "svc_external_sync_failures_total{provider=\"caldav\",stage=\"account\"}",
+            )
+            .unwrap_or(0.0);
+            if skipped >= 1.0 && failed >= 1.0 {
+                break;
+            }
+            tick.tick().await;
+        }
+    })
+    .await
+    .expect("skipped ticks and failed pulls are counted");
+    // Local requests do not wait for the server.
+    let started = std::time::Instant::now();
+    assert_eq!(
+        calendars(&app, &ana)
+            .await
+            .iter()
+            .filter(|c| c["name"] == "Work")
+            .count(),
+        1
+    );
+    assert!(
+        started.elapsed() < Duration::from_millis(700),
+        "answered without the server"
+    );
+    let response = app
+        .as_user(Method::GET, "/api/v1/calendars/google", &ana)
+        .send()
+        .await
+        .expect("request");
+    assert!(
+        response.status().is_client_error(),
+        "a failed sync is reported, not a 5xx"
+    );
+
+    // Back: the next pull brings what changed.
+    server.resume();
+    let mut stream = app.stream(&ana).await;
+    server.put_event(&work, "later.ics", LATER).await;
+    let frame = stream.next_frame().await;
+    assert_eq!(frame["type"], "external_sync");
+}

@@ -449,3 +449,60 @@ async fn radicale_calendar_writes_go_to_the_server_first() {
 async fn xandikos_calendar_writes_go_to_the_server_first() {
     calendar_writes_go_to_the_server_first(CaldavKind::Xandikos).await;
 }
+
+#[tokio::test]
+async fn two_servers_on_one_database_deliver_every_write_once() {
+    let server = CaldavServer::start_radicale_strict().await;
+    let work = server.make_calendar("work", "Work").await;
+    let first = spawn_app_with(configure).await;
+    let ana = first.sign_up("ana@example.com").await;
+    let mirror = connect(&first, &ana, &server, "Work").await;
+    // A second process on the same database: it runs a sync actor for the account too.
+    let second = spawn_app_sharing_database_with(&first, configure).await;
+    let mut made = Vec::new();
+    for n in 0..12 {
+        let app = if n % 2 == 0 { &first } else { &second };
+        let created = app
+            .create_event(&ana, &event_body(&[&mirror], &format!("Event {n}"), 8))
+            .await;
+        made.push(created);
+    }
+    // Each one is updated through the other process.
+    for (n, created) in made.iter().enumerate() {
+        let app = if n % 2 == 0 { &second } else { &first };
+        let mut update = created.clone();
+        update["title"] = json!(format!("Event {n} (updated)"));
+        let response = app.event_request(Method::PUT, &ana, &update).await;
+        assert_eq!(response.status(), StatusCode::OK);
+    }
+    eventually("both outboxes are delivered", || async {
+        outbox_rows(&first).await == 0
+    })
+    .await;
+    let listed = server.list(&work).await;
+    assert_eq!(
+        listed.len(),
+        made.len(),
+        "one resource per event: {listed:?}"
+    );
+    for (n, created) in made.iter().enumerate() {
+        let url = format!("{work}{}.ics", created["id"].as_str().expect("id"));
+        let (_, body) = server.get(&url).await.expect("resource");
+        assert!(
+            body.contains(&format!("SUMMARY:Event {n} (updated)")),
+            "{body}"
+        );
+    }
+    for app in [&first, &second] {
+        let text = app.metrics_text().await;
+        assert_eq!(
+            crate::helpers::sample(
+                &text,
+                "svc_external_sync_failures_total{provider=\"caldav\",stage=\"push\"}"
+            )
+            .unwrap_or(0.0),
+            0.0,
+            "no delivery met a write of the other process"
+        );
+    }
+}

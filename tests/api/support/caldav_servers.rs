@@ -215,6 +215,25 @@ impl CaldavServer {
         }
     }
 
+    /// Freezes the server (SIGSTOP): connections are still accepted, nothing is answered.
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Lets a frozen server go on (SIGCONT).
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, which: &str) {
+        let pid = self.child.as_ref().expect("running").id();
+        let status = std::process::Command::new("kill")
+            .args([which, &pid.to_string()])
+            .status()
+            .expect("kill");
+        assert!(status.success(), "kill {which} {pid}");
+    }
+
     /// Starts the server again on the same port and data directory.
     pub async fn restart(&mut self) {
         self.kill();
