@@ -170,7 +170,10 @@ impl Actor for ProviderSupervisor {
         let _timer = MessageTimer::start(&state.shared.metrics, ActorKind::ProviderSupervisor);
         match message {
             ProvidersMsg::Start { account_id } => {
-                Self::start(&myself, state, account_id).await;
+                // A reconnected account's held writes go out now.
+                if let Some(actor) = Self::start(&myself, state, account_id).await {
+                    let _ = actor.send_message(ProviderSyncMsg::Deliver);
+                }
             }
             ProvidersMsg::Stop { account_id } => {
                 if let Some(actor) = state.running.remove(&account_id) {

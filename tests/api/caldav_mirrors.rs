@@ -357,3 +357,26 @@ async fn a_server_that_hangs_costs_counted_failures_and_skipped_ticks_not_local_
     let frame = stream.next_frame().await;
     assert_eq!(frame["type"], "external_sync");
 }
+
+#[tokio::test]
+async fn without_private_hosts_allowed_a_loopback_server_is_refused() {
+    let server = CaldavServer::start(CaldavKind::Radicale).await;
+    server.make_calendar("work", "Work").await;
+    let app = spawn_app_with(|s| {
+        s.caldav.enc_key = Some(bowline::config::Secret::new(KEY));
+        s.federation.allow_private_hosts = false;
+    })
+    .await;
+    let ana = app.sign_up("ana@example.com").await;
+    let (status, body) = connect(&app, &ana, &server, &server.password.clone()).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("Could not connect to CalDAV server"))
+    );
+    let (_, accounts) = app
+        .call(Method::GET, "/api/v1/users/connections/caldav", &ana, None)
+        .await;
+    assert_eq!(accounts, json!({ "accounts": [] }));
+}
