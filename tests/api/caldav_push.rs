@@ -506,3 +506,59 @@ async fn two_servers_on_one_database_deliver_every_write_once() {
         );
     }
 }
+
+#[tokio::test]
+async fn refused_credentials_hold_the_writes_until_the_account_reconnects() {
+    let mut server = CaldavServer::start(CaldavKind::Radicale).await;
+    let work = server.make_calendar("work", "Work").await;
+    let app = spawn_app_with(configure).await;
+    let ana = app.sign_up("ana@example.com").await;
+    let mirror = connect(&app, &ana, &server, "Work").await;
+
+    server.change_password("a-new-and-longer-app-password");
+    let created = app
+        .create_event(&ana, &event_body(&[&mirror], "Made after the change", 9))
+        .await;
+    // The server refuses the credentials: the owner is asked to reconnect, the write waits.
+    eventually("the owner sees reconnect_required", || async {
+        let listed = app.get_json_as(&ana, "/api/v1/calendars").await;
+        listed.as_array().expect("calendars").iter().any(|c| {
+            c["id"] == json!(mirror)
+                && c["syncStatus"] == "reconnect_required"
+                && c["syncErrorCode"] == "unauthorized"
+        })
+    })
+    .await;
+    assert_eq!(outbox_rows(&app).await, 1);
+
+    // Reconnecting with the new password delivers it.
+    let (status, body) = {
+        let response = app
+            .as_user(Method::POST, "/api/v1/users/connections/caldav", &ana)
+            .json(&json!({
+                "serverUrl": server.base_url,
+                "username": server.username,
+                "password": server.password,
+            }))
+            .send()
+            .await
+            .expect("request");
+        (response.status(), response.text().await.expect("body"))
+    };
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let url = format!("{work}{}.ics", created["id"].as_str().expect("id"));
+    until_remote(&server, &url, "the held write", |r| r.is_some()).await;
+    eventually("the outbox empties", || async {
+        outbox_rows(&app).await == 0
+    })
+    .await;
+    let listed = app.get_json_as(&ana, "/api/v1/calendars").await;
+    let mirror_now = listed
+        .as_array()
+        .expect("calendars")
+        .iter()
+        .find(|c| c["id"] == json!(mirror))
+        .expect("mirror")
+        .clone();
+    assert_eq!(mirror_now["syncStatus"], Value::Null);
+}

@@ -255,6 +255,13 @@ impl CaldavServer {
         self.data.path().join("server.log")
     }
 
+    /// Changes the user's password on the server (Radicale re-reads its users file when its
+    /// size changes, so the new one should differ in length).
+    pub fn change_password(&mut self, password: &str) {
+        password.clone_into(&mut self.password);
+        self.write_users();
+    }
+
     /// Radicale's users file (plain htpasswd); Xandikos has no authentication.
     fn write_users(&self) {
         if self.kind == CaldavKind::Radicale {
