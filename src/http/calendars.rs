@@ -13,6 +13,8 @@ use warp::{Filter, Rejection, Reply};
 use super::conditional::{self, EntityTag, if_none_match};
 use super::extract::{AuthUser, authenticated, json_body, ok_text, respond, with_ctx};
 use crate::actors::calendar::CalendarCommand;
+use crate::actors::providers::ProvidersMsg;
+use crate::actors::{ActorKind, ask_slot};
 use crate::commands::calendar::CalendarChange;
 use crate::commands::mirrors::calendars::{RemoteChange, before_change, create_in_account};
 use crate::commands::not_a_member;
@@ -21,8 +23,10 @@ use crate::domain::ids::{CalendarId, UserId, require_uuid};
 use crate::domain::roles::Role;
 use crate::error::AppError;
 use crate::store::calendars::{self as calendar_store, NewCalendar};
-use crate::store::members;
+use crate::store::{members, mirrors};
 use crate::views::calendars::CalendarView;
+use std::time::Duration;
+use uuid::Uuid;
 
 /// The calendar routes (static paths first).
 pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
@@ -94,23 +98,21 @@ fn legacy_sync(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection
         .and_then(|ctx: Ctx, user: AuthUser| async move {
             respond(
                 async {
-                    let accounts: Vec<uuid::Uuid> =
-                        crate::store::mirrors::caldav_accounts_of(ctx.db.conn(), user.id())
-                            .await?
-                            .into_iter()
-                            .map(|account| account.id)
-                            .collect();
+                    let accounts: Vec<Uuid> = mirrors::caldav_accounts_of(ctx.db.conn(), user.id())
+                        .await?
+                        .into_iter()
+                        .map(|account| account.id)
+                        .collect();
                     if !accounts.is_empty() {
-                        crate::actors::ask_slot(
+                        // Each account's pull is bounded by its requests' timeouts.
+                        let wait = Duration::from_millis(
+                            ctx.settings.caldav.request_timeout_ms.saturating_mul(4),
+                        );
+                        ask_slot(
                             &ctx.actors.providers.supervisor,
-                            crate::actors::ActorKind::ProviderSupervisor,
-                            std::time::Duration::from_millis(
-                                ctx.settings.caldav.request_timeout_ms.saturating_mul(4),
-                            ),
-                            |reply| crate::actors::providers::ProvidersMsg::SyncNow {
-                                accounts,
-                                reply,
-                            },
+                            ActorKind::ProviderSupervisor,
+                            wait,
+                            |reply| ProvidersMsg::SyncNow { accounts, reply },
                         )
                         .await?;
                     }
@@ -143,7 +145,7 @@ async fn list_calendars_handler(
     let calendars = calendar_store::list_for_user(&ctx.db, user.id()).await?;
     let ids: Vec<_> = calendars.iter().map(|(calendar, _)| calendar.id).collect();
     let members = members::list_for_calendars(ctx.db.conn(), &ids).await?;
-    let links = crate::store::mirrors::provider_links(ctx.db.conn(), &ids).await?;
+    let links = mirrors::provider_links(ctx.db.conn(), &ids).await?;
     let views: Vec<CalendarView> = calendars
         .iter()
         .map(|(calendar, role)| {
