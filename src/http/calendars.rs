@@ -11,7 +11,9 @@ use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
 
 use super::conditional::{self, EntityTag, if_none_match};
-use super::extract::{AuthUser, authenticated, json_body, ok_text, respond, with_ctx};
+use super::extract::{AuthUser, authenticated, json_body, ok_text, request_ctx, respond, with_ctx};
+use super::rejection::render_error;
+use super::request::RequestCtx;
 use crate::actors::calendar::CalendarCommand;
 use crate::actors::providers::ProvidersMsg;
 use crate::actors::{ActorKind, ask_slot};
@@ -95,32 +97,35 @@ fn legacy_sync(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection
         .and(warp::get())
         .and(with_ctx(ctx.clone()))
         .and(authenticated(ctx))
-        .and_then(|ctx: Ctx, user: AuthUser| async move {
-            respond(
-                async {
-                    let accounts: Vec<Uuid> = mirrors::caldav_accounts_of(ctx.db.conn(), user.id())
-                        .await?
-                        .into_iter()
-                        .map(|account| account.id)
-                        .collect();
-                    if !accounts.is_empty() {
-                        // Each account's pull is bounded by its requests' timeouts.
-                        let wait = Duration::from_millis(
-                            ctx.settings.caldav.request_timeout_ms.saturating_mul(4),
-                        );
-                        ask_slot(
-                            &ctx.actors.providers.supervisor,
-                            ActorKind::ProviderSupervisor,
-                            wait,
-                            |reply| ProvidersMsg::SyncNow { accounts, reply },
-                        )
-                        .await?;
-                    }
-                    Ok::<_, AppError>(ok_text())
-                }
-                .await,
-            )
+        .and(request_ctx())
+        .then(|ctx: Ctx, user: AuthUser, rctx: RequestCtx| async move {
+            // Answered here, success or failure: a failure passed on as a rejection would
+            // be outranked by `GET /api/v1/calendars/:id`'s refusal of the id "google".
+            match sync_now(&ctx, &user).await {
+                Ok(()) => ok_text(),
+                Err(err) => render_error(&rctx, &err),
+            }
         })
+}
+
+/// Delivers and pulls every account of `user` now (each bounded by its requests' timeouts).
+async fn sync_now(ctx: &Ctx, user: &AuthUser) -> Result<(), AppError> {
+    let accounts: Vec<Uuid> = mirrors::caldav_accounts_of(ctx.db.conn(), user.id())
+        .await?
+        .into_iter()
+        .map(|account| account.id)
+        .collect();
+    if accounts.is_empty() {
+        return Ok(());
+    }
+    let wait = Duration::from_millis(ctx.settings.caldav.request_timeout_ms.saturating_mul(4));
+    ask_slot(
+        &ctx.actors.providers.supervisor,
+        ActorKind::ProviderSupervisor,
+        wait,
+        |reply| ProvidersMsg::SyncNow { accounts, reply },
+    )
+    .await
 }
 
 /// GET /api/v1/calendars — the caller's calendars with their role.

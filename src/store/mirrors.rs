@@ -345,12 +345,13 @@ pub struct NewMirror {
 }
 
 /// Creates the local calendar of a new mirror (the owner its only member) and records the
-/// mirror, in the caller's transaction.
+/// mirror, in the caller's transaction. `None` when the remote calendar is mirrored
+/// already (by a concurrent pull): the caller drops its transaction.
 pub async fn create_mirror(
     txn: &impl ConnectionTrait,
     new: NewMirror,
     now: DateTime<Utc>,
-) -> Result<(entities::calendars::Model, external_calendars::Model), DbErr> {
+) -> Result<Option<(entities::calendars::Model, external_calendars::Model)>, DbErr> {
     use crate::domain::roles::Role;
     use entities::{calendar_members, calendars};
     let calendar = calendars::ActiveModel {
@@ -375,22 +376,35 @@ pub async fn create_mirror(
     }
     .insert(txn)
     .await?;
-    let mirror = external_calendars::ActiveModel {
-        id: Set(Uuid::new_v4()),
-        provider: Set(new.provider),
-        account_id: Set(new.account_id),
-        user_id: Set(new.owner),
-        remote_id: Set(new.remote_id),
-        calendar_id: Set(Some(calendar.id)),
-        disabled: Set(false),
-        read_only: Set(new.read_only),
-        sync_token: Set(None),
-        created_at: Set(now),
-        updated_at: Set(now),
-    }
-    .insert(txn)
+    let mirror = external_calendars::Model {
+        id: Uuid::new_v4(),
+        provider: new.provider,
+        account_id: new.account_id,
+        user_id: new.owner,
+        remote_id: new.remote_id,
+        calendar_id: Some(calendar.id),
+        disabled: false,
+        read_only: new.read_only,
+        sync_token: None,
+        created_at: now,
+        updated_at: now,
+    };
+    // Another process may be mirroring the same remote calendar right now: the first one
+    // wins, and the other's transaction is to be dropped (`None`).
+    let inserted = external_calendars::Entity::insert(external_calendars::ActiveModel::from(
+        mirror.clone(),
+    ))
+    .on_conflict_do_nothing_on([
+        external_calendars::Column::Provider,
+        external_calendars::Column::AccountId,
+        external_calendars::Column::RemoteId,
+    ])
+    .exec_without_returning(txn)
     .await?;
-    Ok((calendar, mirror))
+    if !matches!(inserted, sea_orm::TryInsertResult::Inserted(rows) if rows > 0) {
+        return Ok(None);
+    }
+    Ok(Some((calendar, mirror)))
 }
 
 /// What a listing shows of a mirror's account.

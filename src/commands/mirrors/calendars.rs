@@ -108,7 +108,7 @@ pub async fn create_in_account(
         .await
         .map_err(refused)?;
     let txn = env.services.db.begin_write().await?;
-    let (calendar, _) = mirrors::create_mirror(
+    let created = mirrors::create_mirror(
         &txn,
         NewMirror {
             provider: mirrors::CALDAV.to_owned(),
@@ -122,6 +122,8 @@ pub async fn create_in_account(
         Utc::now(),
     )
     .await?;
+    let (calendar, _) =
+        created.ok_or_else(|| AppError::internal("a calendar just made is mirrored already"))?;
     let members = members::list(&txn, calendar.id).await?;
     txn.commit().await?;
     let link = mirrors::provider_links(env.services.db.conn(), &[calendar.id]).await?;

@@ -128,7 +128,7 @@ async fn store_new_account(
     let account = mirrors::save_caldav_account(&txn, input, now).await?;
     for (calendar, changes) in read {
         let (name, color) = mirror_look(&calendar);
-        let (local, row) = mirrors::create_mirror(
+        let created = mirrors::create_mirror(
             &txn,
             NewMirror {
                 provider: mirrors::CALDAV.to_owned(),
@@ -142,6 +142,10 @@ async fn store_new_account(
             now,
         )
         .await?;
+        // The account is new: none of its calendars can be mirrored already.
+        let Some((local, row)) = created else {
+            continue;
+        };
         let target = Target {
             calendar: &local,
             owner: &owner,

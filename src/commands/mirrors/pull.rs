@@ -233,7 +233,7 @@ pub async fn pull_caldav(
             }
             None => {
                 let (name, color) = mirror_look(calendar);
-                let (local, row) = mirrors::create_mirror(
+                let created = mirrors::create_mirror(
                     &txn,
                     mirrors::NewMirror {
                         provider: mirrors::CALDAV.to_owned(),
@@ -247,6 +247,10 @@ pub async fn pull_caldav(
                     now,
                 )
                 .await?;
+                // Another process mirrored it meanwhile: this transaction is dropped.
+                let Some((local, row)) = created else {
+                    continue;
+                };
                 (local, row.id, true)
             }
         };
