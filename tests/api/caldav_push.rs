@@ -515,7 +515,7 @@ async fn refused_credentials_hold_the_writes_until_the_account_reconnects() {
     let ana = app.sign_up("ana@example.com").await;
     let mirror = connect(&app, &ana, &server, "Work").await;
 
-    server.change_password("a-new-and-longer-app-password");
+    server.set_password("a-new-and-longer-app-password");
     let created = app
         .create_event(&ana, &event_body(&[&mirror], "Made after the change", 9))
         .await;

@@ -19,6 +19,7 @@ mod big_reads;
 mod binary;
 mod caldav_client;
 mod caldav_mirrors;
+mod caldav_pull;
 mod caldav_push;
 mod calendar_actors;
 mod calendars;

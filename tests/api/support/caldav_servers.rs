@@ -207,6 +207,23 @@ impl CaldavServer {
         members
     }
 
+    /// Radicale: changes `alice`'s password by rewriting the users file (plain htpasswd,
+    /// which Radicale re-reads at every login while `htpasswd_cache` is off, its default).
+    pub fn set_password(&mut self, password: &str) {
+        assert_eq!(
+            self.kind,
+            CaldavKind::Radicale,
+            "only Radicale has passwords"
+        );
+        self.password = password.to_owned();
+        self.write_users();
+    }
+
+    /// The port the server listens on (kept across [`Self::restart`]).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
     /// SIGKILLs the server now and waits for it.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
@@ -253,13 +270,6 @@ impl CaldavServer {
 
     fn log_path(&self) -> PathBuf {
         self.data.path().join("server.log")
-    }
-
-    /// Changes the user's password on the server (Radicale re-reads its users file when its
-    /// size changes, so the new one should differ in length).
-    pub fn change_password(&mut self, password: &str) {
-        password.clone_into(&mut self.password);
-        self.write_users();
     }
 
     /// Radicale's users file (plain htpasswd); Xandikos has no authentication.
