@@ -391,16 +391,15 @@ pub async fn create_mirror(
     };
     // Another process may be mirroring the same remote calendar right now: the first one
     // wins, and the other's transaction is to be dropped (`None`).
-    let inserted = external_calendars::Entity::insert(external_calendars::ActiveModel::from(
-        mirror.clone(),
-    ))
-    .on_conflict_do_nothing_on([
-        external_calendars::Column::Provider,
-        external_calendars::Column::AccountId,
-        external_calendars::Column::RemoteId,
-    ])
-    .exec_without_returning(txn)
-    .await?;
+    let inserted =
+        external_calendars::Entity::insert(external_calendars::ActiveModel::from(mirror.clone()))
+            .on_conflict_do_nothing_on([
+                external_calendars::Column::Provider,
+                external_calendars::Column::AccountId,
+                external_calendars::Column::RemoteId,
+            ])
+            .exec_without_returning(txn)
+            .await?;
     if !matches!(inserted, sea_orm::TryInsertResult::Inserted(rows) if rows > 0) {
         return Ok(None);
     }

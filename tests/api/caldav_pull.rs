@@ -9,7 +9,6 @@
 //! Nothing here sleeps to wait for state: frames are awaited with the stream's timeout,
 //! counters and rows are polled against a deadline.
 
-use std::future::Future;
 use std::time::{Duration, Instant};
 
 use bowline::actors::providers::ProvidersMsg;
@@ -18,7 +17,7 @@ use sea_orm::{ConnectionTrait, EntityTrait};
 use serde_json::{Value, json};
 
 use crate::helpers::{
-    TestApp, TestUser, WAIT, sample, spawn_app_sharing_database_with, spawn_app_with,
+    TestApp, TestUser, eventually, sample, spawn_app_sharing_database_with, spawn_app_with,
 };
 use crate::support::caldav_servers::{CaldavKind, CaldavServer};
 
@@ -190,22 +189,6 @@ async fn account_ids(app: &TestApp, user: &TestUser) -> Vec<String> {
 /// A counter's value (0 while it was never incremented).
 async fn metric(app: &TestApp, series: &str) -> f64 {
     sample(&app.metrics_text().await, series).unwrap_or(0.0)
-}
-
-/// Polls `check` until it holds, failing after [`WAIT`].
-async fn until<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let deadline = Instant::now() + WAIT;
-    loop {
-        if check().await {
-            return;
-        }
-        assert!(Instant::now() < deadline, "{what} within {WAIT:?}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
 }
 
 /// The stored account row.
@@ -560,11 +543,11 @@ async fn ticks_during_a_hanging_pull_are_skipped_and_counted() {
     // The server's port now accepts connections and never answers.
     server.kill();
     let silent = std::net::TcpListener::bind(("127.0.0.1", server.port())).expect("the port");
-    until("a tick skipped while the pull hangs", || async {
+    eventually("a tick skipped while the pull hangs", || async {
         metric(&app, SKIPS).await >= 1.0
     })
     .await;
-    until("the hanging pull failed and was counted", || async {
+    eventually("the hanging pull failed and was counted", || async {
         metric(&app, ACCOUNT_FAILURES).await >= 1.0
     })
     .await;
@@ -588,7 +571,7 @@ async fn a_changed_password_asks_for_reconnection() {
     server.set_password(&new_password);
     let (status, body) = sync_now_answer(&app, &ana).await;
     // (Which message comes with the 400 is checked by
-    // `server_bug_a_failed_sync_now_answers_with_another_routes_error`.)
+    // `a_failed_sync_now_says_why`.)
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     assert_eq!(metric(&app, ACCOUNT_FAILURES).await, failures + 1.0);
     let row = account_row(&app, &account).await;
@@ -598,7 +581,10 @@ async fn a_changed_password_asks_for_reconnection() {
     // Reconnecting with the new password: the same account, the status cleared.
     let (status, body) = connect_with(&app, &ana, &server, &new_password).await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(account_ids(&app, &ana).await, [account.clone()]);
+    assert_eq!(
+        account_ids(&app, &ana).await,
+        std::slice::from_ref(&account)
+    );
     let row = account_row(&app, &account).await;
     assert_eq!(row.sync_status, None);
     assert_eq!(row.sync_error_code, None);
@@ -636,7 +622,7 @@ async fn a_panicking_sync_actor_is_restarted_and_others_go_on() {
     app.ctx().actors.providers.tell(ProvidersMsg::Panic {
         account_id: uuid::Uuid::parse_str(&account).expect("uuid"),
     });
-    until("the sync actor restarted", || async {
+    eventually("the sync actor restarted", || async {
         metric(&app, RESTARTS).await >= 1.0
     })
     .await;
@@ -679,7 +665,7 @@ async fn a_server_that_is_down_is_a_400_and_later_works(kind: CaldavKind) {
     server.kill();
     let started = Instant::now();
     let (status, body) = sync_now_answer(&app, &ana).await;
-    // (The message: see `server_bug_a_failed_sync_now_answers_with_another_routes_error`.)
+    // (The message: see `a_failed_sync_now_says_why`.)
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     assert!(
         started.elapsed() < Duration::from_secs(10),
@@ -738,7 +724,7 @@ async fn two_servers_on_one_database_keep_one_copy() {
     let two = spawn_app_sharing_database_with(&one, |_| {}).await;
     // Both run the account's actor (the second started it from the stored accounts).
     for app in [&one, &two] {
-        until("the account's sync actor runs", || async {
+        eventually("the account's sync actor runs", || async {
             metric(app, r#"svc_actors{actor="provider_sync"}"#).await == 1.0
         })
         .await;
@@ -834,19 +820,11 @@ async fn two_servers_pulling_a_removed_remote_calendar_at_once_both_succeed() {
     stop(one).await;
 }
 
-/// **Fails against the current server (server bug, a race between instances).** Two servers
-/// pulling at the same moment both see a new remote calendar: one mirror must be made and
-/// neither sync-now may fail. `pull_caldav` (`src/commands/mirrors/pull.rs`) decides that a
-/// remote calendar is new from `calendars_of_account`, read before (and outside) the write
-/// transaction, then `create_mirror` inserts it; the instance that commits second violates
-/// `external_calendars_account_remote_unique` ("UNIQUE constraint failed:
-/// external_calendars.provider, external_calendars.account_id, external_calendars.remote_id"
-/// on SQLite), its whole pull fails (the calendars after this one are not pulled in that
-/// run), `svc_external_sync_failures_total{stage="account"}` goes up, and its sync-now
-/// answers an error (shown as 400 "id must be a valid UUID.", see the other server bug).
-/// The data stays right (one mirror; the next pull is fine).
+/// Two servers pulling at the same moment both see a new remote calendar: one mirror is
+/// made (the second process's insert finds it there and drops its transaction) and neither
+/// sync-now fails.
 #[tokio::test]
-async fn server_bug_two_servers_pulling_a_new_remote_calendar_at_once() {
+async fn two_servers_pulling_a_new_remote_calendar_at_once_make_one_mirror() {
     let server = CaldavServer::start(CaldavKind::Radicale).await;
     server.make_calendar("work", "Work").await;
     let one = app().await;
@@ -875,18 +853,10 @@ async fn server_bug_two_servers_pulling_a_new_remote_calendar_at_once() {
     stop(one).await;
 }
 
-// SERVER BUG ---------------------------------------------------------------------------------
-
-/// **Fails against the current server (server bug).** A failed sync-now must say why: the
-/// route maps a failed pull to 400 `{error: "The calendar server could not be synced: …"}`
-/// (`src/actors/provider_sync.rs`). But `GET /api/v1/calendars/google` rejects through
-/// `respond` (a warp rejection), so warp goes on to the next route of `calendars::routes`,
-/// `GET /api/v1/calendars/:id`, which runs with `id = "google"` and rejects with
-/// 400 "id must be a valid UUID."; that is the rejection rendered. The client gets another
-/// route's message (and its status: any failure, also a 503 from a crashed sync actor or a
-/// 500, would be shown as this 400).
+/// A failed sync-now says why: 400 `{error: "The calendar server could not be synced: …"}`
+/// (a password changed at the provider, a server that is down), not another route's error.
 #[tokio::test]
-async fn server_bug_a_failed_sync_now_answers_with_another_routes_error() {
+async fn a_failed_sync_now_says_why() {
     let mut server = CaldavServer::start(CaldavKind::Radicale).await;
     server.make_calendar("work", "Work").await;
     let app = app().await;

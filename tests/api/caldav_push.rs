@@ -13,7 +13,7 @@ use sea_orm::{ConnectionTrait, Statement};
 use serde_json::{Value, json};
 
 use crate::helpers::{
-    TestApp, TestUser, event_body, spawn_app_sharing_database_with, spawn_app_with,
+    TestApp, TestUser, event_body, eventually, spawn_app_sharing_database_with, spawn_app_with,
 };
 use crate::support::caldav_servers::{CaldavKind, CaldavServer};
 
@@ -58,22 +58,6 @@ async fn connect(app: &TestApp, user: &TestUser, server: &CaldavServer, name: &s
         .as_str()
         .expect("id")
         .to_owned()
-}
-
-/// Waits (up to 15 s, checking every 20 ms) until `check` holds.
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let mut tick = tokio::time::interval(Duration::from_millis(20));
-    tokio::time::timeout(Duration::from_secs(15), async {
-        while !check().await {
-            tick.tick().await;
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("never: {what}"));
 }
 
 /// Waits until `check` holds for the resource at `url` (its etag and body, or `None`);

@@ -330,3 +330,19 @@ async fn start(
         _db: db,
     }
 }
+
+/// Waits (up to 15 s, checking every 20 ms) until `check` holds.
+pub async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let mut tick = tokio::time::interval(Duration::from_millis(20));
+    tokio::time::timeout(Duration::from_secs(15), async {
+        while !check().await {
+            tick.tick().await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("never: {what}"));
+}
