@@ -103,7 +103,8 @@ pub async fn leave(
 }
 
 /// Changes `target`'s role (needs manageMembers). `owner` transfers ownership of a
-/// non-default calendar, demoting the previous owner to editor in the same transaction.
+/// non-default calendar that mirrors no provider account, demoting the previous owner to
+/// editor in the same transaction.
 pub async fn set_role(
     services: &Services,
     calendar: CalendarId,
@@ -129,6 +130,15 @@ pub async fn set_role(
         if calendar.is_default {
             return Err(AppError::bad_request(
                 "A personal calendar's ownership can't be transferred.",
+            ));
+        }
+        // A mirror stays with the user whose account it mirrors.
+        if !crate::store::mirrors::mirrors_of(&txn, &[calendar_id])
+            .await?
+            .is_empty()
+        {
+            return Err(AppError::bad_request(
+                "A connected calendar's ownership can't be transferred; it stays with the owner of its account.",
             ));
         }
         let previous_owner = calendar.creator_id.clone();

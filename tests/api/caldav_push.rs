@@ -546,3 +546,93 @@ async fn refused_credentials_hold_the_writes_until_the_account_reconnects() {
         .clone();
     assert_eq!(mirror_now["syncStatus"], Value::Null);
 }
+
+#[tokio::test]
+async fn a_mirror_stays_with_its_accounts_owner_and_members_see_no_sync_status() {
+    let mut server = CaldavServer::start(CaldavKind::Radicale).await;
+    server.make_calendar("work", "Work").await;
+    let app = spawn_app_with(configure).await;
+    let ana = app.sign_up("ana@example.com").await;
+    let bob = app.sign_up("bob@example.com").await;
+    let mirror = connect(&app, &ana, &server, "Work").await;
+    app.join_with_invite(&ana, &mirror, &bob).await;
+
+    let response = app.set_role(&ana, &mirror, &bob.id, "owner").await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    let error: Value = response.json().await.expect("JSON");
+    assert!(
+        error["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("stays with the owner"))
+    );
+
+    // The account's credentials stop working: only its owner is asked to reconnect.
+    server.set_password("another-password-of-another-length");
+    let response = app
+        .as_user(Method::GET, "/api/v1/calendars/google", &ana)
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    let seen_by = |user: &TestUser| {
+        let app = &app;
+        let user = user.clone();
+        let mirror = mirror.clone();
+        async move {
+            let listed = app.get_json_as(&user, "/api/v1/calendars").await;
+            listed
+                .as_array()
+                .expect("calendars")
+                .iter()
+                .find(|c| c["id"] == json!(mirror))
+                .expect("mirror")
+                .clone()
+        }
+    };
+    let for_ana = seen_by(&ana).await;
+    assert_eq!(for_ana["syncStatus"], "reconnect_required");
+    let for_bob = seen_by(&bob).await;
+    assert_eq!(for_bob["provider"], "caldav");
+    assert_eq!(for_bob["role"], "viewer");
+    assert_eq!(for_bob["syncStatus"], Value::Null);
+    assert_eq!(for_bob["syncErrorCode"], Value::Null);
+}
+
+#[tokio::test]
+async fn a_write_that_keeps_failing_is_given_up_and_reported() {
+    let mut server = CaldavServer::start(CaldavKind::Radicale).await;
+    server.make_calendar("work", "Work").await;
+    let app = spawn_app_with(|s| {
+        configure(s);
+        s.caldav.outbox_give_up_ms = 300;
+    })
+    .await;
+    let ana = app.sign_up("ana@example.com").await;
+    let mirror = connect(&app, &ana, &server, "Work").await;
+    let mut stream = app.stream(&ana).await;
+    server.kill();
+    let created = app
+        .create_event(&ana, &event_body(&[&mirror], "Never delivered", 9))
+        .await;
+    let frame = stream.next_frame().await;
+    assert_eq!(frame["type"], "event_created");
+    let frame = stream.next_frame().await;
+    assert_eq!(frame["type"], "provider_delivery");
+    assert_eq!(frame["payload"]["state"], "failed");
+    assert_eq!(frame["payload"]["eventID"], created["id"]);
+    assert!(
+        frame["payload"]["error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("gave up after"))
+    );
+    assert_eq!(outbox_rows(&app).await, 0);
+    // The event itself stays, here.
+    let events = app.read_events(&ana, "").await;
+    assert!(
+        events["events"]
+            .as_array()
+            .expect("events")
+            .iter()
+            .any(|e| e["id"] == created["id"])
+    );
+}
