@@ -285,7 +285,7 @@ async fn create_calendar_handler(
 
 /// Checks the optional `provider` + `accountId` destination of a new calendar: none means
 /// a native calendar.
-fn destination<'a>(
+pub(super) fn destination<'a>(
     provider: Option<&'a str>,
     account_id: Option<&'a str>,
 ) -> Result<Option<(&'a str, &'a str)>, AppError> {
@@ -299,20 +299,6 @@ fn destination<'a>(
             AppError::forbidden("That account isn't connected to your user."),
         ),
         (Some(_), Some(_)) => Err(AppError::bad_request("Unsupported provider.")),
-    }
-}
-
-/// Checks the optional `provider` + `accountId` destination of an import: imports are made
-/// as native calendars only.
-pub(super) fn native_destination(
-    provider: Option<&str>,
-    account_id: Option<&str>,
-) -> Result<(), AppError> {
-    match destination(provider, account_id)? {
-        None => Ok(()),
-        Some(_) => Err(AppError::bad_request(
-            "Importing into a connected account is not available on this server yet.",
-        )),
     }
 }
 

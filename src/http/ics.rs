@@ -5,7 +5,8 @@
 //!   caller with the file's events in one transaction (see `crate::ics` for what is read
 //!   and how leniently). 201 with the create-calendar document plus `imported`. `name`
 //!   falls back to `X-WR-CALNAME`, then `Imported calendar`; `color` to `#7a9e7e`. Like a
-//!   create, it sends no frame.
+//!   create, it sends no frame. With `provider=caldav&accountId=`, the calendar is made in
+//!   that connected account and the events are written there through the outbox.
 //! - `GET /api/v1/calendars/:id/export` (any member) returns a `text/calendar` snapshot as
 //!   an attachment named after the calendar.
 
@@ -20,10 +21,11 @@ use warp::filters::BoxedFilter;
 use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
 
-use super::calendars::native_destination;
+use super::calendars::destination;
 use super::extract::{AuthUser, authenticated, body_bytes, respond, with_ctx};
+use crate::commands::mirrors::calendars::import_into_account;
 use crate::context::Ctx;
-use crate::domain::ids::require_uuid;
+use crate::domain::ids::{UserId, require_uuid};
 use crate::domain::roles::Role;
 use crate::error::AppError;
 use crate::ical::{ExportCalendar, IcsError, ImportOptions, export_calendar, parse_calendar};
@@ -86,7 +88,7 @@ async fn import_handler(
     query: ImportQuery,
     body: Bytes,
 ) -> Result<Response, AppError> {
-    native_destination(query.provider.as_deref(), query.account_id.as_deref())?;
+    let destination = destination(query.provider.as_deref(), query.account_id.as_deref())?;
     let color = import_color(query.color.as_deref())?;
     let requested_name = query
         .name
@@ -125,6 +127,24 @@ async fn import_handler(
     let name = requested_name
         .or(parsed.name)
         .unwrap_or_else(|| DEFAULT_IMPORT_NAME.to_owned());
+    if let Some(destination) = destination {
+        let calendar = import_into_account(
+            &ctx.mirrors,
+            &UserId::from(user.id()),
+            destination,
+            &name,
+            &color,
+            &parsed.events,
+        )
+        .await?;
+        let view = ImportedCalendarView {
+            calendar,
+            imported: parsed.events.len(),
+        };
+        return Ok(
+            warp::reply::with_status(warp::reply::json(&view), StatusCode::CREATED).into_response(),
+        );
+    }
     let calendar = ics_store::create_imported(
         &ctx.db,
         NewCalendar {

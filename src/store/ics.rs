@@ -49,6 +49,32 @@ pub async fn create_imported(
     }
     .insert(&txn)
     .await?;
+    add_imported(&txn, &calendar, &new.creator_id, imported, now).await?;
+    let joined = Utc::now();
+    calendar_members::ActiveModel {
+        id: Set(Uuid::new_v4()),
+        calendar_id: Set(calendar.id),
+        user_id: Set(new.creator_id),
+        role: Set(Role::Owner.as_str().to_owned()),
+        reminder: Set(None),
+        created_at: Set(joined),
+        updated_at: Set(joined),
+    }
+    .insert(&txn)
+    .await?;
+    txn.commit().await?;
+    Ok(calendar)
+}
+
+/// Adds `imported` events to `calendar` (homed and linked there, `creator` as creator and
+/// organizer, the calendar's colour, revision 1) in the caller's transaction; their ids.
+pub async fn add_imported(
+    txn: &impl ConnectionTrait,
+    calendar: &calendars::Model,
+    creator: &str,
+    imported: &[ImportedEvent],
+    now: DateTime<Utc>,
+) -> Result<Vec<Uuid>, DbErr> {
     let ids: Vec<Uuid> = imported.iter().map(|_| Uuid::new_v4()).collect();
     for (chunk, chunk_ids) in imported
         .chunks(EVENT_ROWS_PER_STATEMENT)
@@ -59,10 +85,10 @@ pub async fn create_imported(
             .zip(chunk_ids)
             .map(|(event, id)| events::ActiveModel {
                 id: Set(*id),
-                creator_id: Set(new.creator_id.clone()),
-                organizer: Set(new.creator_id.clone()),
+                creator_id: Set(creator.to_owned()),
+                organizer: Set(creator.to_owned()),
                 title: Set(event.title.clone()),
-                color: Set(new.color.clone()),
+                color: Set(calendar.color.clone()),
                 start: Set(event.start),
                 end: Set(event.end),
                 is_all_day: Set(event.is_all_day),
@@ -79,7 +105,7 @@ pub async fn create_imported(
                 deleted_at: Set(None),
             });
         events::Entity::insert_many(rows)
-            .exec_without_returning(&txn)
+            .exec_without_returning(txn)
             .await?;
     }
     for chunk in ids.chunks(LINK_ROWS_PER_STATEMENT) {
@@ -90,23 +116,10 @@ pub async fn create_imported(
             linked_by: Set(None),
         });
         calendar_events::Entity::insert_many(rows)
-            .exec_without_returning(&txn)
+            .exec_without_returning(txn)
             .await?;
     }
-    let joined = Utc::now();
-    calendar_members::ActiveModel {
-        id: Set(Uuid::new_v4()),
-        calendar_id: Set(calendar.id),
-        user_id: Set(new.creator_id),
-        role: Set(Role::Owner.as_str().to_owned()),
-        reminder: Set(None),
-        created_at: Set(joined),
-        updated_at: Set(joined),
-    }
-    .insert(&txn)
-    .await?;
-    txn.commit().await?;
-    Ok(calendar)
+    Ok(ids)
 }
 
 /// The live (not deleted) events linked into `calendar_id`, by start then id.

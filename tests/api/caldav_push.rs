@@ -636,3 +636,52 @@ async fn a_write_that_keeps_failing_is_given_up_and_reported() {
             .any(|e| e["id"] == created["id"])
     );
 }
+
+#[tokio::test]
+async fn an_import_into_a_connected_account_is_written_to_the_server() {
+    let server = CaldavServer::start(CaldavKind::Radicale).await;
+    server.make_calendar("work", "Work").await;
+    let app = spawn_app_with(configure).await;
+    let ana = app.sign_up("ana@example.com").await;
+    connect(&app, &ana, &server, "Work").await;
+    let (_, accounts) = app
+        .call(Method::GET, "/api/v1/users/connections/caldav", &ana, None)
+        .await;
+    let account = accounts["accounts"][0]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let file = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//test//EN\r\n\
+        BEGIN:VEVENT\r\nUID:a\r\nDTSTART:20261201T090000Z\r\nDTEND:20261201T100000Z\r\nSUMMARY:One\r\nEND:VEVENT\r\n\
+        BEGIN:VEVENT\r\nUID:b\r\nDTSTART:20261202T090000Z\r\nDTEND:20261202T100000Z\r\nSUMMARY:Two\r\nEND:VEVENT\r\n\
+        END:VCALENDAR\r\n";
+    let response = app
+        .as_user(
+            Method::POST,
+            &format!("/api/v1/calendars/import?name=Imported&provider=caldav&accountId={account}"),
+            &ana,
+        )
+        .header("Content-Type", "text/calendar")
+        .body(file)
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let imported: Value = response.json().await.expect("JSON");
+    assert_eq!(imported["imported"], 2);
+    assert_eq!(imported["provider"], "caldav");
+    let remote = remote_calendars(&server).await;
+    let (url, _) = remote
+        .iter()
+        .find(|(_, name)| name.as_deref() == Some("Imported"))
+        .expect("the server has the imported calendar")
+        .clone();
+    eventually("both events reach the server", || async {
+        server.list(&url).await.len() == 2
+    })
+    .await;
+    eventually("the outbox empties", || async {
+        outbox_rows(&app).await == 0
+    })
+    .await;
+}

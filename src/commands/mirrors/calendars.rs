@@ -12,9 +12,10 @@ use super::pull::PullError;
 use crate::domain::ids::UserId;
 use crate::domain::roles::Role;
 use crate::error::AppError;
+use crate::ical::ImportedEvent;
 use crate::providers::caldav::CaldavError;
-use crate::store::members;
 use crate::store::mirrors::{self, NewMirror};
+use crate::store::{calendars as calendar_store, ics as ics_store, members, outbox};
 use crate::views::calendars::CalendarView;
 
 /// What a calendar-level write does at the provider.
@@ -129,6 +130,36 @@ pub async fn create_in_account(
     let link = mirrors::provider_links(env.services.db.conn(), &[calendar.id]).await?;
     Ok(CalendarView::new(&calendar, &members, Some(Role::Owner))
         .with_provider(link.get(&calendar.id), user.as_str()))
+}
+
+/// Imports `imported` into a new calendar of one of `user`'s connected accounts: the
+/// calendar is made there and mirrored ([`create_in_account`]), then the events are stored
+/// in the mirror with their provider writes in one transaction, and the account's actor
+/// delivers them.
+pub async fn import_into_account(
+    env: &Mirrors,
+    user: &UserId,
+    destination: (&str, &str),
+    name: &str,
+    color: &str,
+    imported: &[ImportedEvent],
+) -> Result<CalendarView, AppError> {
+    let (provider, account_id) = destination;
+    let view = create_in_account(env, user, provider, account_id, name, color).await?;
+    let services = &env.services;
+    let txn = services.db.begin_write().await?;
+    let calendar = calendar_store::lock(&txn, view.id)
+        .await?
+        .ok_or_else(|| AppError::internal("the new mirror is gone"))?;
+    let now = Utc::now();
+    let ids = ics_store::add_imported(&txn, &calendar, user.as_str(), imported, now).await?;
+    let targets = outbox::targets(&txn, &[calendar.id]).await?;
+    let calendars = [calendar.id];
+    let writes = outbox::puts_for_new(&targets, ids.iter().map(|id| (*id, calendars.as_slice())));
+    outbox::enqueue(&txn, &writes, now).await?;
+    txn.commit().await?;
+    services.provider_writes_queued(targets.values());
+    Ok(view)
 }
 
 /// The provider's refusal as the caller's 400 (or 503 when it could not be reached).
