@@ -309,7 +309,8 @@ async fn deliver_one(
     }
 }
 
-/// Records where an event now lives and its new tag (read back when the server sent none).
+/// Records where an event now lives and its new tag (read back when the server sent none);
+/// if the event left the mirror meanwhile, queues the resource's delete instead.
 async fn record_written(
     env: &Mirrors,
     client: &CaldavClient,
@@ -329,6 +330,31 @@ async fn record_written(
             .and_then(|object| object.etag),
     };
     let txn = env.services.db.begin_write().await?;
+    // The event left the mirror while it was being written (deleted or unlinked before its
+    // resource was known, so no delete was queued): queue the resource's delete now.
+    let still_there = match event_store::find_live(&txn, &[event_id]).await?.pop() {
+        Some(event) => event_store::links(&txn, event.id).await?.contains(&calendar_id),
+        None => false,
+    };
+    if !still_there {
+        let Some((provider, account_id)) = outbox::targets(&txn, &[calendar_id])
+            .await?
+            .remove(&calendar_id)
+        else {
+            return Ok(());
+        };
+        let write = outbox::OutboxWrite {
+            provider,
+            account_id,
+            calendar_id,
+            event_id,
+            action: "delete",
+            remote: Some((url.to_string(), etag)),
+        };
+        outbox::enqueue(&txn, &[write], Utc::now()).await?;
+        txn.commit().await?;
+        return Ok(());
+    }
     mirrors::replace_resource(
         &txn,
         calendar_id,
