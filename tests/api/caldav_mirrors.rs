@@ -8,10 +8,9 @@ use std::time::Duration;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
+use crate::helpers::caldav::{CALDAV_KEY, calendars, connect_caldav, with_caldav};
 use crate::helpers::{TestApp, TestUser, spawn_app_with};
 use crate::support::caldav_servers::{CaldavKind, CaldavServer};
-
-const KEY: &str = "5f2b1c9d8e7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c";
 
 const TIMED: &str = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//test//EN\r\nBEGIN:VEVENT\r\nUID:timed-1\r\nDTSTAMP:20260101T000000Z\r\nDTSTART;TZID=Europe/Berlin:20261203T090000\r\nDTEND;TZID=Europe/Berlin:20261203T100000\r\nSUMMARY:Planning\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n";
 const ALL_DAY: &str = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//test//EN\r\nBEGIN:VEVENT\r\nUID:allday-1\r\nDTSTAMP:20260101T000000Z\r\nDTSTART;VALUE=DATE:20261210\r\nDTEND;VALUE=DATE:20261212\r\nSUMMARY:Offsite\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n";
@@ -19,41 +18,7 @@ const SERIES: &str = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//test//EN\r\nBE
 const LATER: &str = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//test//EN\r\nBEGIN:VEVENT\r\nUID:later-1\r\nDTSTAMP:20260101T000000Z\r\nDTSTART:20261215T120000Z\r\nDTEND:20261215T130000Z\r\nSUMMARY:Added on the server\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n";
 
 async fn app() -> TestApp {
-    spawn_app_with(|s| {
-        s.caldav.enc_key = Some(bowline::config::Secret::new(KEY));
-        s.caldav.sync_interval_ms = 0;
-    })
-    .await
-}
-
-async fn connect(
-    app: &TestApp,
-    user: &TestUser,
-    server: &CaldavServer,
-    password: &str,
-) -> (StatusCode, Value) {
-    let response = app
-        .as_user(Method::POST, "/api/v1/users/connections/caldav", user)
-        .json(&json!({
-            "serverUrl": server.base_url,
-            "username": server.username,
-            "password": password,
-        }))
-        .send()
-        .await
-        .expect("request");
-    let status = response.status();
-    let text = response.text().await.expect("body");
-    (
-        status,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    )
-}
-
-async fn calendars(app: &TestApp, user: &TestUser) -> Vec<Value> {
-    let (status, body) = app.call(Method::GET, "/api/v1/calendars", user, None).await;
-    assert_eq!(status, StatusCode::OK);
-    body.as_array().expect("calendars").clone()
+    spawn_app_with(with_caldav).await
 }
 
 async fn titles_in(app: &TestApp, user: &TestUser, calendar: &str) -> Vec<String> {
@@ -95,7 +60,7 @@ async fn connects_imports_pulls_and_disconnects(kind: CaldavKind) {
     assert_eq!(info["syncProviders"], json!(["caldav"]));
     let ana = app.sign_up("ana@example.com").await;
 
-    let (status, body) = connect(&app, &ana, &server, &server.password.clone()).await;
+    let (status, body) = connect_caldav(&app, &ana, &server, &server.password.clone()).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let (_, accounts) = app
         .call(Method::GET, "/api/v1/users/connections/caldav", &ana, None)
@@ -233,7 +198,7 @@ async fn wrong_credentials_and_wrong_urls_are_refused_with_nothing_stored() {
     let ana = app.sign_up("ana@example.com").await;
     let before = calendars(&app, &ana).await.len();
 
-    let (status, body) = connect(&app, &ana, &server, "not-the-password").await;
+    let (status, body) = connect_caldav(&app, &ana, &server, "not-the-password").await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert_eq!(
         body["error"],
@@ -293,13 +258,13 @@ async fn a_server_that_hangs_costs_counted_failures_and_skipped_ticks_not_local_
     let server = CaldavServer::start(CaldavKind::Radicale).await;
     let work = server.make_calendar("work", "Work").await;
     let app = spawn_app_with(|s| {
-        s.caldav.enc_key = Some(bowline::config::Secret::new(KEY));
+        s.caldav.enc_key = Some(bowline::config::Secret::new(CALDAV_KEY));
         s.caldav.sync_interval_ms = 100;
         s.caldav.request_timeout_ms = 700;
     })
     .await;
     let ana = app.sign_up("ana@example.com").await;
-    let (status, body) = connect(&app, &ana, &server, &server.password.clone()).await;
+    let (status, body) = connect_caldav(&app, &ana, &server, &server.password.clone()).await;
     assert_eq!(status, StatusCode::OK, "{body}");
 
     server.pause();
@@ -363,12 +328,12 @@ async fn without_private_hosts_allowed_a_loopback_server_is_refused() {
     let server = CaldavServer::start(CaldavKind::Radicale).await;
     server.make_calendar("work", "Work").await;
     let app = spawn_app_with(|s| {
-        s.caldav.enc_key = Some(bowline::config::Secret::new(KEY));
+        s.caldav.enc_key = Some(bowline::config::Secret::new(CALDAV_KEY));
         s.federation.allow_private_hosts = false;
     })
     .await;
     let ana = app.sign_up("ana@example.com").await;
-    let (status, body) = connect(&app, &ana, &server, &server.password.clone()).await;
+    let (status, body) = connect_caldav(&app, &ana, &server, &server.password.clone()).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     assert!(
         body["error"]

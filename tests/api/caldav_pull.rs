@@ -16,12 +16,11 @@ use reqwest::{Method, StatusCode};
 use sea_orm::{ConnectionTrait, EntityTrait};
 use serde_json::{Value, json};
 
+use crate::helpers::caldav::{CALDAV_KEY, calendars, connect_caldav};
 use crate::helpers::{
     TestApp, TestUser, eventually, sample, spawn_app_sharing_database_with, spawn_app_with,
 };
 use crate::support::caldav_servers::{CaldavKind, CaldavServer};
-
-const KEY: &str = "5f2b1c9d8e7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c";
 
 /// A sync-now must answer well within this (the route's own limit is 4× the provider
 /// request timeout; a server that refuses connections must not come near it).
@@ -49,7 +48,7 @@ fn simple(uid: &str, summary: &str) -> String {
 
 async fn app_with_interval(interval_ms: u64) -> TestApp {
     spawn_app_with(move |s| {
-        s.caldav.enc_key = Some(bowline::config::Secret::new(KEY));
+        s.caldav.enc_key = Some(bowline::config::Secret::new(CALDAV_KEY));
         s.caldav.sync_interval_ms = interval_ms;
     })
     .await
@@ -59,40 +58,10 @@ async fn app() -> TestApp {
     app_with_interval(0).await
 }
 
-async fn connect_with(
-    app: &TestApp,
-    user: &TestUser,
-    server: &CaldavServer,
-    password: &str,
-) -> (StatusCode, Value) {
-    let response = app
-        .as_user(Method::POST, "/api/v1/users/connections/caldav", user)
-        .json(&json!({
-            "serverUrl": server.base_url,
-            "username": server.username,
-            "password": password,
-        }))
-        .send()
-        .await
-        .expect("request");
-    let status = response.status();
-    let text = response.text().await.expect("body");
-    (
-        status,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    )
-}
-
 /// Connects with the server's current password; must succeed.
 async fn connect(app: &TestApp, user: &TestUser, server: &CaldavServer) {
-    let (status, body) = connect_with(app, user, server, &server.password.clone()).await;
+    let (status, body) = connect_caldav(app, user, server, &server.password.clone()).await;
     assert_eq!(status, StatusCode::OK, "connect: {body}");
-}
-
-async fn calendars(app: &TestApp, user: &TestUser) -> Vec<Value> {
-    let (status, body) = app.call(Method::GET, "/api/v1/calendars", user, None).await;
-    assert_eq!(status, StatusCode::OK);
-    body.as_array().expect("calendars").clone()
 }
 
 /// The id of the user's (only) calendar called `name`.
@@ -532,7 +501,7 @@ async fn ticks_during_a_hanging_pull_are_skipped_and_counted() {
     let mut server = CaldavServer::start(CaldavKind::Radicale).await;
     server.make_calendar("work", "Work").await;
     let app = spawn_app_with(|s| {
-        s.caldav.enc_key = Some(bowline::config::Secret::new(KEY));
+        s.caldav.enc_key = Some(bowline::config::Secret::new(CALDAV_KEY));
         s.caldav.sync_interval_ms = 200;
         s.caldav.request_timeout_ms = 1_500;
     })
@@ -579,7 +548,7 @@ async fn a_changed_password_asks_for_reconnection() {
     assert_eq!(row.sync_error_code.as_deref(), Some("unauthorized"));
 
     // Reconnecting with the new password: the same account, the status cleared.
-    let (status, body) = connect_with(&app, &ana, &server, &new_password).await;
+    let (status, body) = connect_caldav(&app, &ana, &server, &new_password).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(
         account_ids(&app, &ana).await,

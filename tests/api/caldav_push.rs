@@ -12,18 +12,16 @@ use reqwest::{Method, StatusCode};
 use sea_orm::{ConnectionTrait, Statement};
 use serde_json::{Value, json};
 
+use crate::helpers::caldav::{calendars, connect_caldav, with_caldav};
 use crate::helpers::{
     TestApp, TestUser, event_body, eventually, spawn_app_sharing_database_with, spawn_app_with,
 };
 use crate::support::caldav_servers::{CaldavKind, CaldavServer};
 
-const KEY: &str = "5f2b1c9d8e7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c";
-
 const REMOTE: &str = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//test//EN\r\nBEGIN:VEVENT\r\nUID:remote-1\r\nDTSTAMP:20260101T000000Z\r\nDTSTART:20261203T090000Z\r\nDTEND:20261203T100000Z\r\nSUMMARY:From the server\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n";
 
 fn configure(s: &mut bowline::Settings) {
-    s.caldav.enc_key = Some(bowline::config::Secret::new(KEY));
-    s.caldav.sync_interval_ms = 0;
+    with_caldav(s);
     s.caldav.outbox_retry_base_ms = 50;
     s.caldav.outbox_retry_max_ms = 200;
 }
@@ -37,21 +35,10 @@ async fn server(kind: CaldavKind) -> CaldavServer {
 
 /// Connects `user`'s account; the local id of the mirror of `name`.
 async fn connect(app: &TestApp, user: &TestUser, server: &CaldavServer, name: &str) -> String {
-    let response = app
-        .as_user(Method::POST, "/api/v1/users/connections/caldav", user)
-        .json(&json!({
-            "serverUrl": server.base_url,
-            "username": server.username,
-            "password": server.password,
-        }))
-        .send()
+    let (status, body) = connect_caldav(app, user, server, &server.password).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    calendars(app, user)
         .await
-        .expect("request");
-    assert_eq!(response.status(), StatusCode::OK);
-    let (_, calendars) = app.call(Method::GET, "/api/v1/calendars", user, None).await;
-    calendars
-        .as_array()
-        .expect("calendars")
         .iter()
         .find(|calendar| calendar["name"] == name)
         .expect("mirror")["id"]

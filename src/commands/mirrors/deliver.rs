@@ -333,7 +333,9 @@ async fn record_written(
     // The event left the mirror while it was being written (deleted or unlinked before its
     // resource was known, so no delete was queued): queue the resource's delete now.
     let still_there = match event_store::find_live(&txn, &[event_id]).await?.pop() {
-        Some(event) => event_store::links(&txn, event.id).await?.contains(&calendar_id),
+        Some(event) => event_store::links(&txn, event.id)
+            .await?
+            .contains(&calendar_id),
         None => false,
     };
     if !still_there {

@@ -4,6 +4,7 @@
 //! talks to it over HTTP (the calls most tests share, on calendars, invites and events, are in
 //! `resources`). Nothing is shared between tests.
 
+pub mod caldav;
 mod resources;
 mod stored;
 mod stress_tool;
