@@ -99,6 +99,8 @@ pub struct Database {
     /// Full events reads, served while the reader's calendars are unchanged
     /// ([`events::reads::all_visible`]).
     event_reads: Arc<EventReadCache>,
+    /// Which calendars mirror a provider account ([`outbox::targets`]).
+    mirror_cache: Arc<outbox::MirrorCache>,
     backend: Backend,
 }
 
@@ -209,6 +211,7 @@ impl Database {
                 settings.read_cache_bytes,
                 StreamLimits::new(settings),
             )),
+            mirror_cache: Arc::new(outbox::MirrorCache::default()),
             backend,
         })
     }
@@ -216,6 +219,11 @@ impl Database {
     /// Applies every pending migration.
     pub async fn migrate(&self) -> Result<(), DbErr> {
         Migrator::up(&self.conn, None).await
+    }
+
+    /// Which calendars mirror a provider account, as far as this process has asked.
+    pub(crate) fn mirror_cache(&self) -> &outbox::MirrorCache {
+        &self.mirror_cache
     }
 
     /// The backend in use.

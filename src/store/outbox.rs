@@ -250,17 +250,67 @@ pub async fn pending_deletes(
 /// The mirrors among some calendars: calendar → (provider, account).
 pub type MirrorTargets = HashMap<Uuid, (String, String)>;
 
-/// The enabled mirrors among `calendars`.
+/// The mirrors among `calendars`. Whether a calendar mirrors an account (and which) is
+/// fixed when the calendar is created (a mirror's calendar is made with its mirror row, and
+/// disconnecting one deletes the calendar), so the answer for each calendar is remembered
+/// in `db`'s [`MirrorCache`] and most writes ask the database nothing.
 pub async fn targets(
-    db: &impl ConnectionTrait,
+    db: &Database,
+    conn: &impl ConnectionTrait,
     calendars: &[Uuid],
 ) -> Result<MirrorTargets, DbErr> {
-    Ok(super::mirrors::mirrors_of(db, calendars)
+    let (mut found, unknown) = db.mirror_cache().lookup(calendars);
+    if unknown.is_empty() {
+        return Ok(found);
+    }
+    let read: MirrorTargets = super::mirrors::mirrors_of(conn, &unknown)
         .await?
         .into_iter()
         .filter(|(_, mirror)| !mirror.disabled)
         .map(|(calendar, mirror)| (calendar, (mirror.provider, mirror.account_id)))
-        .collect())
+        .collect();
+    db.mirror_cache().learn(&unknown, &read);
+    found.extend(read);
+    Ok(found)
+}
+
+/// Which calendars mirror an account, as far as this process has asked.
+#[derive(Debug, Default)]
+pub struct MirrorCache {
+    known: parking_lot::Mutex<HashMap<Uuid, Option<(String, String)>>>,
+}
+
+/// Calendars remembered at most (beyond it, the memory starts again).
+const MIRROR_CACHE_LIMIT: usize = 100_000;
+
+impl MirrorCache {
+    /// The remembered mirrors among `calendars`, and the calendars not remembered.
+    fn lookup(&self, calendars: &[Uuid]) -> (MirrorTargets, Vec<Uuid>) {
+        let known = self.known.lock();
+        let mut found = MirrorTargets::new();
+        let mut unknown = Vec::new();
+        for calendar in calendars {
+            match known.get(calendar) {
+                Some(Some(target)) => {
+                    found.insert(*calendar, target.clone());
+                }
+                Some(None) => {}
+                None => unknown.push(*calendar),
+            }
+        }
+        (found, unknown)
+    }
+
+    /// Remembers the answer for `asked` (`read`: the mirrors among them).
+    fn learn(&self, asked: &[Uuid], read: &MirrorTargets) {
+        let mut known = self.known.lock();
+        if known.len() + asked.len() > MIRROR_CACHE_LIMIT {
+            known.clear();
+        }
+        for calendar in asked {
+            known.insert(*calendar, read.get(calendar).cloned());
+        }
+    }
 }
 
 /// The `put` rows of new events linked into mirrors: each event of `events` (id and

@@ -278,7 +278,7 @@ async fn edit_once(
             })
         })
         .collect();
-    let queued = intents::record(&txn, &changes, batch.now).await?;
+    let queued = intents::record(&services.db, &txn, &changes, batch.now).await?;
     clock.check()?;
     txn.commit().await?;
     if !queued.writes.is_empty() {

@@ -201,7 +201,8 @@ async fn fork_once(
         before: Vec::new(),
         after: vec![target],
     };
-    let queued = crate::commands::mirrors::intents::record(&txn, &[change], clock.now).await?;
+    let queued =
+        crate::commands::mirrors::intents::record(&services.db, &txn, &[change], clock.now).await?;
     clock.check()?;
     txn.commit().await?;
     services.provider_writes_queued(&queued.accounts().collect::<Vec<_>>());

@@ -153,7 +153,7 @@ pub async fn import_into_account(
         .ok_or_else(|| AppError::internal("the new mirror is gone"))?;
     let now = Utc::now();
     let ids = ics_store::add_imported(&txn, &calendar, user.as_str(), imported, now).await?;
-    let targets = outbox::targets(&txn, &[calendar.id]).await?;
+    let targets = outbox::targets(&services.db, &txn, &[calendar.id]).await?;
     let calendars = [calendar.id];
     let writes = outbox::puts_for_new(&targets, ids.iter().map(|id| (*id, calendars.as_slice())));
     outbox::enqueue(&txn, &writes, now).await?;

@@ -339,7 +339,7 @@ async fn record_written(
         None => false,
     };
     if !still_there {
-        let Some((provider, account_id)) = outbox::targets(&txn, &[calendar_id])
+        let Some((provider, account_id)) = outbox::targets(&env.services.db, &txn, &[calendar_id])
             .await?
             .remove(&calendar_id)
         else {

@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use sea_orm::{ConnectionTrait, DbErr};
 use uuid::Uuid;
 
-use crate::store::{mirrors, outbox};
+use crate::store::{Database, mirrors, outbox};
 use crate::views::events::ProviderDelivery;
 
 /// One event's links before and after a change (`after` is empty when it was deleted).
@@ -64,6 +64,7 @@ pub fn delivery_of(
 
 /// Writes the outbox rows of `changes`.
 pub async fn record(
+    db: &Database,
     txn: &impl ConnectionTrait,
     changes: &[EventChange],
     now: DateTime<Utc>,
@@ -74,7 +75,7 @@ pub async fn record(
         .collect();
     calendars.sort_unstable();
     calendars.dedup();
-    let targets = outbox::targets(txn, &calendars).await?;
+    let targets = outbox::targets(db, txn, &calendars).await?;
     if targets.is_empty() {
         return Ok(Queued::default());
     }
