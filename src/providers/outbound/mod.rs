@@ -53,7 +53,8 @@ pub struct OutboundGuard {
 #[derive(Debug)]
 struct Inner {
     settings: GuardSettings,
-    client: reqwest::Client,
+    /// Built on first use: a server that never talks to a provider keeps no TLS roots.
+    client: std::sync::OnceLock<Result<reqwest::Client, String>>,
     resolver: GuardResolver,
 }
 
@@ -131,39 +132,26 @@ pub enum OutboundError {
 }
 
 impl OutboundGuard {
-    /// Builds the guard and its HTTP client (rustls with ring, compiled-in web PKI roots, no
-    /// proxy, no automatic redirects, the guard's resolver).
+    /// Builds the guard; its HTTP client (rustls with ring, compiled-in web PKI roots, no
+    /// proxy, no automatic redirects, the guard's resolver) is built on its first request.
     pub fn new(settings: GuardSettings) -> Result<Self, OutboundError> {
-        // reqwest has no TLS provider of its own here; ring is the only one compiled in.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let roots = webpki_root_certs::TLS_SERVER_ROOT_CERTS
-            .iter()
-            .map(|cert| reqwest::Certificate::from_der(cert.as_ref()))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|err| OutboundError::Invalid(format!("root certificates: {err}")))?;
         let resolver = GuardResolver::new(settings.allow_private_hosts);
-        let client = reqwest::Client::builder()
-            .tls_certs_only(roots)
-            .user_agent(IMPLEMENTATION)
-            .connect_timeout(settings.connect_timeout)
-            .timeout(settings.total_timeout)
-            .redirect(reqwest::redirect::Policy::none())
-            // A proxy would resolve names itself, past the guard's checks.
-            .no_proxy()
-            .referer(false)
-            .dns_resolver(Arc::new(resolver.clone()))
-            // Peers such as Radicale's built-in server close every connection; keep idle
-            // connections briefly only.
-            .pool_idle_timeout(Duration::from_secs(30))
-            .build()
-            .map_err(|err| OutboundError::Invalid(format!("HTTP client: {}", error_chain(&err))))?;
         Ok(Self {
             inner: Arc::new(Inner {
                 settings,
-                client,
+                client: std::sync::OnceLock::new(),
                 resolver,
             }),
         })
+    }
+
+    /// The HTTP client, built the first time it is needed.
+    fn client(&self) -> Result<&reqwest::Client, OutboundError> {
+        self.inner
+            .client
+            .get_or_init(|| build_client(&self.inner.settings, &self.inner.resolver))
+            .as_ref()
+            .map_err(|message| OutboundError::Invalid(message.clone()))
     }
 
     /// Whether plain HTTP and non-public addresses are allowed.
@@ -259,8 +247,7 @@ impl OutboundGuard {
                 *outgoing.body_mut() = Some(reqwest::Body::from(bytes.clone()));
             }
             let response = self
-                .inner
-                .client
+                .client()?
                 .execute(outgoing)
                 .await
                 .map_err(map_reqwest_error)?;
@@ -429,4 +416,34 @@ mod tests {
         assert_ne!(origin(&a), origin(&c));
         assert_ne!(origin(&a), origin(&d));
     }
+}
+
+/// The guard's HTTP client: rustls with ring, compiled-in web PKI roots, no proxy (a proxy
+/// would resolve names itself, past the guard's checks), no automatic redirects, the
+/// guard's resolver.
+fn build_client(
+    settings: &GuardSettings,
+    resolver: &GuardResolver,
+) -> Result<reqwest::Client, String> {
+    // reqwest has no TLS provider of its own here; ring is the only one compiled in.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let roots = webpki_root_certs::TLS_SERVER_ROOT_CERTS
+        .iter()
+        .map(|cert| reqwest::Certificate::from_der(cert.as_ref()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|err| format!("root certificates: {err}"))?;
+    reqwest::Client::builder()
+        .tls_certs_only(roots)
+        .user_agent(IMPLEMENTATION)
+        .connect_timeout(settings.connect_timeout)
+        .timeout(settings.total_timeout)
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .referer(false)
+        .dns_resolver(Arc::new(resolver.clone()))
+        // Peers such as Radicale's built-in server close every connection; keep idle
+        // connections briefly only.
+        .pool_idle_timeout(Duration::from_secs(30))
+        .build()
+        .map_err(|err| format!("HTTP client: {}", error_chain(&err)))
 }
