@@ -383,6 +383,36 @@ fn error_chain(err: &dyn std::error::Error) -> String {
     message
 }
 
+/// The guard's HTTP client: rustls with ring, compiled-in web PKI roots, no proxy (a proxy
+/// would resolve names itself, past the guard's checks), no automatic redirects, the
+/// guard's resolver.
+fn build_client(
+    settings: &GuardSettings,
+    resolver: &GuardResolver,
+) -> Result<reqwest::Client, String> {
+    // reqwest has no TLS provider of its own here; ring is the only one compiled in.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let roots = webpki_root_certs::TLS_SERVER_ROOT_CERTS
+        .iter()
+        .map(|cert| reqwest::Certificate::from_der(cert.as_ref()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|err| format!("root certificates: {err}"))?;
+    reqwest::Client::builder()
+        .tls_certs_only(roots)
+        .user_agent(IMPLEMENTATION)
+        .connect_timeout(settings.connect_timeout)
+        .timeout(settings.total_timeout)
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .referer(false)
+        .dns_resolver(Arc::new(resolver.clone()))
+        // Peers such as Radicale's built-in server close every connection; keep idle
+        // connections briefly only.
+        .pool_idle_timeout(Duration::from_secs(30))
+        .build()
+        .map_err(|err| format!("HTTP client: {}", error_chain(&err)))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -416,34 +446,4 @@ mod tests {
         assert_ne!(origin(&a), origin(&c));
         assert_ne!(origin(&a), origin(&d));
     }
-}
-
-/// The guard's HTTP client: rustls with ring, compiled-in web PKI roots, no proxy (a proxy
-/// would resolve names itself, past the guard's checks), no automatic redirects, the
-/// guard's resolver.
-fn build_client(
-    settings: &GuardSettings,
-    resolver: &GuardResolver,
-) -> Result<reqwest::Client, String> {
-    // reqwest has no TLS provider of its own here; ring is the only one compiled in.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let roots = webpki_root_certs::TLS_SERVER_ROOT_CERTS
-        .iter()
-        .map(|cert| reqwest::Certificate::from_der(cert.as_ref()))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|err| format!("root certificates: {err}"))?;
-    reqwest::Client::builder()
-        .tls_certs_only(roots)
-        .user_agent(IMPLEMENTATION)
-        .connect_timeout(settings.connect_timeout)
-        .timeout(settings.total_timeout)
-        .redirect(reqwest::redirect::Policy::none())
-        .no_proxy()
-        .referer(false)
-        .dns_resolver(Arc::new(resolver.clone()))
-        // Peers such as Radicale's built-in server close every connection; keep idle
-        // connections briefly only.
-        .pool_idle_timeout(Duration::from_secs(30))
-        .build()
-        .map_err(|err| format!("HTTP client: {}", error_chain(&err)))
 }
