@@ -187,13 +187,7 @@ fn import_color(color: Option<&str>) -> Result<String, AppError> {
 
 /// The caller's settings time zone (UTC when unset or unknown).
 async fn user_zone(ctx: &Ctx, user: &AuthUser) -> Result<Tz, AppError> {
-    let value = settings::value_of(ctx.db.conn(), user.id()).await?;
-    Ok(value
-        .as_ref()
-        .and_then(|value| value.get("timezone"))
-        .and_then(|zone| zone.as_str())
-        .and_then(|zone| zone.parse::<Tz>().ok())
-        .unwrap_or(Tz::UTC))
+    Ok(settings::zone_of(ctx.db.conn(), user.id()).await?)
 }
 
 /// GET /api/v1/calendars/:id/export — the calendar as `text/calendar` (members only).

@@ -17,6 +17,18 @@ pub async fn value_of(db: &impl ConnectionTrait, user_id: &str) -> Result<Option
     Ok(find(db, user_id).await?.map(|row| row.value))
 }
 
+/// The user's time zone (`timezone` of their settings; UTC when unset or unknown): floating
+/// times in the calendars they import or mirror are read in it.
+pub async fn zone_of(db: &impl ConnectionTrait, user_id: &str) -> Result<chrono_tz::Tz, DbErr> {
+    let value = value_of(db, user_id).await?;
+    Ok(value
+        .as_ref()
+        .and_then(|value| value.get("timezone"))
+        .and_then(|zone| zone.as_str())
+        .and_then(|zone| zone.parse::<chrono_tz::Tz>().ok())
+        .unwrap_or(chrono_tz::Tz::UTC))
+}
+
 /// The user's settings row, if any.
 pub async fn find(
     db: &impl ConnectionTrait,

@@ -345,3 +345,28 @@ async fn without_private_hosts_allowed_a_loopback_server_is_refused() {
         .await;
     assert_eq!(accounts, json!({ "accounts": [] }));
 }
+
+#[tokio::test]
+async fn floating_times_are_read_in_the_account_owners_zone() {
+    let server = CaldavServer::start(CaldavKind::Radicale).await;
+    let work = server.make_calendar("work", "Work").await;
+    let floating = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//test//EN\r\nBEGIN:VEVENT\r\nUID:floating-1\r\nDTSTAMP:20260101T000000Z\r\nDTSTART:20261203T090000\r\nDTEND:20261203T100000\r\nSUMMARY:Floating\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n";
+    server.put_event(&work, "floating.ics", floating).await;
+    let app = app().await;
+    let ana = app.sign_up("ana@example.com").await;
+    crate::support::ics::set_timezone(&app, &ana, "Europe/Berlin").await;
+    let (status, body) = connect_caldav(&app, &ana, &server, &server.password.clone()).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, events) = app.call(Method::GET, "/api/v1/events", &ana, None).await;
+    let event = events["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .find(|e| e["title"] == "Floating")
+        .expect("imported")
+        .clone();
+    assert_eq!(
+        event["start"], "2026-12-03T08:00:00.000Z",
+        "09:00 in Berlin"
+    );
+}

@@ -17,6 +17,7 @@ use crate::domain::ids::UserId;
 use crate::error::AppError;
 use crate::providers::caldav::{CaldavClient, Discovery, RemoteCalendar};
 use crate::store::mirrors::{self, CaldavAccountInput, NewMirror};
+use crate::store::settings;
 
 /// What the client sent (trimmed, all present).
 #[derive(Debug, Clone)]
@@ -68,6 +69,7 @@ pub async fn connect_caldav(
         txn.commit().await?;
         return Ok(saved.id);
     }
+    let zone = settings::zone_of(env.services.db.conn(), user.as_str()).await?;
     let mut read = Vec::with_capacity(calendars.len());
     for calendar in calendars {
         let changes = read_changes(
@@ -77,6 +79,7 @@ pub async fn connect_caldav(
             None,
             &HashMap::new(),
             &HashSet::new(),
+            zone,
         )
         .await
         .map_err(initial_sync_failed)?;

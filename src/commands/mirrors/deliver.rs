@@ -28,7 +28,9 @@ use crate::domain::frames::Frame;
 use crate::error::AppError;
 use crate::ical::export::export_resource;
 use crate::providers::caldav::{CaldavClient, CaldavError};
-use crate::store::{calendars as calendar_store, events as event_store, members, mirrors, outbox};
+use crate::store::{
+    calendars as calendar_store, events as event_store, members, mirrors, outbox, settings,
+};
 
 /// Rows claimed per round.
 const CLAIM_BATCH: u64 = 100;
@@ -390,12 +392,13 @@ async fn restore_remote(
         Err(err) => return Ok(classify(err)),
     };
     let href = url.to_string();
+    let zone = settings::zone_of(env.services.db.conn(), &account.user_id).await?;
     let (read, removed) = match object {
         Some(object) => {
             let (read, _) = env
                 .cpu
                 .run("reading a remote event", move || {
-                    resources::read(vec![object])
+                    resources::read(vec![object], zone)
                 })
                 .await?;
             (read, Vec::new())

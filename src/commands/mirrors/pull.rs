@@ -8,6 +8,7 @@
 use std::collections::{HashMap, HashSet};
 
 use chrono::Utc;
+use chrono_tz::Tz;
 use entities::{caldav_accounts, external_calendars};
 use serde_json::json;
 use uuid::Uuid;
@@ -19,7 +20,7 @@ use super::resources::{self, Resource};
 use crate::domain::frames::Frame;
 use crate::error::AppError;
 use crate::providers::caldav::{CaldavClient, CaldavError, RemoteCalendar, SyncChanges};
-use crate::store::{calendars as calendar_store, members, mirrors, outbox};
+use crate::store::{calendars as calendar_store, members, mirrors, outbox, settings};
 
 /// Why a pull (or a connect) failed.
 #[derive(Debug, thiserror::Error)]
@@ -59,6 +60,7 @@ pub async fn read_changes(
     token: Option<&str>,
     known: &HashMap<String, Option<String>>,
     skip: &HashSet<String>,
+    zone: Tz,
 ) -> Result<Changes, PullError> {
     let (listed, full) = match client.sync_collection(&calendar.url, token).await {
         Ok(changes) => (changes, token.is_none()),
@@ -114,7 +116,9 @@ pub async fn read_changes(
     };
     let (resources, unreadable) = env
         .cpu
-        .run("reading remote events", move || resources::read(objects))
+        .run("reading remote events", move || {
+            resources::read(objects, zone)
+        })
         .await?;
     for bad in &unreadable {
         tracing::warn!(reason = %bad.reason, "sync.resource_unreadable");
@@ -167,6 +171,7 @@ pub async fn pull_caldav(
         .filter(|calendar| calendar.has_events)
         .collect();
     let account_id = account.id.to_string();
+    let zone = settings::zone_of(services.db.conn(), &account.user_id).await?;
     let known =
         mirrors::calendars_of_account(services.db.conn(), mirrors::CALDAV, &account_id).await?;
     let by_remote: HashMap<&str, &external_calendars::Model> =
@@ -218,7 +223,7 @@ pub async fn pull_caldav(
             .map(|(href, rows)| (href.clone(), rows.first().and_then(|row| row.etag.clone())))
             .collect();
         let token = mirror.and_then(|m| m.sync_token.as_deref());
-        let changes = read_changes(env, &client, calendar, token, &tags, &skip).await?;
+        let changes = read_changes(env, &client, calendar, token, &tags, &skip, zone).await?;
         let txn = services.db.begin_write().await?;
         let now = Utc::now();
         let (local, mirror_id, created) = match mirror {

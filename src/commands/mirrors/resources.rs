@@ -29,9 +29,9 @@ pub struct Unreadable {
 }
 
 /// Reads fetched objects (CPU-bound: run it off the async runtime). Floating times are
-/// read in UTC.
-pub fn read(objects: Vec<RemoteObject>) -> (Vec<Resource>, Vec<Unreadable>) {
-    let options = ImportOptions { user_zone: Tz::UTC };
+/// read in `zone`, the account owner's.
+pub fn read(objects: Vec<RemoteObject>, zone: Tz) -> (Vec<Resource>, Vec<Unreadable>) {
+    let options = ImportOptions { user_zone: zone };
     let mut read = Vec::with_capacity(objects.len());
     let mut unreadable = Vec::new();
     for object in objects {
