@@ -16,7 +16,7 @@ use super::{ActorKind, MessageTimer, Shared, reply};
 use crate::commands::mirrors::deliver::{deliver_caldav, next_due};
 use crate::commands::mirrors::pull::{PullError, pull_caldav};
 use crate::error::AppError;
-use crate::store::mirrors;
+use crate::store::caldav_accounts as account_store;
 
 /// The task name of skipped ticks (`svc_scheduled_task_skips_total{task}`).
 pub const SYNC_TASK: &str = "external_sync";
@@ -67,7 +67,8 @@ impl ProviderSyncState {
     ) -> Result<(), AppError> {
         let env = &self.shared.mirrors;
         let metrics = &self.shared.metrics;
-        let Some(account) = mirrors::caldav_account(self.shared.db.conn(), self.account_id).await?
+        let Some(account) =
+            account_store::caldav_account(self.shared.db.conn(), self.account_id).await?
         else {
             myself.stop(Some("account removed".into()));
             return Ok(());
@@ -85,7 +86,8 @@ impl ProviderSyncState {
                 Ok(changed) => {
                     tracing::debug!(changed = changed.len(), "sync.account.pulled");
                     if account.sync_status.is_some() {
-                        mirrors::set_caldav_status(self.shared.db.conn(), account.id, None).await?;
+                        account_store::set_caldav_status(self.shared.db.conn(), account.id, None)
+                            .await?;
                     }
                 }
                 Err(err) => {
@@ -94,7 +96,7 @@ impl ProviderSyncState {
                     if let PullError::Remote(crate::providers::caldav::CaldavError::Unauthorized) =
                         err
                     {
-                        mirrors::set_caldav_status(
+                        account_store::set_caldav_status(
                             self.shared.db.conn(),
                             account.id,
                             Some(("reconnect_required", "unauthorized")),

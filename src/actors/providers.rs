@@ -14,7 +14,8 @@ use super::provider_sync::{ProviderSyncActor, ProviderSyncArgs, ProviderSyncMsg}
 use super::supervision::{RestartBudget, RestartPolicy};
 use super::{ActorKind, ChildSlot, MessageTimer, Shared, reply};
 use crate::error::AppError;
-use crate::store::{mirrors, outbox};
+use crate::store::caldav_accounts as account_store;
+use crate::store::outbox;
 
 /// How often the outbox gauges are refreshed.
 const OUTBOX_GAUGE_PERIOD: std::time::Duration = std::time::Duration::from_secs(5);
@@ -135,7 +136,7 @@ impl Actor for ProviderSupervisor {
         };
         myself.send_interval(OUTBOX_GAUGE_PERIOD, || ProvidersMsg::MeasureOutbox);
         if state.shared.mirrors.caldav_enabled() {
-            let accounts = mirrors::all_caldav_accounts(state.shared.db.conn()).await?;
+            let accounts = account_store::all_caldav_accounts(state.shared.db.conn()).await?;
             for account in accounts {
                 Self::start(&myself, &mut state, account.id).await;
             }

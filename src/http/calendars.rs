@@ -4,6 +4,7 @@
 //! Changes go through the calendar's actor.
 
 use crate::http::endpoint::endpoint;
+use crate::store::caldav_accounts as account_store;
 use http::StatusCode;
 use serde::Deserialize;
 use warp::filters::BoxedFilter;
@@ -110,7 +111,7 @@ fn legacy_sync(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection
 
 /// Delivers and pulls every account of `user` now (each bounded by its requests' timeouts).
 async fn sync_now(ctx: &Ctx, user: &AuthUser) -> Result<(), AppError> {
-    let accounts: Vec<Uuid> = mirrors::caldav_accounts_of(ctx.db.conn(), user.id())
+    let accounts: Vec<Uuid> = account_store::caldav_accounts_of(ctx.db.conn(), user.id())
         .await?
         .into_iter()
         .map(|account| account.id)

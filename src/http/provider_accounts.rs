@@ -22,7 +22,7 @@ use crate::commands::mirrors::disconnect::{disconnect_caldav, disconnect_calenda
 use crate::context::Ctx;
 use crate::domain::ids::UserId;
 use crate::error::AppError;
-use crate::store::mirrors;
+use crate::store::caldav_accounts as account_store;
 
 /// The connection routes.
 pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
@@ -73,7 +73,8 @@ fn list_caldav(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection
         .and_then(|ctx: Ctx, user: AuthUser| async move {
             respond(
                 async {
-                    let accounts = mirrors::caldav_accounts_of(ctx.db.conn(), user.id()).await?;
+                    let accounts =
+                        account_store::caldav_accounts_of(ctx.db.conn(), user.id()).await?;
                     let accounts: Vec<_> = accounts
                         .iter()
                         .map(|account| {

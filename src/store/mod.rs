@@ -9,6 +9,7 @@
 pub mod accounts;
 pub mod attendance;
 pub mod avatars;
+pub mod caldav_accounts;
 pub mod calendars;
 mod commit_write;
 pub mod credentials;

@@ -198,20 +198,6 @@ pub async fn outbox_depth(
         .collect()
 }
 
-/// Whether an account still has rows to deliver.
-pub async fn has_pending(
-    db: &impl ConnectionTrait,
-    provider: &str,
-    account_id: &str,
-) -> Result<bool, DbErr> {
-    Ok(provider_outbox::Entity::find()
-        .filter(provider_outbox::Column::Provider.eq(provider))
-        .filter(provider_outbox::Column::AccountId.eq(account_id))
-        .one(db)
-        .await?
-        .is_some())
-}
-
 /// The earliest moment an account's rows are due again (to set the actor's timer).
 pub async fn next_due(
     db: &impl ConnectionTrait,

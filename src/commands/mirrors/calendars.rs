@@ -14,6 +14,7 @@ use crate::domain::roles::Role;
 use crate::error::AppError;
 use crate::ical::ImportedEvent;
 use crate::providers::caldav::CaldavError;
+use crate::store::caldav_accounts as account_store;
 use crate::store::mirrors::{self, NewMirror};
 use crate::store::{calendars as calendar_store, ics as ics_store, members, outbox};
 use crate::views::calendars::CalendarView;
@@ -63,7 +64,7 @@ pub async fn before_change(
     }
     let account = Uuid::parse_str(&mirror.account_id)
         .ok()
-        .map(|id| mirrors::caldav_account(db, id));
+        .map(|id| account_store::caldav_account(db, id));
     let Some(account) = account else {
         return Ok(());
     };
@@ -97,7 +98,7 @@ pub async fn create_in_account(
     }
     let not_yours = || AppError::forbidden("That account isn't connected to your user.");
     let account_uuid = Uuid::parse_str(account_id).map_err(|_| not_yours())?;
-    let account = mirrors::caldav_account(env.services.db.conn(), account_uuid)
+    let account = account_store::caldav_account(env.services.db.conn(), account_uuid)
         .await?
         .filter(|account| account.user_id == user.as_str())
         .ok_or_else(not_yours)?;

@@ -16,7 +16,8 @@ use super::{DISCOVERY_FAILED, INITIAL_SYNC_FAILED, Mirrors};
 use crate::domain::ids::UserId;
 use crate::error::AppError;
 use crate::providers::caldav::{CaldavClient, Discovery, RemoteCalendar};
-use crate::store::mirrors::{self, CaldavAccountInput, NewMirror};
+use crate::store::caldav_accounts as account_store;
+use crate::store::mirrors::{self, NewMirror};
 use crate::store::settings;
 
 /// What the client sent (trimmed, all present).
@@ -40,7 +41,7 @@ pub async fn connect_caldav(
     let (client, discovery, calendars) = discover(env, &credentials).await.inspect_err(|_| {
         env.services.metrics.sync_failed("caldav", "discovery");
     })?;
-    let input = CaldavAccountInput {
+    let input = account_store::CaldavAccountInput {
         user_id: user.as_str().to_owned(),
         server_url: credentials.server_url.clone(),
         username: credentials.username.clone(),
@@ -48,7 +49,7 @@ pub async fn connect_caldav(
         principal_url: discovery.principal.to_string(),
         home_url: discovery.home.to_string(),
     };
-    let existing = mirrors::caldav_accounts_of(env.services.db.conn(), user.as_str())
+    let existing = account_store::caldav_accounts_of(env.services.db.conn(), user.as_str())
         .await?
         .into_iter()
         .find(|account| {
@@ -65,7 +66,7 @@ pub async fn connect_caldav(
             .await
             .map_err(initial_sync_failed)?;
         let txn = env.services.db.begin_write().await?;
-        let saved = mirrors::save_caldav_account(&txn, input, Utc::now()).await?;
+        let saved = account_store::save_caldav_account(&txn, input, Utc::now()).await?;
         txn.commit().await?;
         return Ok(saved.id);
     }
@@ -122,13 +123,13 @@ async fn discover(
 /// transaction.
 async fn store_new_account(
     env: &Mirrors,
-    input: CaldavAccountInput,
+    input: account_store::CaldavAccountInput,
     read: Vec<(RemoteCalendar, Changes)>,
 ) -> Result<Uuid, PullError> {
     let txn = env.services.db.begin_write().await?;
     let now = Utc::now();
     let owner = input.user_id.clone();
-    let account = mirrors::save_caldav_account(&txn, input, now).await?;
+    let account = account_store::save_caldav_account(&txn, input, now).await?;
     for (calendar, changes) in read {
         let (name, color) = mirror_look(&calendar);
         let created = mirrors::create_mirror(

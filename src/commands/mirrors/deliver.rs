@@ -28,6 +28,7 @@ use crate::domain::frames::Frame;
 use crate::error::AppError;
 use crate::ical::export::export_resource;
 use crate::providers::caldav::{CaldavClient, CaldavError};
+use crate::store::caldav_accounts as account_store;
 use crate::store::{
     calendars as calendar_store, events as event_store, members, mirrors, outbox, settings,
 };
@@ -134,7 +135,7 @@ pub async fn deliver_caldav(
                 let attempts = rows.iter().map(|row| row.attempts).max().unwrap_or(0);
                 let age = (Utc::now() - first).to_std().unwrap_or_default();
                 if matches!(err, CaldavError::Unauthorized) {
-                    mirrors::set_caldav_status(
+                    account_store::set_caldav_status(
                         services.db.conn(),
                         account.id,
                         Some(("reconnect_required", "unauthorized")),

@@ -11,6 +11,7 @@ use crate::commands::events::visibility::{self as event_visibility, CalendarDele
 use crate::commands::{Services, announce_removed};
 use crate::domain::ids::UserId;
 use crate::error::AppError;
+use crate::store::caldav_accounts as account_store;
 use crate::store::{calendars as calendar_store, members, mirrors, outbox};
 
 /// A mirror taken away locally, to announce after the commit.
@@ -89,7 +90,7 @@ pub async fn disconnect_caldav(
 ) -> Result<bool, AppError> {
     let services = &mirrors_env.services;
     let txn = services.db.begin_write().await?;
-    let Some(account) = mirrors::caldav_account(&txn, account_id)
+    let Some(account) = account_store::caldav_account(&txn, account_id)
         .await?
         .filter(|account| account.user_id == user.as_str())
     else {
@@ -106,7 +107,7 @@ pub async fn disconnect_caldav(
     }
     let ids: Vec<Uuid> = known.iter().map(|mirror| mirror.id).collect();
     mirrors::delete_mirrors(&txn, &ids).await?;
-    mirrors::delete_caldav_account(&txn, account.id).await?;
+    account_store::delete_caldav_account(&txn, account.id).await?;
     txn.commit().await?;
     removed.announce(services);
     Ok(true)
