@@ -23,6 +23,14 @@ pub struct GoogleSettings {
     /// `GOOGLE_ISSUERS`
     #[serde(deserialize_with = "string_list")]
     pub issuers: Vec<String>,
+    /// `GOOGLE_AUTHORIZATION_URL`: where the browser is sent to consent to calendar access.
+    pub authorization_url: String,
+    /// `GOOGLE_TOKEN_URL`: code exchange and token refresh.
+    pub token_url: String,
+    /// `GOOGLE_REVOCATION_URL`: revoking a refresh token on disconnect.
+    pub revocation_url: String,
+    /// `GOOGLE_CALENDAR_API_URL`: Google Calendar API v3.
+    pub calendar_api_url: String,
 }
 
 /// `[apple]`
@@ -53,6 +61,19 @@ pub struct MicrosoftSettings {
     /// `MICROSOFT_CLIENT_SECRET`
     #[serde(deserialize_with = "optional_secret")]
     pub client_secret: Option<Secret>,
+    /// `MICROSOFT_JWKS_URL`: keys that sign Microsoft id tokens (native sign-in).
+    pub jwks_url: String,
+    /// `MICROSOFT_AUTHORIZATION_URL`: where the browser is sent to consent to calendar access.
+    pub authorization_url: String,
+    /// `MICROSOFT_TOKEN_URL`: code exchange and token refresh.
+    pub token_url: String,
+    /// `MICROSOFT_GRAPH_URL`: Microsoft Graph v1.0.
+    pub graph_url: String,
+    /// `MICROSOFT_SYNC_PAST_DAYS`: how far back the mirrored window of an Outlook calendar
+    /// reaches (Graph's delta works on a window of time).
+    pub sync_past_days: u32,
+    /// `MICROSOFT_SYNC_FUTURE_DAYS`: how far ahead it reaches.
+    pub sync_future_days: u32,
 }
 
 /// `[caldav]`

@@ -75,7 +75,15 @@ impl Settings {
         }
         for (key, url) in [
             ("google.jwks_url", &self.google.jwks_url),
+            ("google.authorization_url", &self.google.authorization_url),
+            ("google.token_url", &self.google.token_url),
+            ("google.revocation_url", &self.google.revocation_url),
+            ("google.calendar_api_url", &self.google.calendar_api_url),
             ("apple.jwks_url", &self.apple.jwks_url),
+            ("microsoft.jwks_url", &self.microsoft.jwks_url),
+            ("microsoft.authorization_url", &self.microsoft.authorization_url),
+            ("microsoft.token_url", &self.microsoft.token_url),
+            ("microsoft.graph_url", &self.microsoft.graph_url),
         ] {
             if !(url.starts_with("https://") || url.starts_with("http://")) {
                 return invalid(key, "must be an http(s) URL".into());
