@@ -18,15 +18,17 @@ use crate::actors::scheduler::{TaskSpec, builtin_tasks};
 use crate::actors::{ActorKind, Actors, Shared};
 use crate::auth::Auth;
 use crate::commands::Services;
-use crate::commands::mirrors::{Mirrors, OutboxPolicy};
+use crate::commands::mirrors::{Mirrors, OAuthApps, OutboxPolicy};
 use crate::config::Settings;
 use crate::context::{AppContext, Ctx};
 use crate::cpu::CpuWork;
 use crate::domain::capabilities::Capabilities;
+use crate::domain::providers::Provider;
 use crate::domain::version::{IMPLEMENTATION, WIRE_VERSION};
 use crate::http;
 use crate::mail::MailService;
 use crate::metrics::Metrics;
+use crate::providers::oauth::OAuthApp;
 use crate::providers::outbound::{GuardSettings, OutboundGuard};
 use crate::rate_limit::RateLimiter;
 use crate::secret_box::SecretBox;
@@ -131,7 +133,7 @@ impl ApplicationBuilder {
             mail_batch_delay_ms: settings.mail.batch_delay_ms,
         };
         let cpu = Arc::new(CpuWork::per_core(settings.call_timeout()));
-        let mirrors = mirrors_env(&settings, &services, cpu.clone(), &instance_id)?;
+        let mirrors = mirrors_env(&settings, &services, cpu.clone(), &instance_id, &base_url)?;
         let shared = Arc::new(Shared {
             mail: Arc::new(mail),
             limits: RateLimiter::default(),
@@ -289,6 +291,7 @@ fn mirrors_env(
     services: &Services,
     cpu: Arc<CpuWork>,
     instance_id: &str,
+    public_origin: &str,
 ) -> Result<Mirrors, StartupError> {
     let caldav = &settings.caldav;
     let guard = OutboundGuard::new(GuardSettings {
@@ -314,6 +317,19 @@ fn mirrors_env(
             retry_max: Duration::from_millis(caldav.outbox_retry_max_ms),
             give_up_after: Duration::from_millis(caldav.outbox_give_up_ms),
         },
+        oauth: OAuthApps {
+            google: OAuthApp::from_settings(settings, Provider::Google)
+                .map(|app| (app, settings.google.calendar_api_url.clone())),
+            microsoft: OAuthApp::from_settings(settings, Provider::Microsoft).map(|app| {
+                let microsoft = &settings.microsoft;
+                (
+                    app,
+                    microsoft.graph_url.clone(),
+                    (microsoft.sync_past_days, microsoft.sync_future_days),
+                )
+            }),
+        },
+        public_origin: public_origin.to_owned(),
     })
 }
 

@@ -1,4 +1,6 @@
-//! A way to sign in: the password (`credential`) or a provider identity (`google`, `apple`).
+//! A way to sign in: the password (`credential`) or a provider identity (`google`, `apple`,
+//! `microsoft`); a Google or Microsoft identity linked with calendar consent also holds the
+//! tokens its calendars are mirrored with.
 
 use sea_orm::entity::prelude::*;
 
@@ -19,6 +21,18 @@ pub struct Model {
     pub password_hash: Option<String>,
     /// Granted scopes, comma-separated.
     pub scope: Option<String>,
+    /// OAuth access token, sealed with `CALDAV_ENC_KEY` (calendar-linked accounts).
+    pub access_token: Option<String>,
+    /// OAuth refresh token, sealed likewise.
+    pub refresh_token: Option<String>,
+    /// When the access token expires.
+    pub access_token_expires_at: Option<DateTimeUtc>,
+    /// The account's email at the provider.
+    pub label: Option<String>,
+    /// `reconnect_required` once the provider refused the refresh token; `None` otherwise.
+    pub sync_status: Option<String>,
+    /// The provider's error code (`invalid_grant`).
+    pub sync_error_code: Option<String>,
     /// Link time.
     pub created_at: DateTimeUtc,
     /// Last change.

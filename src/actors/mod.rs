@@ -235,12 +235,10 @@ impl crate::commands::Announce for Actors {
 
     fn provider_writes_queued(&self, accounts: &[(String, String)]) {
         for (provider, account) in accounts {
-            if provider != crate::store::mirrors::CALDAV {
-                continue;
-            }
-            if let Ok(account_id) = uuid::Uuid::parse_str(account) {
+            if let Some(account) = crate::domain::providers::AccountKey::from_row(provider, account)
+            {
                 self.providers
-                    .tell(providers::ProvidersMsg::Deliver { account_id });
+                    .tell(providers::ProvidersMsg::Deliver { account });
             }
         }
     }

@@ -1,22 +1,22 @@
-//! [`ProviderSyncActor`]: one per connected account. It owns its account's work: on each
-//! tick of `EXTERNAL_SYNC_INTERVAL_MS`, and when asked to sync now, it first delivers the
-//! account's due outbox rows, then pulls the account's calendars. Outbox rows that failed
-//! are retried when due (the actor sets a timer for the earliest one). A tick that arrives
-//! while a run is still going (a slow server) is skipped and counted. Failures are counted
-//! and logged, never kept: the next tick tries again. A crash of this actor touches no
-//! other account (see [`super::providers`]).
+//! [`ProviderSyncActor`]: one per connected account (CalDAV, Google or Microsoft). It owns
+//! its account's work: on each tick of `EXTERNAL_SYNC_INTERVAL_MS`, and when asked to sync
+//! now, it first delivers the account's due outbox rows, then pulls the account's calendars
+//! ([`crate::commands::mirrors::sync::turn`]). Outbox rows that failed are retried when due
+//! (the actor sets a timer for the earliest one). A tick that arrives while a run is still
+//! going (a slow provider) is skipped and counted; when the provider asked to be left alone
+//! (a rate limit), pulls wait until then while deliveries go on as due. Failures are counted
+//! and logged, never kept: the next tick tries again. A crash of this actor touches no other
+//! account (see [`super::providers`]).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
-use uuid::Uuid;
 
 use super::{ActorKind, MessageTimer, Shared, reply};
-use crate::commands::mirrors::deliver::{deliver_caldav, next_due};
-use crate::commands::mirrors::pull::{PullError, pull_caldav};
+use crate::commands::mirrors::sync::turn;
+use crate::domain::providers::AccountKey;
 use crate::error::AppError;
-use crate::store::caldav_accounts as account_store;
 
 /// The task name of skipped ticks (`svc_scheduled_task_skips_total{task}`).
 pub const SYNC_TASK: &str = "external_sync";
@@ -29,8 +29,8 @@ pub struct ProviderSyncActor;
 pub struct ProviderSyncArgs {
     /// What the server's actors share.
     pub shared: Arc<Shared>,
-    /// The CalDAV account.
-    pub account_id: Uuid,
+    /// The account.
+    pub account: AccountKey,
 }
 
 /// Messages to an account's actor.
@@ -43,6 +43,8 @@ pub enum ProviderSyncMsg {
     },
     /// Deliver what is due in the outbox (after a commit queued rows, or a retry's time).
     Deliver,
+    /// Deliver and pull now, answering nobody (an account just linked).
+    Pull,
     /// Deliver and pull now; answer when done.
     SyncNow(RpcReplyPort<Result<(), AppError>>),
     /// Panic (tests of supervision).
@@ -53,73 +55,41 @@ pub enum ProviderSyncMsg {
 /// The actor's state.
 pub struct ProviderSyncState {
     shared: Arc<Shared>,
-    account_id: Uuid,
+    account: AccountKey,
     last_finished: Option<Instant>,
+    /// No pull before this (the provider asked to wait).
+    pull_after: Option<Instant>,
 }
 
 impl ProviderSyncState {
-    /// Delivers the outbox, then pulls (`pull`), counting failures; sets the timer for the
-    /// next due outbox row.
+    /// Delivers the outbox, then pulls (`pull`, unless the provider asked to wait); sets
+    /// the timer for the next due outbox row.
     async fn run(
         &mut self,
         myself: &ActorRef<ProviderSyncMsg>,
         pull: bool,
     ) -> Result<(), AppError> {
-        let env = &self.shared.mirrors;
-        let metrics = &self.shared.metrics;
-        let Some(account) =
-            account_store::caldav_account(self.shared.db.conn(), self.account_id).await?
-        else {
-            myself.stop(Some("account removed".into()));
+        let waiting = self.pull_after.is_some_and(|after| Instant::now() < after);
+        if pull && waiting {
+            tracing::info!(provider = %self.account.provider, "sync.pull.deferred");
+        }
+        let done = turn(&self.shared.mirrors, &self.account, pull && !waiting).await;
+        self.last_finished = Some(Instant::now());
+        let done = done?;
+        if done.gone {
+            myself.stop(Some("account disconnected".into()));
             return Ok(());
-        };
-        let mut outcome = Ok(());
-        match deliver_caldav(env, &account).await {
-            Ok(_) => {}
-            Err(err) => {
-                metrics.sync_failed("caldav", "push");
-                tracing::warn!(error = %err, "sync.push.failed");
-            }
         }
-        if pull {
-            match pull_caldav(env, &account).await {
-                Ok(changed) => {
-                    tracing::debug!(changed = changed.len(), "sync.account.pulled");
-                    if account.sync_status.is_some() {
-                        account_store::set_caldav_status(self.shared.db.conn(), account.id, None)
-                            .await?;
-                    }
-                }
-                Err(err) => {
-                    metrics.sync_failed("caldav", "account");
-                    tracing::warn!(error = %err, "sync.account.failed");
-                    if let PullError::Remote(crate::providers::caldav::CaldavError::Unauthorized) =
-                        err
-                    {
-                        account_store::set_caldav_status(
-                            self.shared.db.conn(),
-                            account.id,
-                            Some(("reconnect_required", "unauthorized")),
-                        )
-                        .await?;
-                    }
-                    outcome = Err(match err {
-                        PullError::Local(err) => err,
-                        PullError::Remote(err) => AppError::bad_request(format!(
-                            "The calendar server could not be synced: {err}"
-                        )),
-                    });
-                }
-            }
+        if let Some(wait) = done.wait {
+            self.pull_after = Some(Instant::now() + wait);
         }
-        if let Some(due) = next_due(env, self.account_id).await? {
+        if let Some(due) = done.next_due {
             let wait = (due - chrono::Utc::now()).to_std().unwrap_or_default();
             myself.send_after(wait.max(Duration::from_millis(50)), || {
                 ProviderSyncMsg::Deliver
             });
         }
-        self.last_finished = Some(Instant::now());
-        outcome
+        done.outcome
     }
 }
 
@@ -143,8 +113,9 @@ impl Actor for ProviderSyncActor {
         myself.send_message(ProviderSyncMsg::Deliver)?;
         Ok(ProviderSyncState {
             shared: args.shared,
-            account_id: args.account_id,
+            account: args.account,
             last_finished: None,
+            pull_after: None,
         })
     }
 
@@ -168,13 +139,16 @@ impl Actor for ProviderSyncActor {
             ProviderSyncMsg::Deliver => {
                 let _ = state.run(&myself, false).await;
             }
+            ProviderSyncMsg::Pull => {
+                let _ = state.run(&myself, true).await;
+            }
             ProviderSyncMsg::SyncNow(port) => {
                 let outcome = state.run(&myself, true).await;
                 reply(port, outcome);
             }
             #[cfg(feature = "fault-injection")]
             ProviderSyncMsg::Panic => {
-                panic!("fault injected into the sync actor of {}", state.account_id);
+                panic!("fault injected into the sync actor of {}", state.account.id);
             }
         }
         Ok(())

@@ -8,13 +8,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
-use uuid::Uuid;
 
 use super::provider_sync::{ProviderSyncActor, ProviderSyncArgs, ProviderSyncMsg};
 use super::supervision::{RestartBudget, RestartPolicy};
 use super::{ActorKind, ChildSlot, MessageTimer, Shared, reply};
+use crate::domain::providers::AccountKey;
 use crate::error::AppError;
-use crate::store::caldav_accounts as account_store;
 use crate::store::outbox;
 
 /// How often the outbox gauges are refreshed.
@@ -23,25 +22,28 @@ const OUTBOX_GAUGE_PERIOD: std::time::Duration = std::time::Duration::from_secs(
 /// Messages to the provider supervisor.
 #[derive(Debug)]
 pub enum ProvidersMsg {
-    /// An account connected (or reconnected): make sure its actor runs.
+    /// An account connected (or reconnected): make sure its actor runs and delivers what
+    /// waited for it; with `pull`, it pulls at once too.
     Start {
         /// The account.
-        account_id: Uuid,
+        account: AccountKey,
+        /// Pull now as well.
+        pull: bool,
     },
     /// An account was removed: stop its actor.
     Stop {
         /// The account.
-        account_id: Uuid,
+        account: AccountKey,
     },
     /// Rows were queued for an account's outbox.
     Deliver {
         /// The account.
-        account_id: Uuid,
+        account: AccountKey,
     },
     /// Sync these accounts now; answers once each has finished (the first failure, if any).
     SyncNow {
         /// The accounts.
-        accounts: Vec<Uuid>,
+        accounts: Vec<AccountKey>,
         /// Where the answer goes.
         reply: RpcReplyPort<Result<(), AppError>>,
     },
@@ -51,7 +53,7 @@ pub enum ProvidersMsg {
     #[cfg(feature = "fault-injection")]
     Panic {
         /// The account.
-        account_id: Uuid,
+        account: AccountKey,
     },
 }
 
@@ -79,9 +81,9 @@ pub struct ProviderSupervisor;
 /// Its state.
 pub struct ProvidersState {
     shared: Arc<Shared>,
-    running: HashMap<Uuid, ActorRef<ProviderSyncMsg>>,
-    by_actor: HashMap<ActorId, Uuid>,
-    budgets: HashMap<Uuid, RestartBudget>,
+    running: HashMap<AccountKey, ActorRef<ProviderSyncMsg>>,
+    by_actor: HashMap<ActorId, AccountKey>,
+    budgets: HashMap<AccountKey, RestartBudget>,
     policy: RestartPolicy,
 }
 
@@ -89,19 +91,19 @@ impl ProviderSupervisor {
     async fn start(
         myself: &ActorRef<ProvidersMsg>,
         state: &mut ProvidersState,
-        account_id: Uuid,
+        account: &AccountKey,
     ) -> Option<ActorRef<ProviderSyncMsg>> {
-        if let Some(actor) = state.running.get(&account_id) {
+        if let Some(actor) = state.running.get(account) {
             return Some(actor.clone());
         }
         let args = ProviderSyncArgs {
             shared: state.shared.clone(),
-            account_id,
+            account: account.clone(),
         };
         match Actor::spawn_linked(None, ProviderSyncActor, args, myself.get_cell()).await {
             Ok((actor, _)) => {
-                state.by_actor.insert(actor.get_id(), account_id);
-                state.running.insert(account_id, actor.clone());
+                state.by_actor.insert(actor.get_id(), account.clone());
+                state.running.insert(account.clone(), actor.clone());
                 state
                     .shared
                     .metrics
@@ -135,11 +137,9 @@ impl Actor for ProviderSupervisor {
             policy,
         };
         myself.send_interval(OUTBOX_GAUGE_PERIOD, || ProvidersMsg::MeasureOutbox);
-        if state.shared.mirrors.caldav_enabled() {
-            let accounts = account_store::all_caldav_accounts(state.shared.db.conn()).await?;
-            for account in accounts {
-                Self::start(&myself, &mut state, account.id).await;
-            }
+        let accounts = state.shared.mirrors.all_accounts().await?;
+        for account in &accounts {
+            Self::start(&myself, &mut state, account).await;
         }
         Ok(state)
     }
@@ -170,19 +170,24 @@ impl Actor for ProviderSupervisor {
     ) -> Result<(), ActorProcessingErr> {
         let _timer = MessageTimer::start(&state.shared.metrics, ActorKind::ProviderSupervisor);
         match message {
-            ProvidersMsg::Start { account_id } => {
+            ProvidersMsg::Start { account, pull } => {
                 // A reconnected account's held writes go out now.
-                if let Some(actor) = Self::start(&myself, state, account_id).await {
-                    let _ = actor.send_message(ProviderSyncMsg::Deliver);
+                if let Some(actor) = Self::start(&myself, state, &account).await {
+                    let message = if pull {
+                        ProviderSyncMsg::Pull
+                    } else {
+                        ProviderSyncMsg::Deliver
+                    };
+                    let _ = actor.send_message(message);
                 }
             }
-            ProvidersMsg::Stop { account_id } => {
-                if let Some(actor) = state.running.remove(&account_id) {
+            ProvidersMsg::Stop { account } => {
+                if let Some(actor) = state.running.remove(&account) {
                     actor.stop(Some("account removed".into()));
                 }
             }
-            ProvidersMsg::Deliver { account_id } => {
-                if let Some(actor) = Self::start(&myself, state, account_id).await {
+            ProvidersMsg::Deliver { account } => {
+                if let Some(actor) = Self::start(&myself, state, &account).await {
                     let _ = actor.send_message(ProviderSyncMsg::Deliver);
                 }
             }
@@ -191,8 +196,8 @@ impl Actor for ProviderSupervisor {
                 reply: port,
             } => {
                 let mut waits = Vec::new();
-                for account_id in accounts {
-                    if let Some(actor) = Self::start(&myself, state, account_id).await {
+                for account in &accounts {
+                    if let Some(actor) = Self::start(&myself, state, account).await {
                         let (tx, rx) = ractor::concurrency::oneshot();
                         if actor
                             .send_message(ProviderSyncMsg::SyncNow(tx.into()))
@@ -231,8 +236,8 @@ impl Actor for ProviderSupervisor {
                 }
             }
             #[cfg(feature = "fault-injection")]
-            ProvidersMsg::Panic { account_id } => {
-                if let Some(actor) = state.running.get(&account_id) {
+            ProvidersMsg::Panic { account } => {
+                if let Some(actor) = state.running.get(&account) {
                     let _ = actor.send_message(ProviderSyncMsg::Panic);
                 }
             }
@@ -251,7 +256,7 @@ impl Actor for ProviderSupervisor {
             SupervisionEvent::ActorTerminated(cell, _, _) => (cell, None),
             _ => return Ok(()),
         };
-        let Some(account_id) = state.by_actor.remove(&cell.get_id()) else {
+        let Some(account) = state.by_actor.remove(&cell.get_id()) else {
             return Ok(());
         };
         state
@@ -260,10 +265,10 @@ impl Actor for ProviderSupervisor {
             .actor_alive(ActorKind::ProviderSync.label(), -1.0);
         let current = state
             .running
-            .get(&account_id)
+            .get(&account)
             .is_some_and(|actor| actor.get_id() == cell.get_id());
         if current {
-            state.running.remove(&account_id);
+            state.running.remove(&account);
         }
         let Some(err) = failure else {
             return Ok(());
@@ -275,12 +280,12 @@ impl Actor for ProviderSupervisor {
         let policy = state.policy;
         let allowed = state
             .budgets
-            .entry(account_id)
+            .entry(account.clone())
             .or_insert_with(|| RestartBudget::new(policy))
             .next_delay(Instant::now())
             .is_some();
         if allowed && current && !state.shared.shutdown.is_triggered() {
-            if Self::start(&myself, state, account_id).await.is_some() {
+            if Self::start(&myself, state, &account).await.is_some() {
                 state.shared.metrics.actor_restarted(kind.label());
                 state.shared.actors.stats.restarted(kind);
             }

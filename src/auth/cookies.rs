@@ -11,6 +11,10 @@ pub const SESSION_TOKEN: &str = "better-auth.session_token";
 pub const DONT_REMEMBER: &str = "better-auth.dont_remember";
 /// Session cache cookie (never set by Bowline, but cleared with the others).
 pub const SESSION_DATA: &str = "better-auth.session_data";
+/// The signed state of an OAuth redirect flow (the browser that started it carries it).
+pub const STATE: &str = "better-auth.state";
+/// How long the state cookie lives.
+pub const STATE_MAX_AGE_SECS: u64 = 300;
 /// Prefix of every cookie name on https.
 pub const SECURE_PREFIX: &str = "__Secure-";
 /// Session lifetime: 7 days.
@@ -81,6 +85,21 @@ impl CookiePolicy {
             utf8_percent_encode(signed_true, URI_COMPONENT),
             self.attributes(None)
         )
+    }
+
+    /// The state cookie of an OAuth redirect flow, carrying its signed state.
+    pub fn state(&self, signed_state: &str) -> String {
+        format!(
+            "{}={}{}",
+            self.name(STATE),
+            utf8_percent_encode(signed_state, URI_COMPONENT),
+            self.attributes(Some(STATE_MAX_AGE_SECS))
+        )
+    }
+
+    /// Clears the state cookie (its flow is over).
+    pub fn clear_state(&self) -> String {
+        format!("{}={}", self.name(STATE), self.attributes(Some(0)))
     }
 
     /// Cookies that clear the session, cache and marker.

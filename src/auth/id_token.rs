@@ -35,7 +35,8 @@ const MAX_CACHE_AGE: Duration = Duration::from_secs(6 * 3600);
 pub struct ProviderSpec {
     /// JWKS URL.
     pub jwks_url: String,
-    /// Accepted `iss` values.
+    /// Accepted `iss` values; `{tenantid}` in one stands for the token's `tid` claim
+    /// (Microsoft's multi-tenant issuer).
     pub issuers: Vec<String>,
     /// Accepted `aud` values.
     pub audiences: Vec<String>,
@@ -44,7 +45,7 @@ pub struct ProviderSpec {
 /// What a verified token says about its subject.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VerifiedToken {
-    /// Provider subject id.
+    /// The account's id at the provider: `sub` (Microsoft's `oid`, as better-auth keeps).
     pub sub: String,
     /// Email claim.
     pub email: Option<String>,
@@ -60,6 +61,16 @@ pub struct VerifiedToken {
 struct Claims {
     sub: String,
     iat: i64,
+    #[serde(default)]
+    iss: Option<String>,
+    #[serde(default)]
+    tid: Option<String>,
+    /// Microsoft's object id: the account id better-auth keeps for Microsoft.
+    #[serde(default)]
+    oid: Option<String>,
+    /// Microsoft's sign-in name (the email when there is no `email` claim).
+    #[serde(default)]
+    preferred_username: Option<String>,
     #[serde(default)]
     email: Option<String>,
     #[serde(default)]
@@ -191,7 +202,13 @@ impl IdTokenVerifier {
         let mut validation = Validation::new(Algorithm::RS256);
         validation.leeway = LEEWAY_SECS;
         validation.set_audience(&provider.audiences);
-        validation.set_issuer(&provider.issuers);
+        let per_tenant = provider
+            .issuers
+            .iter()
+            .any(|iss| iss.contains("{tenantid}"));
+        if !per_tenant {
+            validation.set_issuer(&provider.issuers);
+        }
         validation.set_required_spec_claims(&["exp", "iat", "iss", "aud", "sub"]);
         let claims = jsonwebtoken::decode::<Claims>(token, &key, &validation)
             .map_err(|err| {
@@ -199,6 +216,18 @@ impl IdTokenVerifier {
                 AuthError::invalid_id_token()
             })?
             .claims;
+        if per_tenant {
+            let issued_by_tenant = match (&claims.iss, &claims.tid) {
+                (Some(iss), Some(tid)) if !tid.is_empty() => provider
+                    .issuers
+                    .iter()
+                    .any(|template| template.replace("{tenantid}", tid) == *iss),
+                _ => false,
+            };
+            if !issued_by_tenant {
+                return Err(AuthError::invalid_id_token().into());
+            }
+        }
         let now = chrono::Utc::now().timestamp();
         let leeway = i64::try_from(LEEWAY_SECS).unwrap_or(30);
         if claims.iat > now + leeway || now - claims.iat > MAX_TOKEN_AGE_SECS + leeway {
@@ -213,9 +242,17 @@ impl IdTokenVerifier {
                 return Err(AuthError::invalid_id_token().into());
             }
         }
+        let email = claims.email.or_else(|| {
+            claims
+                .preferred_username
+                .filter(|name| crate::domain::email::is_valid(&name.trim().to_lowercase()))
+        });
         Ok(VerifiedToken {
-            sub: claims.sub,
-            email: claims.email.map(|email| email.trim().to_lowercase()),
+            sub: claims
+                .oid
+                .filter(|oid| !oid.is_empty())
+                .unwrap_or(claims.sub),
+            email: email.map(|email| email.trim().to_lowercase()),
             email_verified: claims.email_verified.is_some_and(|v| v.is_true()),
             name: claims.name,
             picture: claims.picture,

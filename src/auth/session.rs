@@ -138,6 +138,12 @@ impl AuthReply {
         self
     }
 
+    /// Sets a cookie (a `Set-Cookie` value).
+    pub fn with_cookie(mut self, cookie: String) -> Self {
+        self.cookies.push(cookie);
+        self
+    }
+
     /// Clears the session cookies.
     pub fn clearing_cookies(mut self, auth: &Auth) -> Self {
         self.cookies.extend(auth.cookies.clear_all());

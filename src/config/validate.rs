@@ -81,7 +81,10 @@ impl Settings {
             ("google.calendar_api_url", &self.google.calendar_api_url),
             ("apple.jwks_url", &self.apple.jwks_url),
             ("microsoft.jwks_url", &self.microsoft.jwks_url),
-            ("microsoft.authorization_url", &self.microsoft.authorization_url),
+            (
+                "microsoft.authorization_url",
+                &self.microsoft.authorization_url,
+            ),
             ("microsoft.token_url", &self.microsoft.token_url),
             ("microsoft.graph_url", &self.microsoft.graph_url),
         ] {

@@ -8,8 +8,9 @@ pub struct Capabilities {
     /// Native sign-in providers with credentials configured: `google` when the web client id
     /// is set, `apple` when the Apple client id is set (in that order).
     pub socials: Vec<&'static str>,
-    /// Calendar providers that can be connected: `caldav` when `CALDAV_ENC_KEY` is set (the
-    /// key that seals the stored passwords).
+    /// Calendar providers that can be connected: `google` and `microsoft` when their client
+    /// id and secret are set, `caldav` always; each only with `CALDAV_ENC_KEY` set (the key
+    /// that seals stored passwords and tokens).
     pub sync_providers: Vec<&'static str>,
     /// Whether mail can actually be delivered.
     pub email: bool,
@@ -25,13 +26,20 @@ impl Capabilities {
         if settings.apple.client_id.is_some() {
             socials.push("apple");
         }
+        let mut sync_providers = Vec::new();
+        if settings.caldav.enc_key.is_some() {
+            if settings.google.client_id.is_some() && settings.google.client_secret.is_some() {
+                sync_providers.push("google");
+            }
+            if settings.microsoft.client_id.is_some() && settings.microsoft.client_secret.is_some()
+            {
+                sync_providers.push("microsoft");
+            }
+            sync_providers.push("caldav");
+        }
         Self {
             socials,
-            sync_providers: if settings.caldav.enc_key.is_some() {
-                vec!["caldav"]
-            } else {
-                Vec::new()
-            },
+            sync_providers,
             email,
         }
     }

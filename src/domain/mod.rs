@@ -13,6 +13,7 @@ pub mod invites;
 pub mod origins;
 pub mod pages;
 pub mod profile;
+pub mod providers;
 pub mod recurrence;
 pub mod reminders;
 pub mod roles;

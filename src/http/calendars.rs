@@ -3,8 +3,8 @@
 //! `DELETE /api/v1/calendars`, and the legacy `GET /api/v1/calendars/google` sync trigger.
 //! Changes go through the calendar's actor.
 
+use crate::domain::providers::Provider;
 use crate::http::endpoint::endpoint;
-use crate::store::caldav_accounts as account_store;
 use http::StatusCode;
 use serde::Deserialize;
 use warp::filters::BoxedFilter;
@@ -29,7 +29,6 @@ use crate::store::calendars::{self as calendar_store, NewCalendar};
 use crate::store::{members, mirrors};
 use crate::views::calendars::CalendarView;
 use std::time::Duration;
-use uuid::Uuid;
 
 /// The calendar routes (static paths first).
 pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
@@ -111,11 +110,7 @@ fn legacy_sync(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection
 
 /// Delivers and pulls every account of `user` now (each bounded by its requests' timeouts).
 async fn sync_now(ctx: &Ctx, user: &AuthUser) -> Result<(), AppError> {
-    let accounts: Vec<Uuid> = account_store::caldav_accounts_of(ctx.db.conn(), user.id())
-        .await?
-        .into_iter()
-        .map(|account| account.id)
-        .collect();
+    let accounts = ctx.mirrors.accounts_of(user.id()).await?;
     if accounts.is_empty() {
         return Ok(());
     }
@@ -295,11 +290,10 @@ pub(super) fn destination<'a>(
         (Some(_), None) | (None, Some(_)) => Err(AppError::bad_request(
             "Calendar destination requires both provider and accountId.",
         )),
-        (Some("caldav"), Some(account)) => Ok(Some(("caldav", account))),
-        (Some("google" | "microsoft" | "provider_a" | "provider_c"), Some(_)) => Err(
-            AppError::forbidden("That account isn't connected to your user."),
-        ),
-        (Some(_), Some(_)) => Err(AppError::bad_request("Unsupported provider.")),
+        (Some(provider), Some(account)) => match Provider::parse(provider) {
+            Some(provider) => Ok(Some((provider.as_str(), account))),
+            None => Err(AppError::bad_request("Unsupported provider.")),
+        },
     }
 }
 

@@ -1,6 +1,7 @@
 //! Connected accounts (under `/api/v1/users/connections`): `GET`, `POST` and `DELETE
-//! …/caldav`, `POST …/disconnect {provider, accountId}` and `POST
-//! …/calendars/disconnect {calendarId}`, with the reference's bodies and messages.
+//! …/caldav`, `GET …/google` and `POST …/google/revoke`, `POST …/disconnect {provider,
+//! accountId}` and `POST …/calendars/disconnect {calendarId}`, with the reference's bodies
+//! and messages. (Google and Microsoft accounts are linked through `/api/auth/link-social`.)
 
 use std::collections::HashMap;
 
@@ -18,16 +19,25 @@ use super::extract::{
 };
 use crate::actors::providers::ProvidersMsg;
 use crate::commands::mirrors::connect::{CaldavCredentials, connect_caldav};
-use crate::commands::mirrors::disconnect::{disconnect_caldav, disconnect_calendar};
+use crate::commands::mirrors::disconnect::{
+    disconnect_caldav, disconnect_calendar, disconnect_linked, revoke_google,
+};
 use crate::context::Ctx;
 use crate::domain::ids::UserId;
+use crate::domain::providers::{AccountKey, Provider};
 use crate::error::AppError;
+use crate::providers::oauth::grants_calendar;
 use crate::store::caldav_accounts as account_store;
+use crate::store::oauth_accounts;
 
 /// The connection routes.
 pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
     list_caldav(ctx.clone())
         .or(connect(ctx.clone()))
+        .unify()
+        .or(google_status(ctx.clone()))
+        .unify()
+        .or(google_revoke(ctx.clone()))
         .unify()
         .or(remove_caldav(ctx.clone()))
         .unify()
@@ -130,9 +140,10 @@ async fn connect_handler(
         password,
     };
     let account_id = connect_caldav(&ctx.mirrors, &UserId::from(user.id()), credentials).await?;
-    ctx.actors
-        .providers
-        .tell(ProvidersMsg::Start { account_id });
+    ctx.actors.providers.tell(ProvidersMsg::Start {
+        account: AccountKey::new(Provider::Caldav, account_id.to_string()),
+        pull: false,
+    });
     Ok(ok_text())
 }
 
@@ -173,9 +184,60 @@ async fn remove_account(ctx: &Ctx, user: &AuthUser, account: &str) -> Result<(),
         return Ok(());
     };
     if disconnect_caldav(&ctx.mirrors, &UserId::from(user.id()), account_id).await? {
-        ctx.actors.providers.tell(ProvidersMsg::Stop { account_id });
+        ctx.actors.providers.tell(ProvidersMsg::Stop {
+            account: AccountKey::new(Provider::Caldav, account_id.to_string()),
+        });
     }
     Ok(())
+}
+
+/// GET /api/v1/users/connections/google → `{isLinked, calendarConnected}`: a Google account
+/// is linked, and one of them holds a refresh token with calendar scope and is not waiting
+/// to be reconnected.
+fn google_status(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
+    endpoint!("api" / "v1" / "users" / "connections" / "google")
+        .and(warp::get())
+        .and(with_ctx(ctx.clone()))
+        .and(authenticated(ctx))
+        .and_then(|ctx: Ctx, user: AuthUser| async move {
+            respond(
+                async {
+                    let accounts =
+                        oauth_accounts::of_user(ctx.db.conn(), user.id(), Provider::Google).await?;
+                    let connected = accounts.iter().any(|account| {
+                        account.sync_status.is_none()
+                            && account.refresh_token.is_some()
+                            && grants_calendar(Provider::Google, account.scope.as_deref())
+                    });
+                    Ok::<_, AppError>(warp::reply::json(&json!({
+                        "isLinked": !accounts.is_empty(),
+                        "calendarConnected": connected,
+                    })))
+                }
+                .await,
+            )
+        })
+}
+
+/// POST /api/v1/users/connections/google/revoke → "OK": every Google account's tokens are
+/// revoked at Google (best effort) and forgotten here; the accounts stay linked for sign-in.
+fn google_revoke(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
+    endpoint!("api" / "v1" / "users" / "connections" / "google" / "revoke")
+        .and(warp::post())
+        .and(with_ctx(ctx.clone()))
+        .and(authenticated(ctx))
+        .and_then(|ctx: Ctx, user: AuthUser| async move {
+            respond(
+                async {
+                    let revoked = revoke_google(&ctx.mirrors, &UserId::from(user.id())).await?;
+                    for account in revoked {
+                        ctx.actors.providers.tell(ProvidersMsg::Stop { account });
+                    }
+                    Ok::<_, AppError>(ok_text())
+                }
+                .await,
+            )
+        })
 }
 
 /// POST /api/v1/users/connections/disconnect `{provider, accountId}`.
@@ -197,11 +259,18 @@ fn disconnect(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection>
                                 "provider and accountId are required.",
                             ));
                         };
-                        match provider.as_str() {
-                            "caldav" => remove_account(&ctx, &user, &account).await?,
-                            // No account of these providers can be connected here yet.
-                            "google" | "microsoft" | "provider_a" | "provider_c" => {}
-                            _ => return Err(AppError::bad_request("Unsupported provider")),
+                        match Provider::parse(&provider) {
+                            Some(Provider::Caldav) => remove_account(&ctx, &user, &account).await?,
+                            Some(provider) => {
+                                let user = UserId::from(user.id());
+                                if let Some(account) =
+                                    disconnect_linked(&ctx.mirrors, &user, provider, &account)
+                                        .await?
+                                {
+                                    ctx.actors.providers.tell(ProvidersMsg::Stop { account });
+                                }
+                            }
+                            None => return Err(AppError::bad_request("Unsupported provider")),
                         }
                         Ok(ok_text())
                     }

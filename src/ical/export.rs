@@ -73,6 +73,24 @@ pub fn export_resource(event: &events::Model, uid: &str) -> String {
     writer.finish()
 }
 
+/// The recurrence of `event` as the iCalendar lines an export writes for it (`RRULE:…`,
+/// `EXDATE;VALUE=DATE:…`, unfolded): what Google takes in an event's `recurrence`.
+pub fn recurrence_lines(event: &events::Model) -> Vec<String> {
+    let Some(recurrence) = &event.recurrence else {
+        return Vec::new();
+    };
+    let mut writer = Writer::new();
+    write_recurrence(&mut writer, recurrence, event.is_all_day);
+    writer
+        .finish()
+        .replace("\r\n ", "")
+        .lines()
+        .map(str::trim_end)
+        .filter(|line| !line.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
 /// Whether `event` is written with a TZID of `zone` (see the module doc).
 fn in_zone(event: &events::Model, zone: Tz) -> bool {
     !event.is_all_day

@@ -57,6 +57,7 @@ pub async fn link(
         scope: Set(None),
         created_at: Set(now),
         updated_at: Set(now),
+        ..Default::default()
     }
     .insert(db.conn())
     .await;
@@ -120,6 +121,7 @@ pub async fn set_password(
             scope: Set(None),
             created_at: Set(now),
             updated_at: Set(now),
+            ..Default::default()
         }
         .insert(db)
         .await?;

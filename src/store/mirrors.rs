@@ -1,11 +1,11 @@
-//! Provider mirrors: connected CalDAV accounts, the remote calendars of each account with
-//! their local mirrors, and which remote resource each mirrored event belongs to. The
+//! Provider mirrors: the remote calendars of each connected account with their local
+//! mirrors (and, for listings, what the accounts show of themselves), and which remote resource each mirrored event belongs to. The
 //! provider writes still to deliver are in [`super::outbox`].
 
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use entities::{caldav_accounts, external_calendars, external_events};
+use entities::{accounts, caldav_accounts, external_calendars, external_events};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait,
@@ -291,30 +291,79 @@ pub async fn provider_links(
     if mirrors.is_empty() {
         return Ok(HashMap::new());
     }
-    let account_ids: Vec<Uuid> = mirrors
+    let caldav_ids: Vec<Uuid> = mirrors
         .values()
         .filter(|mirror| mirror.provider == CALDAV)
         .filter_map(|mirror| Uuid::parse_str(&mirror.account_id).ok())
         .collect();
-    let accounts: HashMap<String, caldav_accounts::Model> = caldav_accounts::Entity::find()
-        .filter(caldav_accounts::Column::Id.is_in(account_ids))
-        .all(db)
-        .await?
-        .into_iter()
-        .map(|account| (account.id.to_string(), account))
+    let caldav: HashMap<String, caldav_accounts::Model> = if caldav_ids.is_empty() {
+        HashMap::new()
+    } else {
+        caldav_accounts::Entity::find()
+            .filter(caldav_accounts::Column::Id.is_in(caldav_ids))
+            .all(db)
+            .await?
+            .into_iter()
+            .map(|account| (account.id.to_string(), account))
+            .collect()
+    };
+    let linked_ids: Vec<String> = mirrors
+        .values()
+        .filter(|mirror| mirror.provider != CALDAV)
+        .map(|mirror| mirror.account_id.clone())
         .collect();
+    let linked: HashMap<(String, String), accounts::Model> = if linked_ids.is_empty() {
+        HashMap::new()
+    } else {
+        accounts::Entity::find()
+            .filter(accounts::Column::AccountId.is_in(linked_ids))
+            .all(db)
+            .await?
+            .into_iter()
+            .map(|account| {
+                (
+                    (account.provider_id.clone(), account.account_id.clone()),
+                    account,
+                )
+            })
+            .collect()
+    };
     Ok(mirrors
         .into_iter()
         .map(|(calendar, mirror)| {
-            let account = accounts.get(&mirror.account_id);
-            let link = ProviderLink {
-                account_label: account.map(|a| a.username.clone()),
-                server_url: account.map(|a| a.server_url.clone()),
-                sync_status: account.and_then(|a| a.sync_status.clone()),
-                sync_error_code: account.and_then(|a| a.sync_error_code.clone()),
-                provider: mirror.provider,
-                account_id: mirror.account_id,
-                owner: mirror.user_id,
+            let link = match caldav
+                .get(&mirror.account_id)
+                .filter(|_| mirror.provider == CALDAV)
+            {
+                Some(account) => ProviderLink {
+                    account_label: Some(account.username.clone()),
+                    server_url: Some(account.server_url.clone()),
+                    sync_status: account.sync_status.clone(),
+                    sync_error_code: account.sync_error_code.clone(),
+                    provider: mirror.provider,
+                    account_id: mirror.account_id,
+                    owner: mirror.user_id,
+                },
+                None => {
+                    let account = linked.get(&(mirror.provider.clone(), mirror.account_id.clone()));
+                    // An OAuth account's owner sees `active` unless it needs reconnecting.
+                    let status = account.map(|account| {
+                        account
+                            .sync_status
+                            .clone()
+                            .unwrap_or_else(|| "active".to_owned())
+                    });
+                    ProviderLink {
+                        account_label: account.and_then(|account| account.label.clone()),
+                        server_url: None,
+                        sync_status: status,
+                        sync_error_code: account
+                            .and_then(|account| account.sync_error_code.clone()),
+                        provider: mirror.provider,
+                        account_id: mirror.account_id,
+                        owner: mirror.user_id,
+                    }
+                }
             };
             (calendar, link)
         })

@@ -22,6 +22,7 @@ pub mod member_tokens;
 pub mod members;
 pub mod mirrors;
 pub mod notifications;
+pub mod oauth_accounts;
 pub mod outbox;
 pub mod pages;
 pub mod reminders;

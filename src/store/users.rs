@@ -70,6 +70,7 @@ pub async fn create_with_account(
         home_server: Set(None),
         created_at: Set(now),
         updated_at: Set(now),
+        ..Default::default()
     }
     .insert(&txn)
     .await
@@ -86,6 +87,7 @@ pub async fn create_with_account(
         scope: Set(None),
         created_at: Set(now),
         updated_at: Set(now),
+        ..Default::default()
     }
     .insert(&txn)
     .await?;
@@ -102,6 +104,7 @@ pub async fn create_with_account(
         is_default: Set(true),
         created_at: Set(now),
         updated_at: Set(now),
+        ..Default::default()
     }
     .insert(&txn)
     .await?;
@@ -113,6 +116,7 @@ pub async fn create_with_account(
         reminder: Set(None),
         created_at: Set(now),
         updated_at: Set(now),
+        ..Default::default()
     }
     .insert(&txn)
     .await?;
@@ -122,6 +126,7 @@ pub async fn create_with_account(
         revision: Set(1),
         created_at: Set(now),
         updated_at: Set(now),
+        ..Default::default()
     }
     .insert(&txn)
     .await?;

@@ -12,6 +12,7 @@
 use std::time::{Duration, Instant};
 
 use bowline::actors::providers::ProvidersMsg;
+use bowline::domain::providers::{AccountKey, Provider};
 use reqwest::{Method, StatusCode};
 use sea_orm::{ConnectionTrait, EntityTrait};
 use serde_json::{Value, json};
@@ -589,7 +590,7 @@ async fn a_panicking_sync_actor_is_restarted_and_others_go_on() {
     let account = account_ids(&app, &ana).await.remove(0);
 
     app.ctx().actors.providers.tell(ProvidersMsg::Panic {
-        account_id: uuid::Uuid::parse_str(&account).expect("uuid"),
+        account: AccountKey::new(Provider::Caldav, account),
     });
     eventually("the sync actor restarted", || async {
         metric(&app, RESTARTS).await >= 1.0
@@ -837,7 +838,7 @@ async fn a_failed_sync_now_says_why() {
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     assert_eq!(
         body["error"],
-        "The calendar server could not be synced: the CalDAV server refused the credentials",
+        "The calendar server could not be synced: the calendar server refused the credentials",
         "a password changed at the provider"
     );
 

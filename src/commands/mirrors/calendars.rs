@@ -1,20 +1,19 @@
 //! Calendar-level writes on a mirror go to the provider first: a rename or recolor is
-//! written there (`PROPPATCH`), a deletion deletes the remote calendar, and a new calendar
-//! in a connected account is made there (`MKCALENDAR`) before it is mirrored. If the
-//! provider refuses, nothing changes locally and the caller gets a 400 with its reason.
-//! Only the account's owner may change a mirror (other members are refused with 403).
+//! written there, a deletion deletes the remote calendar, and a new calendar in a connected
+//! account is made there before it is mirrored. If the provider refuses, nothing changes
+//! locally and the caller gets a 400 with its reason. Only the account's owner may change a
+//! mirror (other members are refused with 403).
 
 use chrono::Utc;
 use uuid::Uuid;
 
 use super::Mirrors;
-use super::pull::PullError;
+use super::source::{Source, SyncError};
 use crate::domain::ids::UserId;
+use crate::domain::providers::{AccountKey, Provider};
 use crate::domain::roles::Role;
 use crate::error::AppError;
 use crate::ical::ImportedEvent;
-use crate::providers::caldav::CaldavError;
-use crate::store::caldav_accounts as account_store;
 use crate::store::mirrors::{self, NewMirror};
 use crate::store::{calendars as calendar_store, ics as ics_store, members, outbox};
 use crate::views::calendars::CalendarView;
@@ -59,26 +58,19 @@ pub async fn before_change(
         }
         return Ok(());
     }
-    if mirror.provider != mirrors::CALDAV {
-        return Err(AppError::bad_request("Unsupported provider"));
-    }
-    let account = Uuid::parse_str(&mirror.account_id)
-        .ok()
-        .map(|id| account_store::caldav_account(db, id));
-    let Some(account) = account else {
+    let key = AccountKey::from_row(&mirror.provider, &mirror.account_id)
+        .ok_or_else(|| AppError::bad_request("Unsupported provider"))?;
+    let Some(account) = env.account(&key).await? else {
         return Ok(());
     };
-    let Some(account) = account.await? else {
-        return Ok(());
-    };
-    let client = env.caldav_client(&account)?;
-    let url = url::Url::parse(&mirror.remote_id)
-        .map_err(|err| AppError::internal(format!("stored calendar URL: {err}")))?;
+    let source = env.source(&account).await?;
     let outcome = match change {
-        RemoteChange::Update { name, color } => client.update_calendar(&url, name, color).await,
-        RemoteChange::Delete => client.delete_calendar(&url).await,
+        RemoteChange::Update { name, color } => {
+            source.update_calendar(&mirror.remote_id, name, color).await
+        }
+        RemoteChange::Delete => source.delete_calendar(&mirror.remote_id).await,
     };
-    outcome.map_err(refused)
+    outcome.map_err(AppError::from)
 }
 
 /// Makes a calendar in one of `user`'s connected accounts, then mirrors it; the new
@@ -91,32 +83,25 @@ pub async fn create_in_account(
     name: &str,
     color: &str,
 ) -> Result<CalendarView, AppError> {
-    if !matches!(provider, "caldav") {
-        return Err(AppError::bad_request(
-            "Calendars can only be created in connected CalDAV accounts on this server.",
-        ));
-    }
+    let provider =
+        Provider::parse(provider).ok_or_else(|| AppError::bad_request("Unsupported provider."))?;
     let not_yours = || AppError::forbidden("That account isn't connected to your user.");
-    let account_uuid = Uuid::parse_str(account_id).map_err(|_| not_yours())?;
-    let account = account_store::caldav_account(env.services.db.conn(), account_uuid)
+    let account = env
+        .account(&AccountKey::new(provider, account_id))
         .await?
-        .filter(|account| account.user_id == user.as_str())
+        .filter(|account| account.owner() == user.as_str() && account.syncs())
         .ok_or_else(not_yours)?;
-    let client = env.caldav_client(&account)?;
-    let home = url::Url::parse(&account.home_url)
-        .map_err(|err| AppError::internal(format!("stored calendar home: {err}")))?;
-    let url = client
-        .make_calendar(&home, name, color)
-        .await
-        .map_err(refused)?;
+    let key = account.key();
+    let source = env.source(&account).await?;
+    let remote_id = source.create_calendar(name, color).await?;
     let txn = env.services.db.begin_write().await?;
     let created = mirrors::create_mirror(
         &txn,
         NewMirror {
-            provider: mirrors::CALDAV.to_owned(),
-            account_id: account.id.to_string(),
+            provider: key.provider.as_str().to_owned(),
+            account_id: key.id.clone(),
             owner: user.as_str().to_owned(),
-            remote_id: url.to_string(),
+            remote_id,
             name: name.to_owned(),
             color: color.to_owned(),
             read_only: false,
@@ -164,18 +149,16 @@ pub async fn import_into_account(
 }
 
 /// The provider's refusal as the caller's 400 (or 503 when it could not be reached).
-fn refused(err: CaldavError) -> AppError {
-    if err.is_transient() {
-        return AppError::Unavailable(format!("The calendar server is unavailable: {err}").into());
-    }
-    AppError::bad_request(format!("The calendar server refused the change: {err}"))
-}
-
-impl From<PullError> for AppError {
-    fn from(err: PullError) -> Self {
+impl From<SyncError> for AppError {
+    fn from(err: SyncError) -> Self {
         match err {
-            PullError::Local(err) => err,
-            PullError::Remote(err) => refused(err),
+            SyncError::Local(err) => err,
+            SyncError::Remote(err) if err.is_transient() => {
+                AppError::Unavailable(format!("The calendar provider is unavailable: {err}").into())
+            }
+            SyncError::Remote(err) => {
+                AppError::bad_request(format!("The calendar server refused the change: {err}"))
+            }
         }
     }
 }

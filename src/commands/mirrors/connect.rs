@@ -4,18 +4,20 @@
 //! their events, so a failure at any step leaves nothing behind. Connecting the same server
 //! and user name again replaces the stored password (and pulls with it first).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use chrono::Utc;
-use entities::caldav_accounts;
 use uuid::Uuid;
 
 use super::apply::{Target, apply};
-use super::pull::{Changes, PullError, mirror_look, pull_caldav, read_changes};
+use super::pull::{mirror_look, pull};
+use super::source::{Changes, KnownTags, RemoteCalendar, Source, SyncError};
+use super::sources::caldav::CaldavSource;
 use super::{DISCOVERY_FAILED, INITIAL_SYNC_FAILED, Mirrors};
 use crate::domain::ids::UserId;
+use crate::domain::providers::{AccountKey, Provider};
 use crate::error::AppError;
-use crate::providers::caldav::{CaldavClient, Discovery, RemoteCalendar};
+use crate::providers::caldav::{CaldavClient, Discovery};
 use crate::store::caldav_accounts as account_store;
 use crate::store::mirrors::{self, NewMirror};
 use crate::store::settings;
@@ -38,9 +40,11 @@ pub async fn connect_caldav(
     credentials: CaldavCredentials,
 ) -> Result<Uuid, AppError> {
     let secrets = env.secrets()?;
-    let (client, discovery, calendars) = discover(env, &credentials).await.inspect_err(|_| {
-        env.services.metrics.sync_failed("caldav", "discovery");
-    })?;
+    let zone = settings::zone_of(env.services.db.conn(), user.as_str()).await?;
+    let (source, discovery, calendars) =
+        discover(env, &credentials, zone).await.inspect_err(|_| {
+            env.services.metrics.sync_failed("caldav", "discovery");
+        })?;
     let input = account_store::CaldavAccountInput {
         user_id: user.as_str().to_owned(),
         server_url: credentials.server_url.clone(),
@@ -57,12 +61,8 @@ pub async fn connect_caldav(
         });
     if let Some(account) = existing {
         // Pull with the new password first; store it only once it worked.
-        let candidate = caldav_accounts::Model {
-            encrypted_password: input.encrypted_password.clone(),
-            home_url: input.home_url.clone(),
-            ..account
-        };
-        pull_caldav(env, &candidate)
+        let key = AccountKey::new(Provider::Caldav, account.id.to_string());
+        pull(env, &source, &key, user.as_str())
             .await
             .map_err(initial_sync_failed)?;
         let txn = env.services.db.begin_write().await?;
@@ -70,20 +70,13 @@ pub async fn connect_caldav(
         txn.commit().await?;
         return Ok(saved.id);
     }
-    let zone = settings::zone_of(env.services.db.conn(), user.as_str()).await?;
     let mut read = Vec::with_capacity(calendars.len());
+    let (nothing_known, nothing_skipped) = (KnownTags::new(), HashSet::new());
     for calendar in calendars {
-        let changes = read_changes(
-            env,
-            &client,
-            &calendar,
-            None,
-            &HashMap::new(),
-            &HashSet::new(),
-            zone,
-        )
-        .await
-        .map_err(initial_sync_failed)?;
+        let changes = source
+            .changes(&calendar, None, &nothing_known, &nothing_skipped)
+            .await
+            .map_err(initial_sync_failed)?;
         read.push((calendar, changes));
     }
     store_new_account(env, input, read)
@@ -93,10 +86,11 @@ pub async fn connect_caldav(
 
 /// Finds the calendar home and lists its calendars with the given credentials; every
 /// failure is the reference's one 400.
-async fn discover(
-    env: &Mirrors,
+async fn discover<'a>(
+    env: &'a Mirrors,
     credentials: &CaldavCredentials,
-) -> Result<(CaldavClient, Discovery, Vec<RemoteCalendar>), AppError> {
+    zone: chrono_tz::Tz,
+) -> Result<(CaldavSource<'a>, Discovery, Vec<RemoteCalendar>), AppError> {
     let refused = |reason: &dyn std::fmt::Display| {
         tracing::info!(reason = %reason, "caldav.discovery_failed");
         AppError::bad_request(DISCOVERY_FAILED)
@@ -109,14 +103,9 @@ async fn discover(
         credentials.password.clone(),
     );
     let discovery = client.discover(&url).await.map_err(|err| refused(&err))?;
-    let calendars = client
-        .calendars(&discovery.home)
-        .await
-        .map_err(|err| refused(&err))?
-        .into_iter()
-        .filter(|calendar| calendar.has_events)
-        .collect();
-    Ok((client, discovery, calendars))
+    let source = CaldavSource::new(env, client, discovery.home.clone(), zone);
+    let calendars = source.calendars().await.map_err(|err| refused(&err))?;
+    Ok((source, discovery, calendars))
 }
 
 /// Stores a new account with a mirror of each calendar and their events, in one
@@ -125,7 +114,7 @@ async fn store_new_account(
     env: &Mirrors,
     input: account_store::CaldavAccountInput,
     read: Vec<(RemoteCalendar, Changes)>,
-) -> Result<Uuid, PullError> {
+) -> Result<Uuid, SyncError> {
     let txn = env.services.db.begin_write().await?;
     let now = Utc::now();
     let owner = input.user_id.clone();
@@ -135,10 +124,10 @@ async fn store_new_account(
         let created = mirrors::create_mirror(
             &txn,
             NewMirror {
-                provider: mirrors::CALDAV.to_owned(),
+                provider: Provider::Caldav.as_str().to_owned(),
                 account_id: account.id.to_string(),
                 owner: owner.clone(),
-                remote_id: calendar.url.to_string(),
+                remote_id: calendar.id.clone(),
                 name,
                 color,
                 read_only: calendar.read_only,
@@ -155,16 +144,16 @@ async fn store_new_account(
             owner: &owner,
         };
         apply(&txn, target, &changes.resources, &changes.removed, now).await?;
-        mirrors::set_sync_token(&txn, row.id, changes.token.as_deref()).await?;
+        mirrors::set_sync_token(&txn, row.id, changes.cursor.as_deref()).await?;
     }
     txn.commit().await?;
     Ok(account.id)
 }
 
 /// The reference's 400 for a failed initial sync, with what failed.
-fn initial_sync_failed(err: PullError) -> AppError {
+fn initial_sync_failed(err: SyncError) -> AppError {
     match err {
-        PullError::Remote(err) => AppError::bad_request(format!("{INITIAL_SYNC_FAILED} {err}")),
-        PullError::Local(err) => err,
+        SyncError::Remote(err) => AppError::bad_request(format!("{INITIAL_SYNC_FAILED} {err}")),
+        SyncError::Local(err) => err,
     }
 }

@@ -1,37 +1,37 @@
-//! Delivering a CalDAV account's outbox: the rows the event commands committed with their
-//! changes, in commit order per event.
+//! Delivering an account's outbox: the rows the event commands committed with their changes,
+//! in commit order per event, through the account's adapter ([`Source`]).
 //!
 //! The rows of one event in one mirror are delivered together and their last one says what
-//! the provider must end up with: `put` writes the event as it is now (`PUT` with
-//! `If-None-Match: *` the first time, `If-Match: <etag>` after), `delete` removes the
-//! resource captured at commit (`If-Match`). A row leaves the outbox only when the provider
+//! the provider must end up with: `put` writes the event as it is now (new, or over the item
+//! it was written to before, conditionally on that item's tag), `delete` removes the item
+//! captured at commit (conditionally too). A row leaves the outbox only when the provider
 //! accepted it, or when it is given up (refused for good, or still failing after
 //! [`OutboxPolicy::give_up_after`](super::OutboxPolicy)) and reported to the calendar's
 //! members with a `provider_delivery` frame. Transient failures are retried with
-//! exponential backoff (or the server's `Retry-After`), across restarts: the rows stay in
-//! the database. A `412` never overwrites the provider: the remote version is read back and
-//! applied locally as a new revision, and the change is reported as conflicted. A `401`
-//! marks the account `reconnect_required` and stops its deliveries, keeping the rows.
+//! exponential backoff (or the provider's `Retry-After`), across restarts: the rows stay in
+//! the database; a rate limit also defers the rest of the round to when the provider asked.
+//! A conflict (`412`, or the item gone meanwhile) never overwrites the provider: its version
+//! is read back and applied locally as a new revision, and the change is reported as
+//! conflicted. Refused credentials mark the account `reconnect_required` and stop its
+//! deliveries, keeping the rows.
 
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use entities::{caldav_accounts, provider_outbox};
+use entities::provider_outbox;
 use serde_json::json;
 use uuid::Uuid;
 
 use super::Mirrors;
+use super::accounts::Connected;
 use super::apply::{Target, apply};
 use super::pull::announce_external_sync;
-use super::resources;
+use super::source::{Source, SyncError, Written};
 use crate::domain::frames::Frame;
+use crate::domain::providers::AccountKey;
 use crate::error::AppError;
-use crate::ical::export::export_resource;
-use crate::providers::caldav::{CaldavClient, CaldavError};
-use crate::store::caldav_accounts as account_store;
-use crate::store::{
-    calendars as calendar_store, events as event_store, members, mirrors, outbox, settings,
-};
+use crate::providers::ProviderError;
+use crate::store::{calendars as calendar_store, events as event_store, members, mirrors, outbox};
 
 /// Rows claimed per round.
 const CLAIM_BATCH: u64 = 100;
@@ -43,8 +43,8 @@ pub struct Delivered {
     pub done: usize,
     /// Rows to try again later.
     pub retrying: usize,
-    /// The server refused the credentials: deliveries stop until the account reconnects.
-    pub unauthorized: bool,
+    /// The provider refused the credentials: deliveries stop until the account reconnects.
+    pub held: bool,
 }
 
 /// How one event's rows ended.
@@ -56,26 +56,29 @@ enum Outcome {
     /// Refused for good.
     GivenUp(String),
     /// Try again later.
-    Retry(CaldavError),
+    Retry(ProviderError),
 }
 
 /// Delivers what is due of `account`'s outbox (one claim of up to [`CLAIM_BATCH`] rows).
-pub async fn deliver_caldav(
+pub async fn deliver<S: Source>(
     env: &Mirrors,
-    account: &caldav_accounts::Model,
+    source: &S,
+    account: &Connected,
 ) -> Result<Delivered, AppError> {
     let mut report = Delivered::default();
-    if account.sync_status.is_some() {
+    if account.held() {
+        report.held = true;
         return Ok(report);
     }
     let services = &env.services;
-    let account_id = account.id.to_string();
+    let key = account.key();
+    let provider = key.provider.as_str();
     let lease =
         chrono::Duration::from_std(env.outbox.lease).unwrap_or(chrono::Duration::minutes(5));
     let rows = outbox::claim(
         &services.db,
-        mirrors::CALDAV,
-        &account_id,
+        provider,
+        &key.id,
         &env.instance_id,
         lease,
         CLAIM_BATCH,
@@ -84,7 +87,6 @@ pub async fn deliver_caldav(
     if rows.is_empty() {
         return Ok(report);
     }
-    let client = env.caldav_client(account)?;
     let mut groups: Vec<((Uuid, Uuid), Vec<provider_outbox::Model>)> = Vec::new();
     let mut index: HashMap<(Uuid, Uuid), usize> = HashMap::new();
     for row in rows {
@@ -96,17 +98,24 @@ pub async fn deliver_caldav(
         groups[at].1.push(row);
     }
     let mut conflicts = Vec::new();
+    // When the provider asked to be left alone (a rate limit), the rest of the round waits.
+    let mut paused_until: Option<DateTime<Utc>> = None;
     for ((calendar_id, event_id), rows) in groups {
         let ids: Vec<i64> = rows.iter().map(|row| row.id).collect();
-        if report.unauthorized {
-            outbox::retry_later(services.db.conn(), &ids, Utc::now(), "unauthorized").await?;
+        if report.held {
+            outbox::retry_later(services.db.conn(), &ids, Utc::now(), "reconnect required").await?;
+            report.retrying += ids.len();
+            continue;
+        }
+        if let Some(until) = paused_until {
+            outbox::retry_later(services.db.conn(), &ids, until, "rate limited").await?;
             report.retrying += ids.len();
             continue;
         }
         let Some(last) = rows.last() else {
             continue;
         };
-        let outcome = deliver_one(env, &client, account, last).await?;
+        let outcome = deliver_one(env, source, account.owner(), last).await?;
         match outcome {
             Outcome::Done => {
                 outbox::finish(services.db.conn(), &ids, &env.instance_id).await?;
@@ -119,14 +128,14 @@ pub async fn deliver_caldav(
                 report_delivery(env, calendar_id, event_id, "conflict", None).await?;
             }
             Outcome::GivenUp(reason) => {
-                services.metrics.sync_failed("caldav", "push");
+                services.metrics.sync_failed(provider, "push");
                 outbox::finish(services.db.conn(), &ids, &env.instance_id).await?;
                 report.done += ids.len();
                 tracing::warn!(reason = %reason, "sync.push.given_up");
                 report_delivery(env, calendar_id, event_id, "failed", Some(&reason)).await?;
             }
             Outcome::Retry(err) => {
-                services.metrics.sync_failed("caldav", "push");
+                services.metrics.sync_failed(provider, "push");
                 let first = rows
                     .iter()
                     .map(|row| row.created_at)
@@ -134,15 +143,10 @@ pub async fn deliver_caldav(
                     .unwrap_or_else(Utc::now);
                 let attempts = rows.iter().map(|row| row.attempts).max().unwrap_or(0);
                 let age = (Utc::now() - first).to_std().unwrap_or_default();
-                if matches!(err, CaldavError::Unauthorized) {
-                    account_store::set_caldav_status(
-                        services.db.conn(),
-                        account.id,
-                        Some(("reconnect_required", "unauthorized")),
-                    )
-                    .await?;
-                    report.unauthorized = true;
-                    outbox::retry_later(services.db.conn(), &ids, Utc::now(), "unauthorized")
+                if let Some(code) = err.reconnect_code() {
+                    env.require_reconnect(account, code).await?;
+                    report.held = true;
+                    outbox::retry_later(services.db.conn(), &ids, Utc::now(), "reconnect required")
                         .await?;
                     report.retrying += ids.len();
                 } else if age > env.outbox.give_up_after {
@@ -156,6 +160,13 @@ pub async fn deliver_caldav(
                     tracing::info!(attempts, error = %err, "sync.push.retry");
                     outbox::retry_later(services.db.conn(), &ids, next, &err.to_string()).await?;
                     report.retrying += ids.len();
+                    if let Some(wait) = err.retry_after() {
+                        paused_until = Some(
+                            Utc::now()
+                                + chrono::Duration::from_std(wait)
+                                    .unwrap_or(chrono::Duration::minutes(1)),
+                        );
+                    }
                 }
             }
         }
@@ -167,7 +178,7 @@ pub async fn deliver_caldav(
 }
 
 /// The delay before attempt `attempts + 1`: the base doubled per attempt, at most the
-/// maximum, or the server's `Retry-After` if longer.
+/// maximum, or the provider's `Retry-After` if longer.
 fn backoff(
     env: &Mirrors,
     attempts: i32,
@@ -184,10 +195,10 @@ fn backoff(
 }
 
 /// Delivers the final intent of one event's rows.
-async fn deliver_one(
+async fn deliver_one<S: Source>(
     env: &Mirrors,
-    client: &CaldavClient,
-    account: &caldav_accounts::Model,
+    source: &S,
+    owner: &str,
     row: &provider_outbox::Model,
 ) -> Result<Outcome, AppError> {
     let db = env.services.db.conn();
@@ -197,28 +208,26 @@ async fn deliver_one(
     else {
         return Ok(Outcome::Done);
     };
-    let collection = match url::Url::parse(&mirror.remote_id) {
-        Ok(url) => url,
-        Err(err) => return Ok(Outcome::GivenUp(format!("stored calendar URL: {err}"))),
-    };
     if mirror.read_only {
         return Ok(Outcome::GivenUp(
             "the calendar is read-only at the provider".into(),
         ));
     }
+    let remote_calendar = mirror.remote_id.as_str();
     if row.action == "delete" {
         let Some(href) = row.remote_href.as_deref() else {
             return Ok(Outcome::Done);
         };
-        let Ok(url) = url::Url::parse(href) else {
-            return Ok(Outcome::Done);
-        };
-        return match client.delete(&url, row.etag.as_deref()).await {
-            Ok(()) | Err(CaldavError::NotFound) => Ok(Outcome::Done),
-            Err(CaldavError::PreconditionFailed) => {
-                restore_remote(env, client, account, row.calendar_id, &url).await
+        return match source
+            .delete(remote_calendar, href, row.etag.as_deref())
+            .await
+        {
+            Ok(()) => Ok(Outcome::Done),
+            Err(SyncError::Remote(ProviderError::PreconditionFailed)) => {
+                restore_remote(env, source, owner, row.calendar_id, remote_calendar, href).await
             }
-            Err(err) => Ok(classify(err)),
+            Err(SyncError::Remote(err)) => Ok(classify(err)),
+            Err(SyncError::Local(err)) => Err(err),
         };
     }
     let Some(event) = event_store::find_live(db, &[row.event_id]).await?.pop() else {
@@ -231,110 +240,56 @@ async fn deliver_one(
         return Ok(Outcome::Done);
     }
     let mapping = mirrors::resource_of_event(db, row.calendar_id, event.id).await?;
-    match mapping {
-        Some(mapping) => {
-            let shared = mirrors::resources_of(db, row.calendar_id)
-                .await?
-                .get(&mapping.remote_href)
-                .map_or(1, Vec::len);
-            if shared > 1 {
-                return Ok(Outcome::GivenUp(
-                    "a recurring event with edited occurrences can't be written back to this provider yet"
-                        .into(),
-                ));
-            }
-            let Ok(url) = url::Url::parse(&mapping.remote_href) else {
-                return Ok(Outcome::GivenUp("stored resource URL is invalid".into()));
-            };
-            let uid = mapping.uid.clone().unwrap_or_else(|| event.id.to_string());
-            let ics = export_resource(&event, &uid);
-            let written = match mapping.etag.as_deref() {
-                Some(etag) => client.update(&url, &ics, etag).await,
-                None => client.create(&url, &ics).await,
-            };
-            match written {
-                Ok(etag) => {
-                    record_written(env, client, row.calendar_id, event.id, &url, etag, &uid)
-                        .await?;
-                    Ok(Outcome::Done)
-                }
-                Err(CaldavError::PreconditionFailed) => {
-                    restore_remote(env, client, account, row.calendar_id, &url).await
-                }
-                Err(err) => Ok(classify(err)),
-            }
+    if let Some(mapping) = &mapping {
+        let shared = mirrors::resources_of(db, row.calendar_id)
+            .await?
+            .get(&mapping.remote_href)
+            .map_or(1, Vec::len);
+        if shared > 1 {
+            return Ok(Outcome::GivenUp(
+                "a recurring event with edited occurrences can't be written back to this provider yet"
+                    .into(),
+            ));
         }
-        None => {
-            let Ok(url) = collection.join(&format!("{}.ics", event.id)) else {
-                return Ok(Outcome::GivenUp("cannot name the new resource".into()));
-            };
-            let uid = event.id.to_string();
-            let ics = export_resource(&event, &uid);
-            match client.create(&url, &ics).await {
-                Ok(etag) => {
-                    record_written(env, client, row.calendar_id, event.id, &url, etag, &uid)
-                        .await?;
-                    Ok(Outcome::Done)
-                }
-                Err(CaldavError::PreconditionFailed) => {
-                    // Already there: an earlier attempt was accepted before this process
-                    // could record it. Adopt it and write the current state over it.
-                    match client.get(&url).await {
-                        Ok(Some(existing)) => {
-                            let written = match existing.etag.as_deref() {
-                                Some(etag) => client.update(&url, &ics, etag).await,
-                                None => Err(CaldavError::PreconditionFailed),
-                            };
-                            match written {
-                                Ok(etag) => {
-                                    record_written(
-                                        env,
-                                        client,
-                                        row.calendar_id,
-                                        event.id,
-                                        &url,
-                                        etag,
-                                        &uid,
-                                    )
-                                    .await?;
-                                    Ok(Outcome::Done)
-                                }
-                                Err(err) => Ok(classify(err)),
-                            }
-                        }
-                        Ok(None) => Ok(Outcome::Retry(CaldavError::PreconditionFailed)),
-                        Err(err) => Ok(classify(err)),
-                    }
-                }
-                Err(err) => Ok(classify(err)),
-            }
+    }
+    match source
+        .write(remote_calendar, &event, mapping.as_ref())
+        .await
+    {
+        Ok(written) => {
+            record_written(env, row.calendar_id, event.id, written).await?;
+            Ok(Outcome::Done)
         }
+        Err(SyncError::Remote(ProviderError::PreconditionFailed | ProviderError::NotFound))
+            if mapping.is_some() =>
+        {
+            let href = mapping.map(|m| m.remote_href).unwrap_or_default();
+            restore_remote(env, source, owner, row.calendar_id, remote_calendar, &href).await
+        }
+        Err(SyncError::Remote(ProviderError::Unsupported(reason))) => Ok(Outcome::GivenUp(reason)),
+        Err(SyncError::Remote(ProviderError::PreconditionFailed)) => {
+            // A new item that met one of its name: tried again (its adapter adopts it).
+            Ok(Outcome::Retry(ProviderError::Unavailable {
+                status: Some(412),
+                retry_after: None,
+            }))
+        }
+        Err(SyncError::Remote(err)) => Ok(classify(err)),
+        Err(SyncError::Local(err)) => Err(err),
     }
 }
 
-/// Records where an event now lives and its new tag (read back when the server sent none);
-/// if the event left the mirror meanwhile, queues the resource's delete instead.
+/// Records where an event now lives and its new tag; if the event left the mirror
+/// meanwhile, queues the item's delete instead.
 async fn record_written(
     env: &Mirrors,
-    client: &CaldavClient,
     calendar_id: Uuid,
     event_id: Uuid,
-    url: &url::Url,
-    etag: Option<String>,
-    uid: &str,
+    written: Written,
 ) -> Result<(), AppError> {
-    let etag = match etag {
-        Some(etag) => Some(etag),
-        None => client
-            .get(url)
-            .await
-            .ok()
-            .flatten()
-            .and_then(|object| object.etag),
-    };
     let txn = env.services.db.begin_write().await?;
     // The event left the mirror while it was being written (deleted or unlinked before its
-    // resource was known, so no delete was queued): queue the resource's delete now.
+    // item was known, so no delete was queued): queue the item's delete now.
     let still_there = match event_store::find_live(&txn, &[event_id]).await?.pop() {
         Some(event) => event_store::links(&txn, event.id)
             .await?
@@ -354,23 +309,29 @@ async fn record_written(
             calendar_id,
             event_id,
             action: "delete",
-            remote: Some((url.to_string(), etag)),
+            remote: Some((written.href, written.etag)),
         };
         outbox::enqueue(&txn, &[write], Utc::now()).await?;
         txn.commit().await?;
         return Ok(());
     }
+    // An event moved to another item (Google's re-insert under a new id) leaves its old one.
+    if let Some(old) = mirrors::resource_of_event(&txn, calendar_id, event_id).await?
+        && old.remote_href != written.href
+    {
+        mirrors::forget_event(&txn, calendar_id, event_id).await?;
+    }
     mirrors::replace_resource(
         &txn,
         calendar_id,
-        url.as_str(),
+        &written.href,
         vec![entities::external_events::Model {
             calendar_id,
             event_id,
-            remote_href: url.to_string(),
+            remote_href: written.href.clone(),
             position: 0,
-            etag,
-            uid: Some(uid.to_owned()),
+            etag: written.etag,
+            uid: written.uid,
             updated_at: Utc::now(),
         }],
     )
@@ -379,32 +340,21 @@ async fn record_written(
     Ok(())
 }
 
-/// A `412`: the provider changed the resource meanwhile. Its version is read back and
-/// applied to the mirror (or the event is taken out if it is gone there).
-async fn restore_remote(
+/// A conflict: the provider changed (or removed) the item meanwhile. Its version is read
+/// back and applied to the mirror (or the event is taken out if it is gone there).
+async fn restore_remote<S: Source>(
     env: &Mirrors,
-    client: &CaldavClient,
-    account: &caldav_accounts::Model,
+    source: &S,
+    owner: &str,
     calendar_id: Uuid,
-    url: &url::Url,
+    remote_calendar: &str,
+    href: &str,
 ) -> Result<Outcome, AppError> {
-    let object = match client.get(url).await {
-        Ok(object) => object,
-        Err(err) => return Ok(classify(err)),
-    };
-    let href = url.to_string();
-    let zone = settings::zone_of(env.services.db.conn(), &account.user_id).await?;
-    let (read, removed) = match object {
-        Some(object) => {
-            let (read, _) = env
-                .cpu
-                .run("reading a remote event", move || {
-                    resources::read(vec![object], zone)
-                })
-                .await?;
-            (read, Vec::new())
-        }
-        None => (Vec::new(), vec![href]),
+    let (read, removed) = match source.resource(remote_calendar, href).await {
+        Ok(Some(resource)) => (vec![resource], Vec::new()),
+        Ok(None) => (Vec::new(), vec![href.to_owned()]),
+        Err(SyncError::Remote(err)) => return Ok(classify(err)),
+        Err(SyncError::Local(err)) => return Err(err),
     };
     let txn = env.services.db.begin_write().await?;
     let Some(calendar) = calendar_store::lock(&txn, calendar_id).await? else {
@@ -412,7 +362,7 @@ async fn restore_remote(
     };
     let target = Target {
         calendar: &calendar,
-        owner: &account.user_id,
+        owner,
     };
     apply(&txn, target, &read, &removed, Utc::now()).await?;
     txn.commit().await?;
@@ -421,8 +371,8 @@ async fn restore_remote(
 }
 
 /// What a failed write means for its rows.
-fn classify(err: CaldavError) -> Outcome {
-    if err.is_transient() || matches!(err, CaldavError::Unauthorized) {
+fn classify(err: ProviderError) -> Outcome {
+    if err.is_transient() || err.needs_reconnect() {
         Outcome::Retry(err)
     } else {
         Outcome::GivenUp(err.to_string())
@@ -453,11 +403,6 @@ async fn report_delivery(
 }
 
 /// The next moment an account's outbox has something due, if any.
-pub async fn next_due(env: &Mirrors, account_id: Uuid) -> Result<Option<DateTime<Utc>>, AppError> {
-    Ok(outbox::next_due(
-        env.services.db.conn(),
-        mirrors::CALDAV,
-        &account_id.to_string(),
-    )
-    .await?)
+pub async fn next_due(env: &Mirrors, key: &AccountKey) -> Result<Option<DateTime<Utc>>, AppError> {
+    Ok(outbox::next_due(env.services.db.conn(), key.provider.as_str(), &key.id).await?)
 }

@@ -1,6 +1,9 @@
 //! Disconnecting: one mirror (kept as disabled, so discovery does not bring it back), or a
-//! whole account with all its mirrors. Each is one transaction; the provider is not
-//! touched.
+//! whole account with all its mirrors. Each is one transaction. A Google account's tokens
+//! are revoked at Google first, as far as Google can be reached (best effort); otherwise the
+//! provider is not touched. A linked Google or Microsoft account is unlinked with its
+//! mirrors, unless it is its user's only way to sign in: then only its calendar tokens and
+//! scope go.
 
 use chrono::{DateTime, Utc};
 use sea_orm::ConnectionTrait;
@@ -10,9 +13,11 @@ use super::Mirrors;
 use crate::commands::events::visibility::{self as event_visibility, CalendarDeletion};
 use crate::commands::{Services, announce_removed};
 use crate::domain::ids::UserId;
+use crate::domain::providers::{AccountKey, Provider};
 use crate::error::AppError;
+use crate::providers::oauth;
 use crate::store::caldav_accounts as account_store;
-use crate::store::{calendars as calendar_store, members, mirrors, outbox};
+use crate::store::{calendars as calendar_store, members, mirrors, oauth_accounts, outbox};
 
 /// A mirror taken away locally, to announce after the commit.
 #[derive(Debug, Default)]
@@ -80,6 +85,25 @@ pub async fn disconnect_calendar(
     Ok(())
 }
 
+/// Removes every mirror of the account `key` with their events and pending writes, and the
+/// remembered disabled mirrors, in the caller's transaction.
+async fn remove_account_mirrors(
+    txn: &impl ConnectionTrait,
+    key: &AccountKey,
+    removed: &mut Removed,
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    let known = mirrors::calendars_of_account(txn, key.provider.as_str(), &key.id).await?;
+    for mirror in &known {
+        if let Some(calendar) = mirror.calendar_id {
+            remove_mirror_calendar(txn, calendar, removed, now).await?;
+        }
+    }
+    let ids: Vec<Uuid> = known.iter().map(|mirror| mirror.id).collect();
+    mirrors::delete_mirrors(txn, &ids).await?;
+    Ok(())
+}
+
 /// Removes a CalDAV account of `user`: its mirrors with their events, their pending
 /// writes, the remembered disabled mirrors and the credentials, in one transaction.
 /// Returns whether the account existed.
@@ -96,19 +120,90 @@ pub async fn disconnect_caldav(
     else {
         return Ok(false);
     };
-    let known =
-        mirrors::calendars_of_account(&txn, mirrors::CALDAV, &account.id.to_string()).await?;
+    let key = AccountKey::new(Provider::Caldav, account.id.to_string());
     let mut removed = Removed::default();
-    let now = Utc::now();
-    for mirror in &known {
-        if let Some(calendar) = mirror.calendar_id {
-            remove_mirror_calendar(&txn, calendar, &mut removed, now).await?;
-        }
-    }
-    let ids: Vec<Uuid> = known.iter().map(|mirror| mirror.id).collect();
-    mirrors::delete_mirrors(&txn, &ids).await?;
+    remove_account_mirrors(&txn, &key, &mut removed, Utc::now()).await?;
     account_store::delete_caldav_account(&txn, account.id).await?;
     txn.commit().await?;
     removed.announce(services);
     Ok(true)
+}
+
+/// Revokes an account's token at its provider, where the provider offers that (Google);
+/// a provider that cannot be reached is logged, never an error.
+async fn revoke_at_provider(
+    env: &Mirrors,
+    account: &entities::accounts::Model,
+    provider: Provider,
+) {
+    let Some(app) = env.oauth_app(provider) else {
+        return;
+    };
+    let Some(sealed) = account
+        .refresh_token
+        .as_ref()
+        .or(account.access_token.as_ref())
+    else {
+        return;
+    };
+    let Some(token) = env
+        .secrets
+        .as_ref()
+        .and_then(|secrets| secrets.open(sealed).ok())
+    else {
+        return;
+    };
+    if let Err(err) = oauth::revoke(&env.guard, app, &token).await {
+        tracing::warn!(provider = %provider, error = %err, "sync.revoke_failed");
+    }
+}
+
+/// `POST /connections/disconnect` for Google or Microsoft: revokes the account's token at
+/// the provider (best effort), removes its mirrors, and unlinks the account, or, when it is
+/// the user's only way to sign in, clears only its tokens and scope. `account` is the
+/// provider's account id (or the account row's id). Returns the key of the account
+/// disconnected, if it was the user's.
+pub async fn disconnect_linked(
+    env: &Mirrors,
+    user: &UserId,
+    provider: Provider,
+    account: &str,
+) -> Result<Option<AccountKey>, AppError> {
+    let db = env.services.db.conn();
+    let Some(found) = oauth_accounts::of_user(db, user.as_str(), provider)
+        .await?
+        .into_iter()
+        .find(|row| row.account_id == account || row.id == account)
+    else {
+        return Ok(None);
+    };
+    revoke_at_provider(env, &found, provider).await;
+    let key = AccountKey::new(provider, &found.account_id);
+    let services = &env.services;
+    let txn = services.db.begin_write().await?;
+    let mut removed = Removed::default();
+    remove_account_mirrors(&txn, &key, &mut removed, Utc::now()).await?;
+    if oauth_accounts::sign_in_methods(&txn, user.as_str()).await? > 1 {
+        oauth_accounts::delete(&txn, &found.id).await?;
+    } else {
+        oauth_accounts::clear_tokens(&txn, &found.id).await?;
+    }
+    txn.commit().await?;
+    removed.announce(services);
+    tracing::info!(provider = %provider, "sync.account_disconnected");
+    Ok(Some(key))
+}
+
+/// `POST /connections/google/revoke`: revokes every Google account of `user` at Google
+/// (best effort) and forgets their tokens and scope; their mirrors stay, and their writes
+/// wait for the accounts to be linked again. Returns the accounts' keys.
+pub async fn revoke_google(env: &Mirrors, user: &UserId) -> Result<Vec<AccountKey>, AppError> {
+    let db = env.services.db.conn();
+    let mut keys = Vec::new();
+    for account in oauth_accounts::of_user(db, user.as_str(), Provider::Google).await? {
+        revoke_at_provider(env, &account, Provider::Google).await;
+        oauth_accounts::clear_tokens(db, &account.id).await?;
+        keys.push(AccountKey::new(Provider::Google, &account.account_id));
+    }
+    Ok(keys)
 }

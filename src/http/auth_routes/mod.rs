@@ -7,6 +7,7 @@
 //! (CSRF) and callback-URL rules.
 
 mod email;
+mod oauth_link;
 mod password;
 mod request;
 mod session;
@@ -59,6 +60,8 @@ enum Endpoint {
     ListAccounts,
     UnlinkAccount,
     LinkSocial,
+    OAuthCallback,
+    ExpoAuthorizationProxy,
     DeleteUser,
     DeleteUserCallback,
 }
@@ -99,6 +102,12 @@ impl Endpoint {
             "list-accounts" if get => (ListAccounts, "/api/auth/list-accounts"),
             "unlink-account" if post => (UnlinkAccount, "/api/auth/unlink-account"),
             "link-social" if post => (LinkSocial, "/api/auth/link-social"),
+            "callback/google" | "callback/microsoft" if get => {
+                (OAuthCallback, "/api/auth/callback/:id")
+            }
+            "expo-authorization-proxy" if get => {
+                (ExpoAuthorizationProxy, "/api/auth/expo-authorization-proxy")
+            }
             "delete-user" if post => (DeleteUser, "/api/auth/delete-user"),
             "delete-user/callback" if get => (DeleteUserCallback, "/api/auth/delete-user/callback"),
             other if get && reset_token_of(other).is_some() => {
@@ -200,7 +209,12 @@ async fn handle(endpoint: Endpoint, req: &AuthRequest, path: &str) -> Result<Aut
         UpdateUser => user::update_user(req).await,
         ListAccounts => user::list_accounts(req).await,
         UnlinkAccount => user::unlink_account(req).await,
-        LinkSocial => social::link_social(req).await,
+        LinkSocial if req.body.contains_key("idToken") => social::link_social(req).await,
+        LinkSocial => oauth_link::start(req).await,
+        OAuthCallback => {
+            oauth_link::callback(req, path.strip_prefix("callback/").unwrap_or_default()).await
+        }
+        ExpoAuthorizationProxy => oauth_link::expo_proxy(req),
         DeleteUser => user::delete_user(req).await,
         DeleteUserCallback => user::delete_user_callback(req).await,
     }

@@ -1,6 +1,7 @@
 //! Native id-token sign-in (`POST /sign-in/social` with `{provider, idToken: {token}}`) and
-//! linking (`POST /link-social`), for Google and Apple. Browser redirect flows are not
-//! offered: without an `idToken` the answer says so.
+//! linking (`POST /link-social` with an `idToken`), for Google, Apple and Microsoft. Browser
+//! redirect sign-in is not offered: without an `idToken` the answer says so. (Linking
+//! without an `idToken` is the calendar-connection redirect flow of [`super::oauth_link`].)
 //!
 //! Linking rules: a provider identity already linked signs its user in; otherwise a user
 //! with the same (verified) email gets the identity linked when the provider is trusted
@@ -57,9 +58,29 @@ fn provider(ctx: &Ctx, name: &str) -> Result<(&'static str, ProviderSpec), AuthE
                 },
             ))
         }
+        "microsoft" | "provider_c" => {
+            let client_id = settings
+                .microsoft
+                .client_id
+                .clone()
+                .ok_or_else(AuthError::provider_not_found)?;
+            // Tokens of the `common` endpoint come from each account's own tenant.
+            Ok((
+                "microsoft",
+                ProviderSpec {
+                    jwks_url: settings.microsoft.jwks_url.clone(),
+                    issuers: vec![MICROSOFT_ISSUER.to_owned()],
+                    audiences: vec![client_id],
+                },
+            ))
+        }
         _ => Err(AuthError::provider_not_found()),
     }
 }
+
+/// The issuer of Microsoft id tokens, `{tenantid}` standing for the token's `tid` (as the
+/// identity platform's own metadata writes it).
+const MICROSOFT_ISSUER: &str = "https://login.microsoftonline.com/{tenantid}/v2.0";
 
 /// Verifies the request's `idToken` for its `provider`.
 async fn verified_token(req: &AuthRequest) -> Result<(&'static str, VerifiedToken), AppError> {

@@ -7,10 +7,14 @@ use serde_json::{Value, json};
 
 use super::AuthRequest;
 use super::wire;
+use crate::actors::providers::ProvidersMsg;
 use crate::auth::deletion;
 use crate::auth::error::AuthError;
 use crate::auth::session::AuthReply;
+use crate::commands::mirrors::disconnect::disconnect_linked;
+use crate::domain::ids::UserId;
 use crate::domain::profile;
+use crate::domain::providers::Provider;
 use crate::error::AppError;
 use crate::store::{accounts, users};
 
@@ -88,7 +92,25 @@ pub async fn unlink_account(req: &AuthRequest) -> Result<AuthReply, AppError> {
     if owned.len() <= 1 {
         return Err(AuthError::failed_to_unlink_last_account().into());
     }
-    accounts::delete_for_user(db, &current.user.id, &target).await?;
+    let linked_provider = owned
+        .iter()
+        .find(|account| account.id == target)
+        .and_then(|account| Provider::parse(&account.provider_id))
+        .filter(|provider| provider.is_oauth());
+    match linked_provider {
+        // A calendar-linked account takes its mirrors with it (and its token is revoked).
+        Some(provider) => {
+            let ctx = &req.ctx;
+            let user = UserId::from(current.user.id.as_str());
+            if let Some(account) = disconnect_linked(&ctx.mirrors, &user, provider, &target).await?
+            {
+                ctx.actors.providers.tell(ProvidersMsg::Stop { account });
+            }
+        }
+        None => {
+            accounts::delete_for_user(db, &current.user.id, &target).await?;
+        }
+    }
     Ok(AuthReply::json(json!({ "status": true })))
 }
 

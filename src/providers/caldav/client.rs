@@ -3,7 +3,6 @@
 //! [`CaldavError`].
 
 use std::fmt;
-use std::time::{Duration, SystemTime};
 
 use base64::Engine as _;
 use bytes::Bytes;
@@ -13,7 +12,9 @@ use url::Url;
 
 use super::xml::{self, APPLE_ICAL, CALDAV, CALSERVER, DAV, DavResponse, Multistatus};
 use super::{CaldavError, Discovery, Member, RemoteCalendar, RemoteObject, SyncChanges};
-use crate::providers::outbound::{OutboundError, OutboundGuard, OutboundRequest, OutboundResponse};
+use crate::providers::outbound::{
+    OutboundError, OutboundGuard, OutboundRequest, OutboundResponse, retry_after,
+};
 
 /// How many hrefs one calendar-multiget asks for.
 const MULTIGET_CHUNK: usize = 100;
@@ -647,19 +648,6 @@ fn short_message(response: &OutboundResponse) -> String {
     }
 }
 
-/// `Retry-After`: delay-seconds or an HTTP-date.
-fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let value = headers.get(header::RETRY_AFTER)?.to_str().ok()?.trim();
-    if let Ok(seconds) = value.parse::<u64>() {
-        return Some(Duration::from_secs(seconds));
-    }
-    let when = httpdate::parse_http_date(value).ok()?;
-    Some(
-        when.duration_since(SystemTime::now())
-            .unwrap_or(Duration::ZERO),
-    )
-}
-
 fn etag_header(headers: &HeaderMap) -> Option<String> {
     headers
         .get(header::ETAG)
@@ -713,13 +701,15 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn retry_after_takes_seconds_and_dates() {
         let mut headers = HeaderMap::new();
         headers.insert(header::RETRY_AFTER, HeaderValue::from_static("120"));
         assert_eq!(retry_after(&headers), Some(Duration::from_secs(120)));
-        let later = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(3600));
+        let later =
+            httpdate::fmt_http_date(std::time::SystemTime::now() + Duration::from_secs(3600));
         headers.insert(header::RETRY_AFTER, HeaderValue::from_str(&later).unwrap());
         let wait = retry_after(&headers).unwrap();
         assert!(wait > Duration::from_secs(3500) && wait <= Duration::from_secs(3600));

@@ -320,6 +320,20 @@ impl OutboundGuard {
     }
 }
 
+/// `Retry-After` of a response: delay-seconds or an HTTP-date (a date in the past is no
+/// wait at all).
+pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let value = headers.get(header::RETRY_AFTER)?.to_str().ok()?.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let when = httpdate::parse_http_date(value).ok()?;
+    Some(
+        when.duration_since(std::time::SystemTime::now())
+            .unwrap_or(Duration::ZERO),
+    )
+}
+
 fn is_redirect(status: StatusCode) -> bool {
     matches!(
         status,
