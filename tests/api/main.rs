@@ -36,6 +36,7 @@ mod event_races;
 mod event_read_cache;
 mod event_updates;
 mod events;
+mod graph_api_fake;
 mod helpers;
 mod home_governs;
 mod html_pages;
