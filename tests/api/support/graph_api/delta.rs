@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::Reset;
-use super::events::{View, find, render, render_delta_occurrence, view};
+use super::events::{find, view};
+use super::render::{View, render, render_delta_occurrence};
 use super::reply::{Failure, Reply};
 use super::state::{DeltaItem, DeltaToken, Kind, Round, Snapshot, State, TokenKind, random_text};
 use super::times::{format_query_instant, parse_query_instant};

@@ -1,5 +1,5 @@
-//! The Graph v1.0 routes: bearer tokens, armed faults (429, failures), `Prefer` headers,
-//! calendars, events with `If-Match`, calendar views and their delta.
+//! Graph v1.0 requests: recording them, the armed faults (429, failures), bearer tokens,
+//! `Prefer` headers, the route table, and what the routes share (body, paging, contexts).
 
 use std::time::Instant;
 
@@ -8,26 +8,16 @@ use serde_json::{Map, Value, json};
 use warp::http::{HeaderMap, Method};
 
 use super::Recorded;
-use super::delta::delta;
-use super::events::{self, View, find, render, view};
+use super::calendar_routes::{
+    create_calendar, delete_calendar, get_calendar, list_calendars, patch_calendar,
+};
+use super::event_routes::{
+    calendar_view, create_event, delete_event, delta_view, get_event, list_events, patch_event,
+};
+use super::render::View;
 use super::reply::{Failure, Reply};
-use super::state::{CalendarRecord, EventRecord, Kind, State};
-use super::times::{parse_query_instant, zone};
-
-/// Calendar colours and the `hexColor` Outlook shows for each.
-const COLORS: &[(&str, &str)] = &[
-    ("auto", ""),
-    ("lightBlue", "#a6d1f5"),
-    ("lightGreen", "#87d28e"),
-    ("lightOrange", "#fcab73"),
-    ("lightGray", "#c0c0c0"),
-    ("lightYellow", "#f4d07a"),
-    ("lightTeal", "#6fd7cf"),
-    ("lightPink", "#f5a3c3"),
-    ("lightBrown", "#d8b48c"),
-    ("lightRed", "#f88c9b"),
-    ("maxColor", ""),
-];
+use super::state::State;
+use super::times::zone;
 
 /// What the client asked for in its `Prefer` headers.
 struct Prefs {
@@ -84,18 +74,18 @@ fn prefs(list: &[String]) -> Prefs {
 }
 
 /// A Graph request, once its caller is known.
-struct Call<'a> {
-    state: &'a mut State,
-    oid: String,
-    method: Method,
+pub(super) struct Call<'a> {
+    pub(super) state: &'a mut State,
+    pub(super) oid: String,
+    pub(super) method: Method,
     /// The path as sent (links repeat it).
-    path: String,
-    segments: Vec<String>,
-    query: Vec<(String, String)>,
-    if_match: Option<String>,
-    body: Option<Result<Map<String, Value>, ()>>,
-    view: View,
-    page_size: Option<usize>,
+    pub(super) path: String,
+    pub(super) segments: Vec<String>,
+    pub(super) query: Vec<(String, String)>,
+    pub(super) if_match: Option<String>,
+    pub(super) body: Option<Result<Map<String, Value>, ()>>,
+    pub(super) view: View,
+    pub(super) page_size: Option<usize>,
 }
 
 /// Handles a request under `/v1.0`.
@@ -296,16 +286,16 @@ fn known_segment(segment: &str) -> bool {
     .contains(&segment)
 }
 
-type Answer = Result<Reply, Failure>;
+pub(super) type Answer = Result<Reply, Failure>;
 
-fn context(call: &Call<'_>, what: &str) -> String {
+pub(super) fn context(call: &Call<'_>, what: &str) -> String {
     format!(
         "{}/v1.0/$metadata#users('{}')/{what}",
         call.state.base, call.oid
     )
 }
 
-fn body(call: &Call<'_>) -> Result<Map<String, Value>, Failure> {
+pub(super) fn body(call: &Call<'_>) -> Result<Map<String, Value>, Failure> {
     match &call.body {
         Some(Ok(map)) => Ok(map.clone()),
         _ => Err(Failure::new(
@@ -316,7 +306,7 @@ fn body(call: &Call<'_>) -> Result<Map<String, Value>, Failure> {
     }
 }
 
-fn query_option<'a>(call: &'a Call<'_>, name: &str) -> Option<&'a str> {
+pub(super) fn query_option<'a>(call: &'a Call<'_>, name: &str) -> Option<&'a str> {
     call.query
         .iter()
         .find(|(k, _)| k.eq_ignore_ascii_case(name))
@@ -324,7 +314,12 @@ fn query_option<'a>(call: &'a Call<'_>, name: &str) -> Option<&'a str> {
 }
 
 /// One page of `values` (`$top`/`odata.maxpagesize`, `$skip`) with its nextLink.
-fn page(call: &Call<'_>, values: Vec<Value>, default_size: usize, context: String) -> Reply {
+pub(super) fn page(
+    call: &Call<'_>,
+    values: Vec<Value>,
+    default_size: usize,
+    context: String,
+) -> Reply {
     let size = query_option(call, "$top")
         .and_then(|t| t.parse().ok())
         .or(call.page_size)
@@ -365,339 +360,4 @@ fn me(call: &mut Call<'_>) -> Answer {
             "userPrincipalName": user.email,
         }),
     ))
-}
-
-pub(super) fn render_calendar(state: &State, calendar: &CalendarRecord) -> Value {
-    let owner = state.user(&calendar.owner_oid);
-    let hex = COLORS
-        .iter()
-        .find(|(name, _)| *name == calendar.color)
-        .map(|(_, hex)| *hex)
-        .unwrap_or_default();
-    json!({
-        "id": calendar.id,
-        "name": calendar.name,
-        "color": calendar.color,
-        "hexColor": hex,
-        "isDefaultCalendar": calendar.is_default,
-        "changeKey": calendar.change_key,
-        "canShare": calendar.can_edit,
-        "canViewPrivateItems": calendar.can_edit,
-        "canEdit": calendar.can_edit,
-        "isRemovable": !calendar.is_default,
-        "isTallyingResponses": true,
-        "allowedOnlineMeetingProviders": ["teamsForBusiness"],
-        "defaultOnlineMeetingProvider": "teamsForBusiness",
-        "owner": {
-            "name": owner.map(|u| u.name.clone()).unwrap_or_default(),
-            "address": owner.map(|u| u.email.clone()).unwrap_or_default(),
-        },
-    })
-}
-
-fn own_calendar(call: &Call<'_>, id: &str) -> Result<CalendarRecord, Failure> {
-    call.state
-        .calendar_of(&call.oid, id)
-        .cloned()
-        .ok_or_else(Failure::not_found)
-}
-
-fn list_calendars(call: &mut Call<'_>) -> Answer {
-    let values: Vec<Value> = call
-        .state
-        .calendars
-        .iter()
-        .filter(|c| c.owner_oid == call.oid)
-        .map(|c| render_calendar(call.state, c))
-        .collect();
-    Ok(page(call, values, 10, context(call, "calendars")))
-}
-
-fn get_calendar(call: &mut Call<'_>, id: &str) -> Answer {
-    let calendar = own_calendar(call, id)?;
-    let mut body = render_calendar(call.state, &calendar);
-    body["@odata.context"] = json!(context(call, "calendars/$entity"));
-    Ok(Reply::json(200, body))
-}
-
-fn calendar_fields(body: &Map<String, Value>) -> Result<(Option<String>, Option<String>), Failure> {
-    for name in body.keys() {
-        if !name.starts_with('@')
-            && !["name", "color", "id", "changeKey", "hexColor"].contains(&name.as_str())
-        {
-            return Err(Failure::new(
-                400,
-                "RequestBodyRead",
-                format!("The property '{name}' does not exist on type 'microsoft.graph.calendar'."),
-            ));
-        }
-    }
-    let name = match body.get("name") {
-        None => None,
-        Some(Value::String(name)) if !name.trim().is_empty() => Some(name.clone()),
-        Some(_) => {
-            return Err(Failure::new(
-                400,
-                "ErrorInvalidParameter",
-                "The calendar name is not valid.",
-            ));
-        }
-    };
-    let color = match body.get("color") {
-        None => None,
-        Some(Value::String(color)) if COLORS.iter().any(|(c, _)| c == color) => Some(color.clone()),
-        Some(other) => {
-            return Err(Failure::new(
-                400,
-                "RequestBodyRead",
-                format!(
-                    "Cannot convert the literal '{other}' to the expected type 'microsoft.graph.calendarColor'."
-                ),
-            ));
-        }
-    };
-    Ok((name, color))
-}
-
-fn name_taken(state: &State, oid: &str, name: &str, except: Option<&str>) -> bool {
-    state.calendars.iter().any(|c| {
-        c.owner_oid == oid && c.name.eq_ignore_ascii_case(name) && Some(c.id.as_str()) != except
-    })
-}
-
-fn folder_exists() -> Failure {
-    Failure::new(
-        409,
-        "ErrorFolderExists",
-        "A folder with the specified name already exists.",
-    )
-}
-
-fn create_calendar(call: &mut Call<'_>) -> Answer {
-    let (name, color) = calendar_fields(&body(call)?)?;
-    let name = name.ok_or_else(|| {
-        Failure::new(
-            400,
-            "ErrorInvalidParameter",
-            "The calendar name is required.",
-        )
-    })?;
-    if name_taken(call.state, &call.oid, &name, None) {
-        return Err(folder_exists());
-    }
-    let id = new_calendar(
-        call.state,
-        &call.oid,
-        &name,
-        color.as_deref().unwrap_or("auto"),
-        true,
-        false,
-    );
-    let calendar = own_calendar(call, &id)?;
-    let mut body = render_calendar(call.state, &calendar);
-    body["@odata.context"] = json!(context(call, "calendars/$entity"));
-    Ok(Reply::json(201, body))
-}
-
-/// Adds a calendar to `oid`'s list and returns its id.
-pub(super) fn new_calendar(
-    state: &mut State,
-    oid: &str,
-    name: &str,
-    color: &str,
-    can_edit: bool,
-    is_default: bool,
-) -> String {
-    let id = State::new_event_id().replacen("AAMkAD", "AAMkAG", 1);
-    state.calendars.push(CalendarRecord {
-        id: id.clone(),
-        owner_oid: oid.to_owned(),
-        name: name.to_owned(),
-        color: color.to_owned(),
-        change_key: State::new_change_key(),
-        can_edit,
-        is_default,
-    });
-    id
-}
-
-fn patch_calendar(call: &mut Call<'_>, id: &str) -> Answer {
-    let calendar = own_calendar(call, id)?;
-    let (name, color) = calendar_fields(&body(call)?)?;
-    if let Some(name) = &name
-        && name_taken(call.state, &call.oid, name, Some(id))
-    {
-        return Err(folder_exists());
-    }
-    if !calendar.can_edit {
-        return Err(access_denied());
-    }
-    let record = call.state.calendar_mut(id).ok_or_else(Failure::not_found)?;
-    if let Some(name) = name {
-        record.name = name;
-    }
-    if let Some(color) = color {
-        record.color = color;
-    }
-    record.change_key = State::new_change_key();
-    get_calendar(call, id)
-}
-
-fn delete_calendar(call: &mut Call<'_>, id: &str) -> Answer {
-    let calendar = own_calendar(call, id)?;
-    if calendar.is_default {
-        return Err(Failure::new(
-            400,
-            "ErrorCannotDeleteDefaultCalendar",
-            "The default calendar cannot be deleted.",
-        ));
-    }
-    remove_calendar(call.state, id);
-    Ok(Reply::empty(204))
-}
-
-/// Removes a calendar and its events.
-pub(super) fn remove_calendar(state: &mut State, id: &str) {
-    state.calendars.retain(|c| c.id != id);
-    state.events.retain(|_, e| e.calendar_id != id);
-}
-
-fn access_denied() -> Failure {
-    Failure::new(
-        403,
-        "ErrorAccessDenied",
-        "Access is denied. Check credentials and try again.",
-    )
-}
-
-fn window(
-    call: &Call<'_>,
-) -> Result<(chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>), Failure> {
-    let parse = |name: &str| query_option(call, name).and_then(parse_query_instant);
-    match (parse("startDateTime"), parse("endDateTime")) {
-        (Some(from), Some(to)) if from < to => Ok((from, to)),
-        _ => Err(Failure::new(
-            400,
-            "ErrorInvalidParameter",
-            "This request requires a time window specified by the query string parameters StartDateTime and EndDateTime.",
-        )),
-    }
-}
-
-fn calendar_view(call: &mut Call<'_>, id: &str) -> Answer {
-    let calendar = own_calendar(call, id)?;
-    let window = window(call)?;
-    let values: Vec<Value> = view(call.state, &calendar.id, window)
-        .iter()
-        .filter_map(|item| find(call.state, &item.id))
-        .map(|record| render(call.state, &record, &call.view))
-        .collect();
-    Ok(page(
-        call,
-        values,
-        10,
-        format!("{}/v1.0/$metadata#Collection(event)", call.state.base),
-    ))
-}
-
-fn list_events(call: &mut Call<'_>, id: &str) -> Answer {
-    let calendar = own_calendar(call, id)?;
-    let mut records: Vec<&EventRecord> = call
-        .state
-        .events
-        .values()
-        .filter(|e| {
-            e.calendar_id == calendar.id && matches!(e.kind, Kind::Single | Kind::Master { .. })
-        })
-        .collect();
-    records.sort_by_key(|e| e.seq);
-    let values = records
-        .into_iter()
-        .map(|record| render(call.state, record, &call.view))
-        .collect();
-    Ok(page(
-        call,
-        values,
-        10,
-        format!("{}/v1.0/$metadata#Collection(event)", call.state.base),
-    ))
-}
-
-fn delta_view(call: &mut Call<'_>, id: &str) -> Answer {
-    own_calendar(call, id)?;
-    Ok(delta(
-        call.state,
-        id,
-        &call.path,
-        &call.query,
-        &call.view,
-        call.page_size.unwrap_or(50),
-    ))
-}
-
-fn event_reply(call: &Call<'_>, status: u16, id: &str) -> Answer {
-    let record = find(call.state, id).ok_or_else(Failure::not_found)?;
-    let mut body = render(call.state, &record, &call.view);
-    body["@odata.context"] = json!(context(call, "events/$entity"));
-    Ok(Reply::json(status, body))
-}
-
-fn create_event(call: &mut Call<'_>, calendar_id: &str) -> Answer {
-    let calendar = own_calendar(call, calendar_id)?;
-    let body = body(call)?;
-    if !calendar.can_edit {
-        return Err(access_denied());
-    }
-    let id = events::create(call.state, calendar_id, &body, false)?;
-    event_reply(call, 201, &id)
-}
-
-/// The caller's event `id` and whether its calendar can be written.
-fn own_event(call: &Call<'_>, id: &str) -> Result<(EventRecord, bool), Failure> {
-    let record = find(call.state, id).ok_or_else(Failure::not_found)?;
-    let calendar = own_calendar(call, &record.calendar_id)?;
-    Ok((record, calendar.can_edit))
-}
-
-/// Checks `If-Match` against the current change key.
-fn precondition(call: &Call<'_>, record: &EventRecord) -> Result<(), Failure> {
-    let Some(given) = call.if_match.as_deref() else {
-        return Ok(());
-    };
-    let given = given.trim();
-    let bare = given.trim_start_matches("W/").trim_matches('"');
-    if given == "*" || bare == record.change_key {
-        return Ok(());
-    }
-    Err(Failure::new(
-        call.state.faults.conflict_status,
-        "ErrorIrresolvableConflict",
-        "The send or update operation could not be performed because the change key passed in the request does not match the current change key for the item.",
-    ))
-}
-
-fn get_event(call: &mut Call<'_>, id: &str) -> Answer {
-    own_event(call, id)?;
-    event_reply(call, 200, id)
-}
-
-fn patch_event(call: &mut Call<'_>, id: &str) -> Answer {
-    let (record, can_edit) = own_event(call, id)?;
-    let body = body(call)?;
-    precondition(call, &record)?;
-    if !can_edit {
-        return Err(access_denied());
-    }
-    events::patch(call.state, id, &body, false)?;
-    event_reply(call, 200, id)
-}
-
-fn delete_event(call: &mut Call<'_>, id: &str) -> Answer {
-    let (record, can_edit) = own_event(call, id)?;
-    precondition(call, &record)?;
-    if !can_edit {
-        return Err(access_denied());
-    }
-    events::delete(call.state, id)?;
-    Ok(Reply::empty(204))
 }

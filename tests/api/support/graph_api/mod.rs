@@ -7,16 +7,20 @@
 //! Each test starts its own with [`GraphApi::start`]; the test plays the user in Outlook
 //! through the fixture's methods and the browser through [`GraphApi::consent`].
 
+mod calendar_routes;
+mod consent;
 mod delta;
+mod event_routes;
 mod events;
 mod graph;
 mod oauth;
 mod recurrence;
+mod render;
 mod reply;
+mod server;
 mod state;
 mod times;
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,14 +30,11 @@ use chrono::{DateTime, Utc};
 use parking_lot::Mutex;
 use serde_json::{Map, Value};
 use tokio::sync::watch;
-use warp::Filter;
-use warp::http::{HeaderMap, HeaderValue, Method, StatusCode};
-use warp::reply::Reply as _;
 
 use crate::helpers::WAIT;
 
-use self::events::{View, find, render};
-use self::reply::Reply;
+use self::events::find;
+use self::render::{View, render};
 use self::state::{Kind, State, random_text};
 
 /// The client id Bowline is configured with.
@@ -93,89 +94,6 @@ pub struct GraphApi {
     arrivals: Arc<watch::Sender<usize>>,
 }
 
-type Route = (
-    Method,
-    warp::path::FullPath,
-    String,
-    HeaderMap,
-    bytes::Bytes,
-);
-
-fn into_response(reply: Reply, request_id: &str, client_request_id: &str) -> warp::reply::Response {
-    let mut response = match reply.body {
-        Some(mut body) => {
-            if let Some(inner) = body
-                .get_mut("error")
-                .and_then(|e| e.get_mut("innerError"))
-                .and_then(Value::as_object_mut)
-            {
-                inner.insert("request-id".into(), request_id.into());
-                inner.insert("client-request-id".into(), client_request_id.into());
-            }
-            let mut response = body.to_string().into_response();
-            response.headers_mut().insert(
-                "content-type",
-                HeaderValue::from_static(
-                    "application/json;odata.metadata=minimal;odata.streaming=true;IEEE754Compatible=false;charset=utf-8",
-                ),
-            );
-            response
-        }
-        None => warp::reply().into_response(),
-    };
-    *response.status_mut() = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::OK);
-    let headers = response.headers_mut();
-    for (name, value) in reply.headers {
-        if let (Ok(name), Ok(value)) = (
-            warp::http::HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_str(&value),
-        ) {
-            headers.append(name, value);
-        }
-    }
-    if let Ok(value) = HeaderValue::from_str(request_id) {
-        headers.insert("request-id", value);
-    }
-    if let Ok(value) = HeaderValue::from_str(client_request_id) {
-        headers.insert("client-request-id", value);
-    }
-    response
-}
-
-fn dispatch(
-    state: &Mutex<State>,
-    (method, path, query, headers, body): Route,
-) -> warp::reply::Response {
-    let path = path.as_str().to_owned();
-    let request_id = uuid::Uuid::new_v4().to_string();
-    let client_request_id = headers
-        .get("client-request-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
-        .unwrap_or_else(|| request_id.clone());
-    let mut state = state.lock();
-    let tenant_path = |tail: &str| {
-        ["common", "organizations", "consumers"]
-            .iter()
-            .any(|t| path == format!("/{t}/oauth2/v2.0/{tail}"))
-    };
-    let reply = if path == "/v1.0" || path.starts_with("/v1.0/") {
-        graph::handle(&mut state, &method, &path, &query, &headers, &body)
-    } else if tenant_path("token") && method == Method::POST {
-        let form: Vec<(String, String)> = url::form_urlencoded::parse(&body).into_owned().collect();
-        state.token_requests.push(oauth::form_json(&form));
-        oauth::token(&mut state, &form)
-    } else if tenant_path("authorize") {
-        Reply::json(
-            200,
-            serde_json::json!({"note": "the fake has no sign-in page: the test calls GraphApi::consent"}),
-        )
-    } else {
-        Reply::json(404, serde_json::json!({"error": "not found"}))
-    };
-    into_response(reply, &request_id, &client_request_id)
-}
-
 impl GraphApi {
     /// Starts the fake on a free port (and installs the TLS provider reqwest needs).
     pub async fn start() -> Self {
@@ -186,21 +104,7 @@ impl GraphApi {
         let addr = listener.local_addr().expect("addr");
         let state = Arc::new(Mutex::new(State::new(format!("http://{addr}"))));
         let arrivals = Arc::new(watch::Sender::new(0));
-        let route = {
-            let state = state.clone();
-            let arrivals = arrivals.clone();
-            warp::method()
-                .and(warp::path::full())
-                .and(warp::query::raw().or(warp::any().map(String::new)).unify())
-                .and(warp::header::headers_cloned())
-                .and(warp::body::bytes())
-                .and_then(move |method, path, query, headers, body| {
-                    let response = dispatch(&state, (method, path, query, headers, body));
-                    arrivals.send_modify(|n| *n += 1);
-                    async move { Ok::<_, Infallible>(response) }
-                })
-        };
-        tokio::spawn(warp::serve(route).incoming(listener).run());
+        server::serve(listener, state.clone(), arrivals.clone());
         Self {
             addr,
             state,
@@ -244,7 +148,7 @@ impl GraphApi {
         let mut state = self.state.lock();
         let oid = uuid::Uuid::new_v4().to_string();
         let default_calendar =
-            graph::new_calendar(&mut state, &oid, "Calendar", "auto", true, true);
+            calendar_routes::new_calendar(&mut state, &oid, "Calendar", "auto", true, true);
         let user = GraphUser {
             oid,
             sub: random_text(32).replace(['-', '_', '='], "A"),
@@ -262,17 +166,17 @@ impl GraphApi {
     /// Calendars.ReadWrite) and returns `<redirect_uri>?code=…&state=…&session_state=…`.
     /// Panics, naming the problem, on a URL Microsoft would refuse.
     pub fn consent(&self, authorization_url: &str, user: &GraphUser) -> String {
-        oauth::consent(&mut self.state.lock(), authorization_url, user)
+        consent::consent(&mut self.state.lock(), authorization_url, user)
     }
 
     /// The user declines: `<redirect_uri>?error=access_denied&error_description=…&state=…`.
     pub fn deny(&self, authorization_url: &str) -> String {
-        oauth::deny(&self.state.lock(), authorization_url)
+        consent::deny(&self.state.lock(), authorization_url)
     }
 
     /// A calendar added to `user`'s list (read-only when `can_edit` is false); its id.
     pub fn add_calendar(&self, user: &GraphUser, name: &str, can_edit: bool) -> String {
-        graph::new_calendar(
+        calendar_routes::new_calendar(
             &mut self.state.lock(),
             &user.oid,
             name,
@@ -284,7 +188,7 @@ impl GraphApi {
 
     /// Removes a calendar and its events (its delta then answers 404).
     pub fn remove_calendar(&self, calendar_id: &str) {
-        graph::remove_calendar(&mut self.state.lock(), calendar_id);
+        calendar_routes::remove_calendar(&mut self.state.lock(), calendar_id);
     }
 
     /// A calendar as `GET /me/calendars/{id}` shows it.
@@ -292,7 +196,7 @@ impl GraphApi {
         let state = self.state.lock();
         state
             .calendar(calendar_id)
-            .map(|c| graph::render_calendar(&state, c))
+            .map(|c| calendar_routes::render_calendar(&state, c))
     }
 
     fn object(value: Value, what: &str) -> Map<String, Value> {

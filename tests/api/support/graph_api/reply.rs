@@ -28,6 +28,15 @@ impl Failure {
         Self::new(400, "ErrorInvalidRequest", message)
     }
 
+    /// 403 `ErrorAccessDenied` (a calendar the user cannot write).
+    pub(super) fn access_denied() -> Self {
+        Self::new(
+            403,
+            "ErrorAccessDenied",
+            "Access is denied. Check credentials and try again.",
+        )
+    }
+
     /// 404 `ErrorItemNotFound`.
     pub(super) fn not_found() -> Self {
         Self::new(
