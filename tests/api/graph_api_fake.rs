@@ -618,6 +618,43 @@ async fn writes_check_if_match_times_and_transaction_ids() {
     .await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(calendars["value"].as_array().unwrap().len(), 1);
+
+    let calendars_url = format!("{}/me/calendars", graph.graph_url());
+    let team = Some(json!({"name": "Team", "color": "lightBlue"}));
+    let (status, _, created) = call(
+        reqwest::Method::POST,
+        &calendars_url,
+        &token,
+        &[],
+        team.clone(),
+    )
+    .await;
+    assert_eq!(
+        (status, created["hexColor"].is_string()),
+        (StatusCode::CREATED, true)
+    );
+    let (status, _, _) = call(reqwest::Method::POST, &calendars_url, &token, &[], team).await;
+    assert_eq!(
+        status,
+        StatusCode::CONFLICT,
+        "a second calendar of the same name"
+    );
+    for n in 0..10 {
+        graph.add_calendar(&user, &format!("Extra {n}"), true);
+    }
+    let (_, _, first) = call(reqwest::Method::GET, &calendars_url, &token, &[], None).await;
+    assert_eq!(first["value"].as_array().unwrap().len(), 10);
+    let next = first["@odata.nextLink"].as_str().unwrap();
+    let (_, _, second) = call(reqwest::Method::GET, next, &token, &[], None).await;
+    assert_eq!(second["value"].as_array().unwrap().len(), 2);
+    assert!(second.get("@odata.nextLink").is_none());
+    let default_url = format!("{calendars_url}/{}", user.default_calendar);
+    let (status, _, _) = call(reqwest::Method::DELETE, &default_url, &token, &[], None).await;
+    assert_eq!(
+        status,
+        StatusCode::BAD_REQUEST,
+        "the default calendar stays"
+    );
 }
 
 #[tokio::test]
