@@ -37,6 +37,7 @@ mod event_read_cache;
 mod event_updates;
 mod events;
 mod google_api_fake;
+mod graph_api_fake;
 mod helpers;
 mod home_governs;
 mod html_pages;

@@ -1,13 +1,15 @@
 //! Real peers the tests talk to (an SMTP sink, an identity provider serving JWKS and signing
-//! id tokens, a stand-in for Google's OAuth and Calendar API, an SSE reader, a headless
-//! Chromium driven over WebDriver, and the Node better-auth client), each test's own
-//! database, and the iCalendar helpers the import and export tests share.
+//! id tokens, stand-ins for Google's OAuth and Calendar API and for Microsoft's identity
+//! platform and Graph calendars, an SSE reader, a headless Chromium driven over WebDriver, and
+//! the Node better-auth client), each test's own database, and the iCalendar helpers the
+//! import and export tests share.
 
 pub mod browser;
 pub mod caldav_servers;
 // Until the Google mirror tests use all of it, parts of the fixture are unused.
 #[allow(dead_code)]
 pub mod google_api;
+pub mod graph_api;
 pub mod ics;
 pub mod idp;
 pub mod node;
