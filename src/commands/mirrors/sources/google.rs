@@ -290,6 +290,8 @@ impl Source for GoogleSource<'_> {
             .await?;
         Ok(entries
             .into_iter()
+            // A free/busy view shows no events to mirror.
+            .filter(|entry| entry.access_role.as_deref() != Some("freeBusyReader"))
             .map(|entry| RemoteCalendar {
                 read_only: !entry.writable(),
                 name: entry.summary_override.clone().or(entry.summary.clone()),
