@@ -12,6 +12,7 @@
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
 
+use chrono::{DateTime, Utc};
 use entities::{events, external_events};
 
 use super::resources::Resource;
@@ -77,8 +78,17 @@ pub struct Written {
     pub uid: Option<String>,
 }
 
-/// The mirror's resources and their tags (href → tag), as a pull compares them.
-pub type KnownTags = HashMap<String, Option<String>>;
+/// What the mirror holds of one resource.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KnownItem {
+    /// Its tag when it was last read or written.
+    pub tag: Option<String>,
+    /// The time its events span here (earliest start, latest end), as stored.
+    pub span: Option<(DateTime<Utc>, DateTime<Utc>)>,
+}
+
+/// The mirror's resources (href → what it holds of each), as a pull compares them.
+pub type Known = HashMap<String, KnownItem>;
 
 /// A connected account's calendars at its provider.
 pub trait Source: Sync {
@@ -96,7 +106,7 @@ pub trait Source: Sync {
         &self,
         calendar: &RemoteCalendar,
         cursor: Option<&str>,
-        known: &KnownTags,
+        known: &Known,
         skip: &HashSet<String>,
     ) -> impl Future<Output = Result<Changes, SyncError>> + Send;
 
@@ -183,7 +193,7 @@ impl Source for AnySource<'_> {
         &self,
         calendar: &RemoteCalendar,
         cursor: Option<&str>,
-        known: &KnownTags,
+        known: &Known,
         skip: &HashSet<String>,
     ) -> Result<Changes, SyncError> {
         each!(self, source => source.changes(calendar, cursor, known, skip).await)

@@ -24,7 +24,7 @@ use sha2::{Digest, Sha256};
 
 use super::super::Mirrors;
 use super::super::resources::{Fetched, Resource};
-use super::super::source::{Changes, KnownTags, RemoteCalendar, Source, SyncError, Written};
+use super::super::source::{Changes, Known, RemoteCalendar, Source, SyncError, Written};
 use super::super::tokens::Tokens;
 use super::vevent::{self, Item, When};
 use super::{read, wanted};
@@ -306,7 +306,7 @@ impl Source for GoogleSource<'_> {
         &self,
         calendar: &RemoteCalendar,
         cursor: Option<&str>,
-        known: &KnownTags,
+        known: &Known,
         skip: &HashSet<String>,
     ) -> Result<Changes, SyncError> {
         let calendar_id = calendar.id.as_str();

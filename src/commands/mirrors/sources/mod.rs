@@ -40,9 +40,9 @@ pub(super) async fn read(
 pub(super) fn wanted(
     href: &str,
     etag: Option<&String>,
-    known: &super::source::KnownTags,
+    known: &super::source::Known,
     skip: &std::collections::HashSet<String>,
 ) -> bool {
     !skip.contains(href)
-        && (etag.is_none() || known.get(href).is_none_or(|held| held.as_ref() != etag))
+        && (etag.is_none() || known.get(href).is_none_or(|held| held.tag.as_ref() != etag))
 }
