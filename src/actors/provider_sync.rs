@@ -4,8 +4,9 @@
 //! ([`crate::commands::mirrors::sync::turn`]). Outbox rows that failed are retried when due
 //! (the actor sets a timer for the earliest one). A tick that arrives while a run is still
 //! going (a slow provider) is skipped and counted; when the provider asked to be left alone
-//! (a rate limit), pulls wait until then while deliveries go on as due. Failures are counted
-//! and logged, never kept: the next tick tries again. A crash of this actor touches no other
+//! (a rate limit, on a delivery or a pull), nothing goes to it until then and the actor comes
+//! back when the wait is over, answering other messages meanwhile. Failures are counted and
+//! logged, never kept: the next tick tries again. A crash of this actor touches no other
 //! account (see [`super::providers`]).
 
 use std::sync::Arc;
@@ -57,32 +58,40 @@ pub struct ProviderSyncState {
     shared: Arc<Shared>,
     account: AccountKey,
     last_finished: Option<Instant>,
-    /// No pull before this (the provider asked to wait).
-    pull_after: Option<Instant>,
+    /// Nothing goes to the provider before this (it asked to be left alone).
+    quiet_until: Option<Instant>,
 }
 
 impl ProviderSyncState {
-    /// Delivers the outbox, then pulls (`pull`, unless the provider asked to wait); sets
-    /// the timer for the next due outbox row.
+    /// Delivers the outbox, then pulls (`pull`); sets the timer for the next due outbox row.
+    /// While the provider asked to be left alone, it does neither and comes back when the
+    /// wait is over.
     async fn run(
         &mut self,
         myself: &ActorRef<ProviderSyncMsg>,
         pull: bool,
     ) -> Result<(), AppError> {
-        let waiting = self.pull_after.is_some_and(|after| Instant::now() < after);
-        if pull && waiting {
-            tracing::info!(provider = %self.account.provider, "sync.pull.deferred");
+        let now = Instant::now();
+        if let Some(until) = self.quiet_until.filter(|until| now < *until) {
+            tracing::info!(provider = %self.account.provider, "sync.deferred");
+            myself.send_after(until - now, move || {
+                if pull {
+                    ProviderSyncMsg::Pull
+                } else {
+                    ProviderSyncMsg::Deliver
+                }
+            });
+            self.last_finished = Some(Instant::now());
+            return Ok(());
         }
-        let done = turn(&self.shared.mirrors, &self.account, pull && !waiting).await;
+        let done = turn(&self.shared.mirrors, &self.account, pull).await;
         self.last_finished = Some(Instant::now());
         let done = done?;
         if done.gone {
             myself.stop(Some("account disconnected".into()));
             return Ok(());
         }
-        if let Some(wait) = done.wait {
-            self.pull_after = Some(Instant::now() + wait);
-        }
+        self.quiet_until = done.wait.map(|wait| Instant::now() + wait);
         if let Some(due) = done.next_due {
             let wait = (due - chrono::Utc::now()).to_std().unwrap_or_default();
             myself.send_after(wait.max(Duration::from_millis(50)), || {
@@ -115,7 +124,7 @@ impl Actor for ProviderSyncActor {
             shared: args.shared,
             account: args.account,
             last_finished: None,
-            pull_after: None,
+            quiet_until: None,
         })
     }
 

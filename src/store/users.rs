@@ -70,7 +70,6 @@ pub async fn create_with_account(
         home_server: Set(None),
         created_at: Set(now),
         updated_at: Set(now),
-        ..Default::default()
     }
     .insert(&txn)
     .await
@@ -104,7 +103,6 @@ pub async fn create_with_account(
         is_default: Set(true),
         created_at: Set(now),
         updated_at: Set(now),
-        ..Default::default()
     }
     .insert(&txn)
     .await?;
@@ -116,7 +114,6 @@ pub async fn create_with_account(
         reminder: Set(None),
         created_at: Set(now),
         updated_at: Set(now),
-        ..Default::default()
     }
     .insert(&txn)
     .await?;
@@ -126,7 +123,6 @@ pub async fn create_with_account(
         revision: Set(1),
         created_at: Set(now),
         updated_at: Set(now),
-        ..Default::default()
     }
     .insert(&txn)
     .await?;

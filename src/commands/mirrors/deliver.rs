@@ -45,6 +45,9 @@ pub struct Delivered {
     pub retrying: usize,
     /// The provider refused the credentials: deliveries stop until the account reconnects.
     pub held: bool,
+    /// The provider asked to be left alone (a rate limit) for this long: nothing more goes
+    /// to it from this account until then, deliveries nor pulls.
+    pub pause: Option<std::time::Duration>,
 }
 
 /// How one event's rows ended.
@@ -166,6 +169,7 @@ pub async fn deliver<S: Source>(
                                 + chrono::Duration::from_std(wait)
                                     .unwrap_or(chrono::Duration::minutes(1)),
                         );
+                        report.pause = Some(wait);
                     }
                 }
             }

@@ -22,7 +22,7 @@ pub struct Turn {
     pub gone: bool,
     /// How the pull went (`Ok` when none was asked for).
     pub outcome: Result<(), AppError>,
-    /// The provider asked not to be asked again before this long.
+    /// The provider asked not to be asked anything again before this long.
     pub wait: Option<Duration>,
     /// When the outbox next has something due.
     pub next_due: Option<DateTime<Utc>>,
@@ -41,13 +41,17 @@ pub async fn turn(env: &Mirrors, key: &AccountKey, pull_too: bool) -> Result<Tur
         });
     };
     let source = env.source(&account).await?;
-    if let Err(err) = deliver(env, &source, &account).await {
-        metrics.sync_failed(provider, "push");
-        tracing::warn!(provider, error = %err, "sync.push.failed");
+    let mut wait = None;
+    match deliver(env, &source, &account).await {
+        Ok(delivered) => wait = delivered.pause,
+        Err(err) => {
+            metrics.sync_failed(provider, "push");
+            tracing::warn!(provider, error = %err, "sync.push.failed");
+        }
     }
     let mut outcome = Ok(());
-    let mut wait = None;
-    if pull_too {
+    // A provider that asked to be left alone is not pulled either.
+    if pull_too && wait.is_none() {
         match pull(env, &source, key, account.owner()).await {
             Ok(changed) => {
                 tracing::debug!(provider, changed = changed.len(), "sync.account.pulled");

@@ -38,6 +38,8 @@ use crate::providers::oauth::OAuthApp;
 
 /// Pages one listing may take before it is refused as endless.
 const MAX_PAGES: usize = 10_000;
+/// How often a full listing reset midway starts again before the pull gives up.
+const RESTARTS: usize = 3;
 
 /// A Google account's calendars.
 pub struct GoogleSource<'a> {
@@ -66,13 +68,26 @@ impl<'a> GoogleSource<'a> {
         })
     }
 
-    /// Every item of a listing of `calendar_id` (all pages) and the token that ends it.
+    /// Every item of a listing of `calendar_id` (all pages) and the token that ends it. A full
+    /// listing that Google resets midway (`410`: its pages are dropped) starts again, a few
+    /// times at most.
     async fn listing(
         &self,
         calendar_id: &str,
         sync_token: Option<&str>,
     ) -> Result<(Vec<GoogleEvent>, Option<String>), ProviderError> {
-        self.pages(calendar_id, sync_token, None).await
+        if sync_token.is_some() {
+            return self.pages(calendar_id, sync_token, None).await;
+        }
+        for _ in 0..RESTARTS {
+            match self.pages(calendar_id, None, None).await {
+                Err(ProviderError::SyncReset) => {
+                    tracing::info!(provider = "google", "sync.listing_restarted");
+                }
+                other => return other,
+            }
+        }
+        Err(ProviderError::SyncReset)
     }
 
     async fn pages(

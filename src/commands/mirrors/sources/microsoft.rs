@@ -40,6 +40,8 @@ use crate::providers::oauth::OAuthApp;
 
 /// Pages one round may take before it is refused as endless.
 const MAX_PAGES: usize = 10_000;
+/// How often a new round reset midway starts again before the pull gives up.
+const RESTARTS: usize = 3;
 /// A round older than this starts again (so the window moves with time).
 const MAX_ROUND_AGE: Duration = Duration::days(7);
 
@@ -139,6 +141,23 @@ impl<'a> GraphSource<'a> {
         Err(ProviderError::Malformed(
             "the delta round never ends".into(),
         ))
+    }
+
+    /// A new round over the window; one that Graph resets midway (its pages are dropped)
+    /// starts again, a few times at most.
+    async fn new_round(
+        &self,
+        calendar_id: &str,
+    ) -> Result<(BTreeMap<String, Option<GraphEvent>>, String), ProviderError> {
+        for _ in 0..RESTARTS {
+            match self.round(calendar_id, None).await {
+                Err(ProviderError::SyncReset) => {
+                    tracing::info!(provider = "microsoft", "sync.round_restarted");
+                }
+                other => return other,
+            }
+        }
+        Err(ProviderError::SyncReset)
     }
 
     /// Series masters of occurrences that lack their own title, by id.
@@ -285,13 +304,13 @@ impl Source for GraphSource<'_> {
                 Ok((items, link)) => (items, link, cursor.started_at, false),
                 Err(ProviderError::SyncReset) => {
                     tracing::info!(provider = "microsoft", "sync.token_refused");
-                    let (items, link) = self.round(&calendar.id, None).await?;
+                    let (items, link) = self.new_round(&calendar.id).await?;
                     (items, link, now, true)
                 }
                 Err(err) => return Err(err.into()),
             },
             None => {
-                let (items, link) = self.round(&calendar.id, None).await?;
+                let (items, link) = self.new_round(&calendar.id).await?;
                 (items, link, now, true)
             }
         };
