@@ -85,6 +85,19 @@ pub struct Recorded {
     pub prefer: Vec<String>,
     /// The body, when it is JSON.
     pub body: Option<Value>,
+    /// The status answered.
+    pub status: u16,
+    /// When it arrived.
+    pub at: std::time::Instant,
+}
+
+/// What the token endpoint answered to one request.
+#[derive(Clone, Debug)]
+pub struct TokenAnswer {
+    /// The HTTP status.
+    pub status: u16,
+    /// The JSON body (tokens, or the identity platform's error).
+    pub body: Value,
 }
 
 /// The fake Microsoft server.
@@ -331,6 +344,13 @@ impl GraphApi {
         state.faults.fail_status = status;
     }
 
+    /// The next `requests` Graph requests that succeed take effect, but their answers are
+    /// lost: the client gets `504 GatewayTimeout` (as when Graph times out after the mailbox
+    /// wrote the change).
+    pub fn lose_next_answers(&self, requests: usize) {
+        self.state.lock().faults.lost_answers = requests;
+    }
+
     /// Every access token issued so far is expired (Graph answers 401).
     pub fn expire_access_tokens(&self) {
         let now = std::time::Instant::now();
@@ -363,6 +383,18 @@ impl GraphApi {
     /// The forms posted to the token endpoint, as JSON objects, in order.
     pub fn token_requests(&self) -> Vec<Value> {
         self.state.lock().token_requests.clone()
+    }
+
+    /// What the token endpoint answered, in the order of [`Self::token_requests`].
+    pub fn token_answers(&self) -> Vec<TokenAnswer> {
+        self.state.lock().token_answers.clone()
+    }
+
+    /// From now on (`on`), Graph writes times in each event's own zone (IANA or Windows
+    /// name, as the event was written) instead of the zone of `Prefer: outlook.timezone`,
+    /// as Graph does for a client that does not state the preference.
+    pub fn answer_in_original_zones(&self, on: bool) {
+        self.state.lock().faults.original_zones = on;
     }
 
     /// The Graph requests received, in order (token requests are in `token_requests`).
