@@ -23,6 +23,7 @@ use crate::helpers::{TestApp, TestUser, event_body, eventually, no_redirects, sp
 use crate::support::graph_api::{
     GraphApi, GraphUser, MICROSOFT_CLIENT_ID, MICROSOFT_CLIENT_SECRET, Recorded, Reset,
 };
+use crate::support::idp::IdentityProvider;
 use crate::support::sse::SseClient;
 
 /// The scopes every Microsoft link asks for, in order.
@@ -604,7 +605,7 @@ async fn an_outlook_account_links_syncs_both_ways_resets_reconnects_and_disconne
     // Someone edits it in Outlook before Bowline pulls; a local edit then meets a 412:
     // Outlook's version is kept and comes back, and the members are told.
     let racing = graph.update_event(&remote_id, json!({ "subject": "Edited in Outlook" }));
-    let mut edit = update.clone();
+    let mut edit = event_titled(&app, &ana, &work_mirror, "Renamed in Bowline").await;
     edit["title"] = json!("Edited in Bowline");
     let response = app.event_request(Method::PUT, &ana, &edit).await;
     assert_eq!(response.status(), StatusCode::OK);
@@ -1015,4 +1016,177 @@ async fn the_expo_proxy_sets_the_state_cookie_and_redirects_only_to_microsoft() 
         .expect("proxy");
     assert_eq!(response.status(), StatusCode::BAD_REQUEST);
     assert!(response.headers().get("location").is_none());
+}
+
+#[tokio::test]
+async fn microsoft_sign_in_grants_no_calendars_and_disconnecting_the_only_sign_in_keeps_it() {
+    let graph = GraphApi::start().await;
+    let idp = IdentityProvider::start().await;
+    let account = graph.add_user("ana.outlook@example.com", "Ana Outlook");
+    graph.insert_event(
+        &account.default_calendar,
+        outlook_event("Dentist", at(2, 9), 60),
+    );
+    let jwks = idp.jwks_url();
+    let app = spawn_app_with(|s| {
+        configure(&graph, s);
+        s.microsoft.jwks_url = jwks;
+    })
+    .await;
+    let sign_in = || async {
+        let now = Utc::now().timestamp();
+        let token = idp.sign(
+            "key-a",
+            &json!({
+                "iss": format!("https://login.microsoftonline.com/{}/v2.0", account.tid),
+                "aud": MICROSOFT_CLIENT_ID,
+                "sub": account.sub,
+                "oid": account.oid,
+                "tid": account.tid,
+                "preferred_username": account.email,
+                "email": account.email,
+                "name": account.name,
+                "iat": now,
+                "exp": now + 3600,
+            }),
+        );
+        let response = app
+            .client
+            .post(app.url("/api/auth/sign-in/social"))
+            .json(&json!({ "provider": "microsoft", "idToken": { "token": token } }))
+            .send()
+            .await
+            .expect("request");
+        assert_eq!(response.status(), StatusCode::OK, "Microsoft sign-in");
+        let body: Value = response.json().await.expect("JSON");
+        TestUser {
+            id: body["user"]["id"].as_str().expect("id").to_owned(),
+            email: account.email.clone(),
+            password: String::new(),
+            token: body["token"].as_str().expect("token").to_owned(),
+            signed: String::new(),
+        }
+    };
+    let ana = sign_in().await;
+
+    // Signing in with Microsoft stores the identity, not calendar access.
+    let rows = microsoft_account_rows(&app).await;
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["account_id"].as_deref(), Some(account.oid.as_str()));
+    assert_eq!(rows[0]["refresh_token"], None);
+    synced(&app, &ana).await;
+    assert!(outlook_mirrors(&app, &ana).await.is_empty());
+    assert!(graph.requests().is_empty(), "Outlook is not read");
+
+    // Linking the same identity gives that account its tokens.
+    link(&app, &graph, &ana, &account).await;
+    synced(&app, &ana).await;
+    let rows = microsoft_account_rows(&app).await;
+    assert_eq!(rows.len(), 1, "the same account row");
+    assert!(rows[0]["refresh_token"].is_some());
+    let mirrors = outlook_mirrors(&app, &ana).await;
+    assert_eq!(mirrors.len(), 1);
+    let mirror = mirrors[0]["id"].as_str().expect("id").to_owned();
+    assert_eq!(titles_in(&app, &ana, &mirror).await, ["Dentist"]);
+
+    // Disconnecting it removes the mirrors but keeps Ana's only way to sign in.
+    let (status, _) = app
+        .call(
+            Method::POST,
+            "/api/v1/users/connections/disconnect",
+            &ana,
+            Some(&json!({ "provider": "microsoft", "accountId": account.oid })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(outlook_mirrors(&app, &ana).await.is_empty());
+    let rows = microsoft_account_rows(&app).await;
+    assert_eq!(rows.len(), 1, "still linked for sign-in");
+    for column in ["access_token", "refresh_token", "scope", "sync_status"] {
+        assert_eq!(rows[0][column], None, "{column} is cleared");
+    }
+    let again = sign_in().await;
+    assert_eq!(again.id, ana.id);
+    let requests = graph.requests().len();
+    synced(&app, &again).await;
+    assert_eq!(graph.requests().len(), requests, "Outlook is left alone");
+    assert!(outlook_mirrors(&app, &again).await.is_empty());
+}
+
+#[tokio::test]
+async fn two_outlook_accounts_of_one_user_sync_side_by_side() {
+    let graph = GraphApi::start().await;
+    let home = graph.add_user("ana.home@example.com", "Ana at home");
+    let office = graph.add_user("ana.office@example.com", "Ana at the office");
+    graph.insert_event(
+        &home.default_calendar,
+        outlook_event("Piano", at(2, 18), 60),
+    );
+    graph.insert_event(
+        &office.default_calendar,
+        outlook_event("Review", at(2, 10), 60),
+    );
+    let Linked { app, ana } = linked_app(&graph, &home, |_| {}).await;
+    link(&app, &graph, &ana, &office).await;
+    synced(&app, &ana).await;
+    let mirrors = outlook_mirrors(&app, &ana).await;
+    let accounts: Vec<Value> = mirrors
+        .iter()
+        .map(|m| json!([m["accountId"], m["accountLabel"], m["syncStatus"]]))
+        .collect();
+    let mut expected = vec![
+        json!([home.oid, "ana.home@example.com", "active"]),
+        json!([office.oid, "ana.office@example.com", "active"]),
+    ];
+    let mut accounts = accounts;
+    accounts.sort_by_key(|a| a[1].as_str().unwrap_or_default().to_owned());
+    expected.sort_by_key(|a| a[1].as_str().unwrap_or_default().to_owned());
+    assert_eq!(accounts, expected);
+    let of = |oid: &str| {
+        mirrors
+            .iter()
+            .find(|m| m["accountId"] == oid)
+            .expect("mirror")["id"]
+            .as_str()
+            .expect("id")
+            .to_owned()
+    };
+    assert_eq!(titles_in(&app, &ana, &of(&home.oid)).await, ["Piano"]);
+    assert_eq!(titles_in(&app, &ana, &of(&office.oid)).await, ["Review"]);
+
+    // One pull request syncs both.
+    graph.insert_event(
+        &home.default_calendar,
+        outlook_event("Choir", at(3, 18), 60),
+    );
+    graph.insert_event(
+        &office.default_calendar,
+        outlook_event("Retro", at(3, 10), 60),
+    );
+    synced(&app, &ana).await;
+    assert_eq!(
+        titles_in(&app, &ana, &of(&home.oid)).await,
+        ["Choir", "Piano"]
+    );
+    assert_eq!(
+        titles_in(&app, &ana, &of(&office.oid)).await,
+        ["Retro", "Review"]
+    );
+
+    // Disconnecting one leaves the other.
+    let (status, _) = app
+        .call(
+            Method::POST,
+            "/api/v1/users/connections/disconnect",
+            &ana,
+            Some(&json!({ "provider": "microsoft", "accountId": home.oid })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let left = outlook_mirrors(&app, &ana).await;
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0]["accountId"], json!(office.oid));
+    let rows = microsoft_account_rows(&app).await;
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["account_id"].as_deref(), Some(office.oid.as_str()));
 }

@@ -75,23 +75,8 @@ async fn delta_rounds_follow_next_links_to_a_delta_link_within_the_window() {
     // The first round: the window's first request, then the links exactly as given; the
     // pull after it starts from the round's delta link (and pages on from its empty page).
     let round = delta_requests(&graph, &calendar);
-    let shape: Vec<(&str, u16)> = round
-        .iter()
-        .map(|r| {
-            let kind = if r.query.contains("startDateTime") {
-                "start"
-            } else if r.query.starts_with("$skiptoken=") {
-                "next"
-            } else if r.query.starts_with("$deltatoken=") {
-                "delta"
-            } else {
-                "other"
-            };
-            (kind, r.status)
-        })
-        .collect();
     assert_eq!(
-        shape,
+        shape(&round),
         [
             ("start", 200),
             ("next", 200),
@@ -450,4 +435,131 @@ async fn series_occurrences_take_their_masters_title_and_exceptions_keep_their_o
     graph.delete_event(&master_id);
     synced(&app, &ana).await;
     assert!(titles_in(&app, &ana, &mirror).await.is_empty());
+}
+
+#[tokio::test]
+async fn every_calendar_is_mirrored_across_list_pages_and_a_removed_one_goes() {
+    let graph = GraphApi::start().await;
+    let account = graph.add_user("ana.outlook@example.com", "Ana Outlook");
+    // Twelve calendars: more than one page of Graph's calendar list.
+    let teams: Vec<String> = (1..=11)
+        .map(|i| graph.add_calendar(&account, &format!("Team {i:02}"), true))
+        .collect();
+    let Linked { app, ana } = linked_app(&graph, &account, |_| {}).await;
+    let mirrors = outlook_mirrors(&app, &ana).await;
+    let names: Vec<&str> = mirrors
+        .iter()
+        .map(|m| m["name"].as_str().expect("name"))
+        .collect();
+    let mut expected = vec!["Calendar".to_owned()];
+    expected.extend((1..=11).map(|i| format!("Team {i:02}")));
+    assert_eq!(names, expected);
+    let lists: Vec<String> = graph
+        .requests()
+        .iter()
+        .filter(|r| r.path == "/v1.0/me/calendars")
+        .map(|r| r.query.clone())
+        .take(2)
+        .collect();
+    assert_eq!(lists, ["", "$skip=10"], "the list's second page is read");
+
+    let mut stream = app.stream(&ana).await;
+    let gone = mirrors
+        .iter()
+        .find(|m| m["name"] == "Team 05")
+        .expect("mirror")["id"]
+        .clone();
+    graph.remove_calendar(&teams[4]);
+    synced(&app, &ana).await;
+    let frames = crate::microsoft_mirrors::frames_until(&mut stream, "calendar_removed").await;
+    assert_eq!(
+        frames.last().expect("frame")["payload"],
+        json!({ "id": gone })
+    );
+    let left = outlook_mirrors(&app, &ana).await;
+    assert_eq!(left.len(), 11);
+    assert!(left.iter().all(|m| m["name"] != "Team 05"));
+}
+
+/// Adds `count` events named `<prefix> NNN` (from `first`) to `calendar`, ten a day.
+fn fill(graph: &GraphApi, calendar: &str, prefix: &str, first: i64, count: i64) {
+    for i in first..first + count {
+        let start = at(1 + i / 10, 8) + Duration::minutes(30 * (i % 10));
+        graph.insert_event(
+            calendar,
+            outlook_event(&format!("{prefix} {i:03}"), start, 20),
+        );
+    }
+}
+
+/// The kinds of `requests` (`start`, `next`, `delta`) with their statuses.
+fn shape(requests: &[Recorded]) -> Vec<(&'static str, u16)> {
+    requests
+        .iter()
+        .map(|r| {
+            let kind = if r.query.contains("startDateTime") {
+                "start"
+            } else if r.query.starts_with("$skiptoken=") {
+                "next"
+            } else if r.query.starts_with("$deltatoken=") {
+                "delta"
+            } else {
+                "other"
+            };
+            (kind, r.status)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_sync_state_lost_in_the_middle_of_a_round_starts_the_round_again() {
+    let graph = GraphApi::start().await;
+    let account = graph.add_user("ana.outlook@example.com", "Ana Outlook");
+    let big = graph.add_calendar(&account, "Big", true);
+    fill(&graph, &big, "Big", 0, 150);
+    let Linked { app, ana } = linked_app(&graph, &account, |_| {}).await;
+    let big_mirror = outlook_mirrors(&app, &ana).await[0]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    assert_eq!(titles_in(&app, &ana, &big_mirror).await.len(), 150);
+
+    // An incremental round of two pages loses its state after the first: the pages read
+    // are dropped and a new round over the window brings everything.
+    fill(&graph, &big, "Big", 150, 120);
+    graph.reset_next_page(Reset::SyncStateNotFound);
+    let before = delta_requests(&graph, &big).len();
+    synced(&app, &ana).await;
+    assert_eq!(
+        shape(&delta_requests(&graph, &big)[before..]),
+        [
+            ("delta", 200),
+            ("next", 400),
+            ("start", 200),
+            ("next", 200),
+            ("next", 200)
+        ]
+    );
+    let expected: Vec<String> = (0..270).map(|i| format!("Big {i:03}")).collect();
+    assert_eq!(titles_in(&app, &ana, &big_mirror).await, expected);
+
+    // A first round (a calendar added in Outlook) that meets a 410 on its second page
+    // starts again too.
+    let late = graph.add_calendar(&account, "Late", true);
+    fill(&graph, &late, "Late", 0, 150);
+    graph.reset_next_page(Reset::Gone);
+    synced(&app, &ana).await;
+    assert_eq!(
+        shape(&delta_requests(&graph, &late)),
+        [("start", 200), ("next", 410), ("start", 200), ("next", 200)]
+    );
+    let late_mirror = outlook_mirrors(&app, &ana)
+        .await
+        .into_iter()
+        .find(|m| m["name"] == "Late")
+        .expect("mirrored")["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    assert_eq!(titles_in(&app, &ana, &late_mirror).await.len(), 150);
 }

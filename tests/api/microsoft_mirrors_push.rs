@@ -151,6 +151,8 @@ async fn through_429s_and_a_lost_answer_every_write_arrives_exactly_once() {
         assert!(graph.event(remote_id).is_none());
     }
     assert_eq!(graph.events(&calendar).len(), 3);
+    // A pull finds Bowline's own writes there: nothing doubles.
+    synced(&app, &ana).await;
     assert_eq!(
         titles_in(&app, &ana, &mirror).await,
         ["Write 2 v2", "Write 3 v2", "Write 4"]
@@ -217,6 +219,45 @@ async fn a_429_on_a_delivery_holds_back_pulls_until_retry_after() {
 }
 
 #[tokio::test]
+async fn a_429_on_a_pull_defers_the_next_pulls_until_retry_after() {
+    let graph = GraphApi::start().await;
+    let (account, Linked { app, ana }, mirror, _) = with_one_event(&graph).await;
+    graph.insert_event(
+        &account.default_calendar,
+        outlook_event("Made in Outlook", at(5, 9), 30),
+    );
+    graph.rate_limit(1, 2);
+    let (status, text) = crate::microsoft_mirrors::sync_now(&app, &ana).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{text}");
+    let body: Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(
+        body["error"],
+        "The calendar server could not be synced: the provider is unavailable or limiting requests (Some(429))"
+    );
+    let throttled = graph
+        .wait_for_request("the throttled pull", |r| r.status == 429)
+        .await;
+    // Asked again at once: Outlook is left alone until its time is up.
+    let _ = crate::microsoft_mirrors::sync_now(&app, &ana).await;
+    eventually("the pull brings the change", || async {
+        synced(&app, &ana).await;
+        titles_in(&app, &ana, &mirror)
+            .await
+            .contains(&"Made in Outlook".to_owned())
+    })
+    .await;
+    let early: Vec<String> = after(&graph, &throttled)
+        .iter()
+        .filter(|r| r.at < throttled.at + StdDuration::from_millis(1_900))
+        .map(|r| format!("{} {} {}", r.method, r.path, r.query))
+        .collect();
+    assert!(
+        early.is_empty(),
+        "requests within the 2 s Outlook asked for: {early:?}"
+    );
+}
+
+#[tokio::test]
 async fn a_429_holds_back_the_accounts_next_deliveries_until_retry_after() {
     let graph = GraphApi::start().await;
     let (_, Linked { app, ana }, mirror, _) = with_one_event(&graph).await;
@@ -251,7 +292,7 @@ async fn a_429_holds_back_the_accounts_next_deliveries_until_retry_after() {
 #[tokio::test]
 async fn conflicts_answered_409_or_412_keep_outlooks_version() {
     let graph = GraphApi::start().await;
-    let (_, Linked { app, ana }, mirror, remote) = with_one_event(&graph).await;
+    let (account, Linked { app, ana }, mirror, remote) = with_one_event(&graph).await;
     let remote_id = remote["id"].as_str().expect("id").to_owned();
     let local = event_titled(&app, &ana, &mirror, "Shared").await;
     let local_id = local["id"].as_str().expect("id").to_owned();
@@ -275,11 +316,21 @@ async fn conflicts_answered_409_or_412_keep_outlooks_version() {
     );
     assert_eq!(titles_in(&app, &ana, &mirror).await, ["Edited in Outlook"]);
     outbox_empties(&app).await;
+    // What came back carries Outlook's change key: the next edit goes through.
+    let mut again = event_titled(&app, &ana, &mirror, "Edited in Outlook").await;
+    again["title"] = json!("Agreed title");
+    event_write(&app, &ana, Method::PUT, &again).await;
+    outbox_empties(&app).await;
+    assert_eq!(on_event(&graph, "PATCH", &remote_id), [409, 200]);
+    assert_eq!(
+        graph.event(&remote_id).expect("there")["subject"],
+        "Agreed title"
+    );
 
     // 412 on a deletion: the event is not deleted in Outlook and comes back here.
     graph.conflict_status(412);
     graph.update_event(&remote_id, json!({ "subject": "Edited twice in Outlook" }));
-    let current = event_titled(&app, &ana, &mirror, "Edited in Outlook").await;
+    let current = event_titled(&app, &ana, &mirror, "Agreed title").await;
     let answer = event_write(&app, &ana, Method::DELETE, &current).await;
     assert_eq!(answer["removed"], true);
     let frames = frames_until(&mut stream, "provider_delivery").await;
@@ -310,6 +361,92 @@ async fn conflicts_answered_409_or_412_keep_outlooks_version() {
         sent.if_match
     );
     outbox_empties(&app).await;
+
+    // Deleted in Outlook meanwhile: a local edit finds it gone, and it goes here too.
+    graph.delete_event(&remote_id);
+    let mut edit = event_titled(&app, &ana, &mirror, "Edited twice in Outlook").await;
+    edit["title"] = json!("Edited after all");
+    event_write(&app, &ana, Method::PUT, &edit).await;
+    let frames = frames_until(&mut stream, "provider_delivery").await;
+    assert_eq!(
+        frames.last().expect("report")["payload"]["state"],
+        "conflict"
+    );
+    assert!(titles_in(&app, &ana, &mirror).await.is_empty());
+    assert!(graph.events(&account.default_calendar).is_empty());
+    outbox_empties(&app).await;
+}
+
+#[tokio::test]
+async fn occurrences_edited_or_deleted_here_become_exceptions_or_gaps_in_outlook() {
+    let graph = GraphApi::start().await;
+    let account = graph.add_user("ana.outlook@example.com", "Ana Outlook");
+    let first = at(3, 8);
+    let mut master = outlook_event("Standup", first, 30);
+    master["recurrence"] = json!({
+        "pattern": { "type": "daily", "interval": 1 },
+        "range": {
+            "type": "numbered",
+            "startDate": first.date_naive().to_string(),
+            "numberOfOccurrences": 3,
+        },
+    });
+    let master = graph.insert_series(&account.default_calendar, master);
+    let master_id = master["id"].as_str().expect("id").to_owned();
+    let window = (at(0, 0), at(30, 0));
+    let occurrences = graph.occurrences(&master_id, window);
+    let Linked { app, ana } = linked_app(&graph, &account, |_| {}).await;
+    let mirror = outlook_mirrors(&app, &ana).await[0]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let local = events_in(&app, &ana, &mirror).await;
+    assert_eq!(local.len(), 3);
+
+    // The second, moved an hour later here: an exception there.
+    let second_id = occurrences[1]["id"].as_str().expect("id").to_owned();
+    let mut moved = local[1].clone();
+    moved["title"] = json!("Standup (later)");
+    moved["start"] = json!(api_time(first + Duration::days(1) + Duration::hours(1)));
+    moved["end"] = json!(api_time(first + Duration::days(1) + Duration::minutes(90)));
+    event_write(&app, &ana, Method::PUT, &moved).await;
+    outbox_empties(&app).await;
+    let patches = on_event(&graph, "PATCH", &second_id);
+    assert_eq!(patches, [200]);
+    let exception = graph.event(&second_id).expect("there");
+    assert_eq!(exception["type"], "exception");
+    assert_eq!(exception["subject"], "Standup (later)");
+    assert_eq!(
+        exception["start"],
+        graph_time(first + Duration::days(1) + Duration::hours(1))
+    );
+
+    // The third, deleted here: gone from the series there.
+    let third_id = occurrences[2]["id"].as_str().expect("id").to_owned();
+    event_write(&app, &ana, Method::DELETE, &local[2]).await;
+    outbox_empties(&app).await;
+    assert_eq!(on_event(&graph, "DELETE", &third_id), [204]);
+    let left: Vec<Value> = graph
+        .occurrences(&master_id, window)
+        .iter()
+        .map(|o| json!([o["subject"], o["start"]]))
+        .collect();
+    assert_eq!(
+        left,
+        [
+            json!(["Standup", graph_time(first)]),
+            json!([
+                "Standup (later)",
+                graph_time(first + Duration::days(1) + Duration::hours(1))
+            ]),
+        ]
+    );
+    // And a pull agrees with what is here.
+    synced(&app, &ana).await;
+    assert_eq!(
+        titles_in(&app, &ana, &mirror).await,
+        ["Standup", "Standup (later)"]
+    );
 }
 
 #[tokio::test]
@@ -651,4 +788,36 @@ async fn access_tokens_are_refreshed_a_minute_before_they_expire() {
         .expect("id")
         .to_owned();
     assert_eq!(events_in(&app, &ana, &mirror).await[0]["title"], "Shared");
+}
+
+#[tokio::test]
+async fn a_refresh_refused_during_a_pull_asks_the_owner_to_reconnect() {
+    let graph = GraphApi::start().await;
+    let (account, Linked { app, ana }, _, _) = with_one_event(&graph).await;
+    graph.expire_refresh_tokens(&account);
+    graph.expire_access_tokens();
+    let (status, text) = crate::microsoft_mirrors::sync_now(&app, &ana).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let body: Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(
+        body["error"],
+        "The calendar server could not be synced: the account must be connected again (invalid_grant)"
+    );
+    let mirror = &outlook_mirrors(&app, &ana).await[0];
+    assert_eq!(mirror["syncStatus"], "reconnect_required");
+    assert_eq!(mirror["syncErrorCode"], "invalid_grant");
+    assert_eq!(
+        metric(
+            &app,
+            r#"svc_external_sync_failures_total{provider="microsoft",stage="account"}"#
+        )
+        .await,
+        1.0
+    );
+    // The dead refresh token is not tried again.
+    let tokens = graph.token_requests().len();
+    let requests = graph.requests().len();
+    let _ = crate::microsoft_mirrors::sync_now(&app, &ana).await;
+    assert_eq!(graph.token_requests().len(), tokens);
+    assert_eq!(graph.requests().len(), requests);
 }

@@ -2,7 +2,9 @@
 //! (authorization code with PKCE, refresh-token rotation, AADSTS errors) and the Graph v1.0
 //! calendar API (calendars, events with change keys and `If-Match`, series expanded into
 //! occurrences, `calendarView/delta` rounds with skip and delta tokens), with the faults a
-//! sync must survive: 410 resets, replays, 429 with `Retry-After`, expired tokens.
+//! sync must survive: 410 resets (also in the middle of a round), replays, 429 with
+//! `Retry-After`, answers lost after the change was made, times in the events' own zones,
+//! expired tokens. Every request is recorded with its status and time of arrival.
 //!
 //! Each test starts its own with [`GraphApi::start`]; the test plays the user in Outlook
 //! through the fixture's methods and the browser through [`GraphApi::consent`].
@@ -311,6 +313,12 @@ impl GraphApi {
         for token in self.state.lock().delta_tokens.values_mut() {
             token.reset = Some(reset);
         }
+    }
+
+    /// The next request for a round's next page (a `$skiptoken` link) answers `reset`, as
+    /// when Graph drops the sync state in the middle of a round.
+    pub fn reset_next_page(&self, reset: Reset) {
+        self.state.lock().faults.reset_next_page = Some(reset);
     }
 
     /// The next delta round (first or incremental) delivers items already delivered again.

@@ -49,6 +49,8 @@ pub(super) struct Faults {
     pub(super) original_zones: bool,
     /// Successful requests still to be answered 504 after they took effect.
     pub(super) lost_answers: usize,
+    /// How the next request for a round's next page (`$skiptoken`) is refused.
+    pub(super) reset_next_page: Option<Reset>,
 }
 
 /// A calendar of some account.
@@ -294,6 +296,7 @@ impl State {
                 access_token_lifetime: Duration::from_secs(3599),
                 original_zones: false,
                 lost_answers: 0,
+                reset_next_page: None,
             },
             requests: Vec::new(),
             token_requests: Vec::new(),
