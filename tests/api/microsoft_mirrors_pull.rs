@@ -1,17 +1,18 @@
 //! Pulling Outlook calendars through Graph's `calendarView/delta`, against the loopback
 //! Microsoft: rounds paged by `@odata.nextLink` with the page size asked for and ending with
-//! an `@odata.deltaLink`, the mirrored window, `@removed` items (deleted, or moved out of the
-//! window), replayed items, a lost sync state (`syncStateNotFound`), times in Windows and
-//! IANA zones with seven fractional digits, cancelled events, and series expanded into
-//! occurrences that take their master's title.
+//! an `@odata.deltaLink`, the mirrored window, `@removed` items (deleted ones go, ones that
+//! left the window stay with their new times), replayed items, a sync state lost between or
+//! in the middle of rounds (a new round, which keeps what lies outside its window), times in
+//! Windows and IANA zones with seven fractional digits, cancelled events, calendar list
+//! paging, and series expanded into occurrences that take their master's title.
 
 use chrono::{DateTime, Duration, NaiveTime, TimeZone, Utc};
 use chrono_tz::Tz;
 use serde_json::{Value, json};
 
 use crate::microsoft_mirrors::{
-    Linked, api_time, at, events_in, graph_time, linked_app, outlook_event, outlook_mirrors,
-    synced, titles_in,
+    Linked, api_time, at, events_in, graph_time, linked_app, local_event, outbox_empties,
+    outlook_event, outlook_mirrors, remote_of, synced, titles_in,
 };
 use crate::support::graph_api::{GraphApi, Recorded, Reset};
 
@@ -129,7 +130,7 @@ async fn delta_rounds_follow_next_links_to_a_delta_link_within_the_window() {
 }
 
 #[tokio::test]
-async fn removed_items_leave_the_mirror_whether_deleted_or_moved_out_of_the_window() {
+async fn removed_items_go_when_deleted_and_keep_their_new_times_when_they_left_the_window() {
     let graph = GraphApi::start().await;
     let account = graph.add_user("ana.outlook@example.com", "Ana Outlook");
     let calendar = account.default_calendar.clone();
@@ -160,21 +161,43 @@ async fn removed_items_leave_the_mirror_whether_deleted_or_moved_out_of_the_wind
         &id(&arriving),
         json!({ "start": graph_time(at(6, 9)), "end": graph_time(at(6, 10)) }),
     );
+    let before = graph.requests().len();
     synced(&app, &ana).await;
     assert_eq!(
         stream.next_frame().await,
         json!({ "type": "external_sync", "payload": { "calendars": [mirror] } })
     );
-    assert_eq!(
-        titles_in(&app, &ana, &mirror).await,
-        ["Edited in Outlook", "Moved closer", "Stays"]
-    );
-    let closer = events_in(&app, &ana, &mirror)
+    // Both come back `@removed`; Graph is asked which one still exists.
+    let lookups: Vec<(String, u16)> = graph.requests()[before..]
+        .iter()
+        .filter(|r| r.path.starts_with("/v1.0/me/events/"))
+        .map(|r| {
+            (
+                r.path.trim_start_matches("/v1.0/me/events/").to_owned(),
+                r.status,
+            )
+        })
+        .collect();
+    let mut expected = vec![(id(&deleted), 404), (id(&moved), 200)];
+    let mut lookups = lookups;
+    lookups.sort();
+    expected.sort();
+    assert_eq!(lookups, expected);
+    let summary: Vec<Value> = events_in(&app, &ana, &mirror)
         .await
-        .into_iter()
-        .find(|e| e["title"] == "Moved closer")
-        .expect("arrived");
-    assert_eq!(closer["start"], json!(api_time(at(6, 9))));
+        .iter()
+        .map(|e| json!([e["title"], e["start"]]))
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            json!(["Stays", api_time(at(2, 9))]),
+            json!(["Edited in Outlook", api_time(at(5, 9))]),
+            json!(["Moved closer", api_time(at(6, 9))]),
+            json!(["Moved far away", api_time(at(400, 9))]),
+        ],
+        "deleted: gone; out of the window: kept with its new times; into it: arrived"
+    );
 
     // Cancelled by its organizer: still there, marked cancelled.
     graph.update_event(&id(&edited), json!({ "isCancelled": true }));
@@ -219,20 +242,38 @@ async fn replayed_items_change_nothing() {
 }
 
 #[tokio::test]
-async fn a_lost_sync_state_restarts_the_round_and_sweeps_what_vanished() {
+async fn a_lost_sync_state_starts_a_new_round_that_sweeps_only_what_graph_no_longer_has() {
     let graph = GraphApi::start().await;
     let account = graph.add_user("ana.outlook@example.com", "Ana Outlook");
     let calendar = account.default_calendar.clone();
     graph.insert_event(&calendar, outlook_event("Stays", at(2, 9), 60));
     let gone = graph.insert_event(&calendar, outlook_event("Gone meanwhile", at(3, 9), 60));
+    let away = graph.insert_event(
+        &calendar,
+        outlook_event("Moved away meanwhile", at(5, 9), 60),
+    );
     let Linked { app, ana } = linked_app(&graph, &account, |_| {}).await;
     let mirror = outlook_mirrors(&app, &ana).await[0]["id"]
         .as_str()
         .expect("id")
         .to_owned();
+    // An event written here for long ago: Outlook has it, outside the mirrored window.
+    let old = app
+        .create_event(
+            &ana,
+            &local_event(&mirror, "Written for last year", at(-200, 9), 60),
+        )
+        .await;
+    let old_id = old["id"].as_str().expect("id").to_owned();
+    outbox_empties(&app).await;
+    assert!(remote_of(&graph, &calendar, &old_id).is_some(), "delivered");
     let mut stream = app.stream(&ana).await;
 
     graph.delete_event(gone["id"].as_str().expect("id"));
+    graph.update_event(
+        away["id"].as_str().expect("id"),
+        json!({ "start": graph_time(at(450, 9)), "end": graph_time(at(450, 10)) }),
+    );
     graph.insert_event(&calendar, outlook_event("New meanwhile", at(4, 9), 60));
     graph.expire_delta_tokens(Reset::SyncStateNotFound);
     let before = delta_requests(&graph, &calendar).len();
@@ -247,9 +288,21 @@ async fn a_lost_sync_state_restarts_the_round_and_sweeps_what_vanished() {
         [(400, false), (200, true)],
         "refused, then a new round"
     );
+    // Gone: removed. Moved out of the window: kept with its new times. Outside the window
+    // all along: kept.
+    let summary: Vec<Value> = events_in(&app, &ana, &mirror)
+        .await
+        .iter()
+        .map(|e| json!([e["title"], e["start"]]))
+        .collect();
     assert_eq!(
-        titles_in(&app, &ana, &mirror).await,
-        ["New meanwhile", "Stays"]
+        summary,
+        [
+            json!(["Written for last year", api_time(at(-200, 9))]),
+            json!(["Stays", api_time(at(2, 9))]),
+            json!(["New meanwhile", api_time(at(4, 9))]),
+            json!(["Moved away meanwhile", api_time(at(450, 9))]),
+        ]
     );
     assert_eq!(
         stream.next_frame().await,
@@ -262,7 +315,13 @@ async fn a_lost_sync_state_restarts_the_round_and_sweeps_what_vanished() {
     assert!(last.query.starts_with("$deltatoken="), "{}", last.query);
     assert_eq!(
         titles_in(&app, &ana, &mirror).await,
-        ["Later", "New meanwhile", "Stays"]
+        [
+            "Later",
+            "Moved away meanwhile",
+            "New meanwhile",
+            "Stays",
+            "Written for last year"
+        ]
     );
 }
 
