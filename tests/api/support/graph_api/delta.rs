@@ -57,6 +57,16 @@ pub(super) fn delta(
             .filter(|t| !t.is_empty())
             .map(|t| ("delta", t))
     });
+    if let Some(("skip", token)) = token
+        && let Some(DeltaToken {
+            kind: TokenKind::Skip { round, .. },
+            ..
+        }) = state.delta_tokens.get(token)
+        && let Some(reset) = state.faults.reset_next_page.take()
+    {
+        let snapshot = state.rounds[*round].snapshot.clone();
+        return reset_reply(state, reset, &snapshot);
+    }
     let (round, offset) = match token {
         Some((_, token)) => match state.delta_tokens.get(token) {
             None => {

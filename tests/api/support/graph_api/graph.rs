@@ -88,7 +88,7 @@ pub(super) struct Call<'a> {
     pub(super) page_size: Option<usize>,
 }
 
-/// Handles a request under `/v1.0`.
+/// Handles a request under `/v1.0`, recording it with the status answered.
 pub(super) fn handle(
     state: &mut State,
     method: &Method,
@@ -110,7 +110,36 @@ pub(super) fn handle(
         if_match: if_match.clone(),
         prefer: prefer.clone(),
         body: parsed_body.clone(),
+        status: 0,
+        at: Instant::now(),
     });
+    let at = state.requests.len() - 1;
+    let mut reply = answer(
+        state,
+        method,
+        path,
+        raw_query,
+        headers,
+        (prefer, if_match, parsed_body),
+    );
+    if state.faults.lost_answers > 0 && reply.status < 300 {
+        // Done, but the answer never reaches the client.
+        state.faults.lost_answers -= 1;
+        reply = Failure::new(504, "GatewayTimeout", "The gateway timed out.").into();
+    }
+    state.requests[at].status = reply.status;
+    reply
+}
+
+/// The answer to a recorded request.
+fn answer(
+    state: &mut State,
+    method: &Method,
+    path: &str,
+    raw_query: &str,
+    headers: &HeaderMap,
+    (prefer, if_match, parsed_body): (Vec<String>, Option<String>, Option<Value>),
+) -> Reply {
     if state.faults.rate_limited > 0 {
         state.faults.rate_limited -= 1;
         let retry_after = state.faults.retry_after_secs;
@@ -168,6 +197,7 @@ pub(super) fn handle(
     let query = url::form_urlencoded::parse(raw_query.as_bytes())
         .into_owned()
         .collect();
+    let original_zones = state.faults.original_zones;
     let mut call = Call {
         state,
         oid,
@@ -181,6 +211,7 @@ pub(super) fn handle(
             zone_name: zone_name.clone(),
             tz,
             text_body,
+            original_zones,
         },
         page_size: prefs.page_size,
     };

@@ -2,7 +2,9 @@
 //! (authorization code with PKCE, refresh-token rotation, AADSTS errors) and the Graph v1.0
 //! calendar API (calendars, events with change keys and `If-Match`, series expanded into
 //! occurrences, `calendarView/delta` rounds with skip and delta tokens), with the faults a
-//! sync must survive: 410 resets, replays, 429 with `Retry-After`, expired tokens.
+//! sync must survive: 410 resets (also in the middle of a round), replays, 429 with
+//! `Retry-After`, answers lost after the change was made, times in the events' own zones,
+//! expired tokens. Every request is recorded with its status and time of arrival.
 //!
 //! Each test starts its own with [`GraphApi::start`]; the test plays the user in Outlook
 //! through the fixture's methods and the browser through [`GraphApi::consent`].
@@ -85,6 +87,19 @@ pub struct Recorded {
     pub prefer: Vec<String>,
     /// The body, when it is JSON.
     pub body: Option<Value>,
+    /// The status answered.
+    pub status: u16,
+    /// When it arrived.
+    pub at: std::time::Instant,
+}
+
+/// What the token endpoint answered to one request.
+#[derive(Clone, Debug)]
+pub struct TokenAnswer {
+    /// The HTTP status.
+    pub status: u16,
+    /// The JSON body (tokens, or the identity platform's error).
+    pub body: Value,
 }
 
 /// The fake Microsoft server.
@@ -300,6 +315,12 @@ impl GraphApi {
         }
     }
 
+    /// The next request for a round's next page (a `$skiptoken` link) answers `reset`, as
+    /// when Graph drops the sync state in the middle of a round.
+    pub fn reset_next_page(&self, reset: Reset) {
+        self.state.lock().faults.reset_next_page = Some(reset);
+    }
+
     /// The next delta round (first or incremental) delivers items already delivered again.
     pub fn replay_next_round(&self) {
         self.state.lock().faults.replay_next_round = true;
@@ -329,6 +350,13 @@ impl GraphApi {
         let mut state = self.state.lock();
         state.faults.failing = requests;
         state.faults.fail_status = status;
+    }
+
+    /// The next `requests` Graph requests that succeed take effect, but their answers are
+    /// lost: the client gets `504 GatewayTimeout` (as when Graph times out after the mailbox
+    /// wrote the change).
+    pub fn lose_next_answers(&self, requests: usize) {
+        self.state.lock().faults.lost_answers = requests;
     }
 
     /// Every access token issued so far is expired (Graph answers 401).
@@ -363,6 +391,18 @@ impl GraphApi {
     /// The forms posted to the token endpoint, as JSON objects, in order.
     pub fn token_requests(&self) -> Vec<Value> {
         self.state.lock().token_requests.clone()
+    }
+
+    /// What the token endpoint answered, in the order of [`Self::token_requests`].
+    pub fn token_answers(&self) -> Vec<TokenAnswer> {
+        self.state.lock().token_answers.clone()
+    }
+
+    /// From now on (`on`), Graph writes times in each event's own zone (IANA or Windows
+    /// name, as the event was written) instead of the zone of `Prefer: outlook.timezone`,
+    /// as Graph does for a client that does not state the preference.
+    pub fn answer_in_original_zones(&self, on: bool) {
+        self.state.lock().faults.original_zones = on;
     }
 
     /// The Graph requests received, in order (token requests are in `token_requests`).

@@ -15,6 +15,8 @@ pub(super) struct View {
     pub(super) tz: Tz,
     /// `outlook.body-content-type`: `Some(true)` for text, `Some(false)` for HTML.
     pub(super) text_body: Option<bool>,
+    /// Times in each event's own zone instead of `zone_name`.
+    pub(super) original_zones: bool,
 }
 
 impl View {
@@ -24,6 +26,7 @@ impl View {
             zone_name: "UTC".into(),
             tz: Tz::UTC,
             text_body: Some(true),
+            original_zones: false,
         }
     }
 }
@@ -96,6 +99,9 @@ fn body(record: &EventRecord, view: &View) -> (Value, String) {
 }
 
 fn time(stamp: &Stamp, all_day: bool, view: &View) -> Value {
+    if view.original_zones {
+        return json!({"dateTime": format_local(stamp.local), "timeZone": stamp.zone});
+    }
     let local = if all_day {
         // All-day events come back midnight to midnight whatever the zone.
         stamp.local

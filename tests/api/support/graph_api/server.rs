@@ -14,7 +14,7 @@ use warp::reply::Reply as _;
 
 use super::reply::Reply;
 use super::state::State;
-use super::{graph, oauth};
+use super::{TokenAnswer, graph, oauth};
 
 /// Serves the fake on `listener`; `arrivals` counts the requests answered.
 pub(super) fn serve(
@@ -106,7 +106,13 @@ fn dispatch(
     } else if tenant_path("token") && method == Method::POST {
         let form: Vec<(String, String)> = url::form_urlencoded::parse(&body).into_owned().collect();
         state.token_requests.push(oauth::form_json(&form));
-        oauth::token(&mut state, &form)
+        let reply = oauth::token(&mut state, &form);
+        let answer = TokenAnswer {
+            status: reply.status,
+            body: reply.body.clone().unwrap_or_default(),
+        };
+        state.token_answers.push(answer);
+        reply
     } else if tenant_path("authorize") {
         Reply::json(
             200,

@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 use super::recurrence::Recurrence;
 use super::times::{day_start, instant};
-use super::{GraphUser, Recorded, Reset};
+use super::{GraphUser, Recorded, Reset, TokenAnswer};
 
 /// The fake's whole state.
 pub(super) struct State {
@@ -31,6 +31,7 @@ pub(super) struct State {
     pub(super) faults: Faults,
     pub(super) requests: Vec<Recorded>,
     pub(super) token_requests: Vec<Value>,
+    pub(super) token_answers: Vec<TokenAnswer>,
     seq: u64,
 }
 
@@ -44,6 +45,12 @@ pub(super) struct Faults {
     pub(super) replay_next_round: bool,
     pub(super) empty_first_page: bool,
     pub(super) access_token_lifetime: Duration,
+    /// Times are written in each event's own zone, whatever the client prefers.
+    pub(super) original_zones: bool,
+    /// Successful requests still to be answered 504 after they took effect.
+    pub(super) lost_answers: usize,
+    /// How the next request for a round's next page (`$skiptoken`) is refused.
+    pub(super) reset_next_page: Option<Reset>,
 }
 
 /// A calendar of some account.
@@ -287,9 +294,13 @@ impl State {
                 replay_next_round: false,
                 empty_first_page: false,
                 access_token_lifetime: Duration::from_secs(3599),
+                original_zones: false,
+                lost_answers: 0,
+                reset_next_page: None,
             },
             requests: Vec::new(),
             token_requests: Vec::new(),
+            token_answers: Vec::new(),
             seq: 0,
         }
     }
