@@ -38,6 +38,7 @@ mod validate;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Instant;
 
 use serde_json::Value;
 use tokio::task::JoinHandle;
@@ -47,7 +48,7 @@ use crate::helpers::WAIT;
 use self::calendars::NewCalendar;
 use self::events::{Write, is_cancelled};
 use self::server::Shared;
-use self::state::{Account, random_base32hex};
+use self::state::{Account, TokenKind, random_base32hex};
 
 /// The OAuth client id the fake knows (the only one).
 pub const GOOGLE_CLIENT_ID: &str = "bowline-test.apps.googleusercontent.com";
@@ -95,6 +96,8 @@ pub struct Recorded {
     pub body: Option<Value>,
     /// The status the fake answered.
     pub status: u16,
+    /// When the fake answered it.
+    pub at: Instant,
 }
 
 impl Recorded {
@@ -451,6 +454,12 @@ impl GoogleApi {
         self.shared.state.lock().failures = Some((requests, status));
     }
 
+    /// The next `requests` calls of the token endpoint fail with `status` (e.g. 503), an
+    /// OAuth error body `temporarily_unavailable`; they are still recorded.
+    pub fn fail_token_requests(&self, requests: usize, status: u16) {
+        self.shared.state.lock().token_failures = Some((requests, status));
+    }
+
     /// Every access token issued so far answers 401 from now on.
     pub fn expire_access_tokens(&self) {
         for grant in self.shared.state.lock().access_tokens.values_mut() {
@@ -480,6 +489,22 @@ impl GoogleApi {
     /// objects of strings.
     pub fn token_requests(&self) -> Vec<Value> {
         self.shared.state.lock().token_requests.clone()
+    }
+
+    /// The refresh tokens issued to `user`, oldest first (revoked ones included).
+    pub fn refresh_tokens(&self, user: &GoogleUser) -> Vec<String> {
+        self.shared
+            .state
+            .lock()
+            .issued_tokens(&user.sub, TokenKind::Refresh)
+    }
+
+    /// The access tokens issued to `user`, oldest first (expired and revoked ones included).
+    pub fn access_tokens(&self, user: &GoogleUser) -> Vec<String> {
+        self.shared
+            .state
+            .lock()
+            .issued_tokens(&user.sub, TokenKind::Access)
     }
 
     /// Every token posted to the revocation endpoint, in order (known or not).

@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 
 use super::reply::{Answer, Reply, oauth_error, token_reply};
 use super::server::Request;
-use super::state::{AccessGrant, RefreshGrant, State, random_token};
+use super::state::{AccessGrant, RefreshGrant, State, TokenKind, random_token};
 use super::{GOOGLE_CLIENT_ID, GOOGLE_CLIENT_SECRET};
 
 /// How long an authorization code can be redeemed.
@@ -46,6 +46,16 @@ impl State {
                 .map(|(k, v)| (k.clone(), Value::String(v.clone())))
                 .collect(),
         ));
+        if let Some((left, status)) = self.token_failures {
+            self.token_failures = (left > 1).then_some((left - 1, status));
+            if left > 0 {
+                return oauth_error(
+                    status,
+                    "temporarily_unavailable",
+                    "The service is currently unavailable.",
+                );
+            }
+        }
         self.token_answer(request, &form).unwrap_or_else(|e| e)
     }
 
@@ -168,6 +178,8 @@ impl State {
             .any(|g| g.sub == sub && !g.revoked);
         let refresh_token = (grant.offline && (grant.prompt_consent || !has_refresh)).then(|| {
             let token = format!("1//0{}", random_token(90));
+            self.issued
+                .push((TokenKind::Refresh, sub.clone(), token.clone()));
             self.refresh_tokens.insert(
                 token.clone(),
                 RefreshGrant {
@@ -236,6 +248,8 @@ impl State {
         refresh_token: Option<String>,
     ) -> String {
         let token = format!("ya29.a0{}", random_token(120));
+        self.issued
+            .push((TokenKind::Access, sub.to_owned(), token.clone()));
         self.access_tokens.insert(
             token.clone(),
             AccessGrant {

@@ -4,6 +4,7 @@
 //! each recording wakes [`super::GoogleApi::wait_for_request`].
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::Bytes;
 use http::{HeaderMap, Method};
@@ -167,6 +168,7 @@ impl Shared {
                     if_match: request.header("if-match").map(str::to_owned),
                     body: serde_json::from_slice(&request.body).ok(),
                     status: reply.status,
+                    at: Instant::now(),
                 });
                 let count = state.requests.len();
                 drop(state);

@@ -28,6 +28,8 @@ pub(super) struct State {
     pub(super) access_tokens: HashMap<String, AccessGrant>,
     pub(super) access_token_lifetime: u64,
     pub(super) token_requests: Vec<Value>,
+    /// Every token issued, in order: `(kind, sub, token)`.
+    pub(super) issued: Vec<(TokenKind, String, String)>,
     pub(super) revoked: Vec<String>,
     pub(super) sync_tokens: HashMap<String, SyncToken>,
     pub(super) sync_epoch: u64,
@@ -36,6 +38,8 @@ pub(super) struct State {
     pub(super) expire_after_pages: Option<usize>,
     pub(super) rate_limit: Option<(usize, u64, RateLimit)>,
     pub(super) failures: Option<(usize, u16)>,
+    /// The next token requests to refuse, and with which status.
+    pub(super) token_failures: Option<(usize, u16)>,
     pub(super) requests: Vec<Recorded>,
     pub(super) etag_counter: u64,
     pub(super) next_sub: u128,
@@ -130,6 +134,15 @@ pub(super) enum SyncScope {
     CalendarList(String),
 }
 
+/// Which kind of token was issued.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum TokenKind {
+    /// A refresh token.
+    Refresh,
+    /// An access token.
+    Access,
+}
+
 /// A sync token: the change sequence it was cut at, in the epoch that expiries end.
 pub(super) struct SyncToken {
     pub(super) scope: SyncScope,
@@ -158,6 +171,7 @@ impl State {
             access_tokens: HashMap::new(),
             access_token_lifetime: DEFAULT_ACCESS_TOKEN_LIFETIME,
             token_requests: Vec::new(),
+            issued: Vec::new(),
             revoked: Vec::new(),
             sync_tokens: HashMap::new(),
             sync_epoch: 0,
@@ -166,12 +180,22 @@ impl State {
             expire_after_pages: None,
             rate_limit: None,
             failures: None,
+            token_failures: None,
             requests: Vec::new(),
             etag_counter: 3_181_161_784_712_000,
             next_sub: 110_169_484_474_386_276_334,
             last_update: DateTime::<Utc>::MIN_UTC,
             next_color: 0,
         }
+    }
+
+    /// The tokens of `kind` issued to `sub`, oldest first.
+    pub(super) fn issued_tokens(&self, sub: &str, kind: TokenKind) -> Vec<String> {
+        self.issued
+            .iter()
+            .filter(|(k, s, _)| *k == kind && s == sub)
+            .map(|(_, _, token)| token.clone())
+            .collect()
     }
 
     /// The account with this address.
