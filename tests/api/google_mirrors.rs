@@ -4,8 +4,10 @@
 //! delivered with `If-Match`, a racing remote edit resolved as a conflict, a `410` resync,
 //! an expired refresh token turning the account `reconnect_required` for its owner only,
 //! relinking that delivers the held writes, revocation and disconnection); the failures of
-//! a link (better-auth's error codes, nothing stored); the Expo proxy; and a user whose
-//! only sign-in is Google, who links calendars and keeps the sign-in when disconnecting.
+//! a link (better-auth's error codes, nothing stored); the Expo proxy; a user whose only
+//! sign-in is Google, who links calendars and keeps the sign-in when disconnecting; two
+//! Google accounts of one user failing separately; a token endpoint outage; extra scopes;
+//! and Google left off without the key that seals tokens.
 
 use std::collections::HashMap;
 
@@ -995,5 +997,59 @@ async fn a_token_endpoint_outage_leaves_the_account_active() {
             json!("refresh_token"),
             json!("refresh_token")
         ]
+    );
+}
+
+#[tokio::test]
+async fn google_needs_its_client_and_the_sealing_key() {
+    let fake = GoogleApi::start().await;
+    // Google's client is configured, but nothing could be stored sealed.
+    let app = spawn_app_with(|s| fake.configure(s)).await;
+    let info: Value = app.get("/api/v1/server").await.json().await.expect("JSON");
+    assert_eq!(info["syncProviders"], json!([]));
+    let ana = app.sign_up("ana@example.com").await;
+    let (status, _, body) = link_social(&app, &ana, &json!({"provider": "google"})).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(body["code"], "PROVIDER_NOT_FOUND");
+}
+
+#[tokio::test]
+async fn extra_scopes_are_asked_for_and_stored() {
+    let fake = GoogleApi::start().await;
+    let ana_at_google = fake.add_user("ana.work@gmail.com", "Ana Work");
+    let app = google_app(&fake).await;
+    let ana = app.sign_up("ana@example.com").await;
+    let settings = "https://www.googleapis.com/auth/calendar.settings.readonly";
+    let (status, headers, body) = link_social(
+        &app,
+        &ana,
+        &json!({"provider": "google", "callbackURL": "/linked",
+                "scopes": [settings, "two words", "", CALENDAR_SCOPE]}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let url = body["url"].as_str().expect("url");
+    let scope = url::Url::parse(url)
+        .expect("URL")
+        .query_pairs()
+        .find(|(key, _)| key == "scope")
+        .map(|(_, value)| value.into_owned());
+    assert_eq!(
+        scope.as_deref(),
+        Some(format!("openid email profile {CALENDAR_SCOPE} {settings}").as_str()),
+        "the calendar scopes, then the client's own (blank, spaced and repeated ones left out)"
+    );
+    let cookie = headers["set-cookie"]
+        .to_str()
+        .expect("cookie")
+        .split(';')
+        .next()
+        .expect("pair")
+        .to_owned();
+    let back = fake.consent(url, &ana_at_google);
+    assert_eq!(come_back(&back, Some(&cookie)).await, "/linked");
+    assert_eq!(
+        stored_google_account(&app).await.expect("row")["scope"],
+        json!(format!("openid,email,profile,{CALENDAR_SCOPE},{settings}"))
     );
 }

@@ -450,3 +450,25 @@ async fn event_times_are_read_with_their_offsets_and_zones() {
         )
     );
 }
+
+#[tokio::test]
+async fn the_timer_pulls_without_being_asked() {
+    let fake = GoogleApi::start().await;
+    let (ana_at_google, work) = account(&fake);
+    let app = crate::helpers::spawn_app_with(|s| {
+        crate::helpers::caldav::with_caldav(s);
+        fake.configure(s);
+        s.caldav.sync_interval_ms = 100;
+    })
+    .await;
+    let ana = app.sign_up("ana@example.com").await;
+    link(&app, &ana, &fake, &ana_at_google).await;
+    let mirror = mirror_id(&app, &ana, "Work").await;
+    let mut stream = app.stream(&ana).await;
+
+    fake.insert_event(&work, timed("Seen by the timer", 10));
+    let frame = stream.next_frame().await;
+    assert_eq!(frame["type"], "external_sync");
+    assert_eq!(frame["payload"]["calendars"], json!([mirror]));
+    assert_eq!(titles_in(&app, &ana, &mirror).await, ["Seen by the timer"]);
+}
