@@ -207,12 +207,7 @@ impl GoogleCalendar {
         if let Some(etag) = if_match {
             extra.push((header::IF_MATCH, etag.to_owned()));
         }
-        let response = rest::send(&self.guard, method, url, token, body, &extra).await?;
-        if response.status.is_success() {
-            Ok(response)
-        } else {
-            Err(error_of(&response))
-        }
+        rest::send(&self.guard, method, url, token, body, &extra, error_of).await
     }
 
     /// Every calendar in the user's list (all pages).
@@ -390,17 +385,10 @@ fn error_of(response: &OutboundResponse) -> ProviderError {
         .and_then(|body| body.error.errors.first())
         .map(|item| item.reason.as_str())
         .unwrap_or_default();
-    let message = body
-        .as_ref()
-        .map(|body| rest::short(&body.error.message))
-        .filter(|message| !message.is_empty())
-        .unwrap_or_else(|| {
-            response
-                .status
-                .canonical_reason()
-                .unwrap_or("no reason given")
-                .to_owned()
-        });
+    let message = rest::message(
+        response,
+        body.as_ref().map(|body| body.error.message.as_str()),
+    );
     let later = || ProviderError::Unavailable {
         status: Some(status),
         retry_after: retry_after(&response.headers),

@@ -215,12 +215,7 @@ impl GraphCalendar {
         if let Some(etag) = if_match {
             extra.push((header::IF_MATCH, etag.to_owned()));
         }
-        let response = rest::send(&self.guard, method, url, token, body, &extra).await?;
-        if response.status.is_success() {
-            Ok(response)
-        } else {
-            Err(error_of(&response))
-        }
+        rest::send(&self.guard, method, url, token, body, &extra, error_of).await
     }
 
     /// A link Graph handed back, if it stays on Graph's origin.
@@ -394,16 +389,10 @@ fn error_of(response: &OutboundResponse) -> ProviderError {
         .as_ref()
         .map(|body| body.error.code.as_str())
         .unwrap_or_default();
-    let message = body
+    let detail = body
         .as_ref()
-        .map(|body| rest::short(&format!("{}: {}", body.error.code, body.error.message)))
-        .unwrap_or_else(|| {
-            response
-                .status
-                .canonical_reason()
-                .unwrap_or("no reason given")
-                .to_owned()
-        });
+        .map(|body| format!("{}: {}", body.error.code, body.error.message));
+    let message = rest::message(response, detail.as_deref());
     match status {
         401 => ProviderError::Unauthorized,
         403 => ProviderError::Forbidden(message),

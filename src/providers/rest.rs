@@ -14,7 +14,8 @@ use super::outbound::{OutboundError, OutboundGuard, OutboundRequest, OutboundRes
 const MESSAGE_CHARS: usize = 200;
 
 /// Sends `method url` with `Authorization: Bearer <bearer>`, `Accept: application/json`, the
-/// JSON `body` if any and the `extra` headers; the answer is read whole.
+/// JSON `body` if any and the `extra` headers; the answer is read whole, and one that is not
+/// a success is the provider's error as `error_of` reads it.
 pub async fn send(
     guard: &OutboundGuard,
     method: Method,
@@ -22,6 +23,7 @@ pub async fn send(
     bearer: &str,
     body: Option<&serde_json::Value>,
     extra: &[(HeaderName, String)],
+    error_of: fn(&OutboundResponse) -> ProviderError,
 ) -> Result<OutboundResponse, ProviderError> {
     let mut request = OutboundRequest::new(method, url)
         .header(
@@ -42,7 +44,26 @@ pub async fn send(
             )
             .body(bytes);
     }
-    Ok(guard.send(request).await?)
+    let response = guard.send(request).await?;
+    if response.status.is_success() {
+        Ok(response)
+    } else {
+        Err(error_of(&response))
+    }
+}
+
+/// The provider's own message of an error answer (shortened), or the status's reason.
+pub fn message(response: &OutboundResponse, from_body: Option<&str>) -> String {
+    from_body
+        .map(short)
+        .filter(|message| !message.is_empty())
+        .unwrap_or_else(|| {
+            response
+                .status
+                .canonical_reason()
+                .unwrap_or("no reason given")
+                .to_owned()
+        })
 }
 
 /// A header value, or an invalid-request error (a token or tag with control characters).

@@ -1,6 +1,7 @@
-//! Native id-token sign-in for Google and Apple against keys served on 127.0.0.1: creation,
-//! repeat sign-in, refusal of a wrong audience, issuer, expiry or signature, key rotation,
-//! and the account-linking rules.
+//! Native id-token sign-in for Google, Apple and Microsoft against keys served on 127.0.0.1:
+//! creation, repeat sign-in, refusal of a wrong audience, issuer, expiry or signature, key
+//! rotation, and the account-linking rules (Microsoft, which sends no `email_verified`, is a
+//! trusted linking provider).
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -317,4 +318,124 @@ async fn link_social_adds_a_provider_identity_with_a_different_email() {
         .await
         .expect("request");
     assert_eq!(conflict.status(), StatusCode::CONFLICT);
+}
+
+/// The Microsoft client id the test servers accept.
+const MICROSOFT_CLIENT: &str = "00000000-0000-0000-0000-0000000000m5";
+
+/// Claims of a Microsoft id token from tenant `tid` (no `email_verified`, as Microsoft sends).
+fn microsoft_claims(tid: &str, oid: &str, email: &str) -> Value {
+    let now = chrono::Utc::now().timestamp();
+    json!({
+        "iss": format!("https://login.microsoftonline.com/{tid}/v2.0"),
+        "aud": MICROSOFT_CLIENT,
+        "sub": format!("pairwise-{oid}"),
+        "oid": oid,
+        "tid": tid,
+        "preferred_username": email,
+        "name": "Ada Lovelace",
+        "iat": now,
+        "exp": now + 3600,
+    })
+}
+
+async fn microsoft_app(idp: &IdentityProvider) -> TestApp {
+    let jwks = idp.jwks_url();
+    spawn_app_with(move |s| {
+        s.microsoft.client_id = Some(MICROSOFT_CLIENT.into());
+        s.microsoft.jwks_url = jwks;
+    })
+    .await
+}
+
+#[tokio::test]
+async fn microsoft_id_tokens_sign_in_by_object_id_and_link_as_a_trusted_provider() {
+    let idp = IdentityProvider::start().await;
+    let app = microsoft_app(&idp).await;
+    let tenant = "9188040d-6c67-4c5b-b112-36a304b66dad";
+
+    let token = idp.sign(
+        "key-a",
+        &microsoft_claims(tenant, "oid-1", "Ada@Example.com"),
+    );
+    let (status, body) = social(
+        &app,
+        json!({ "provider": "microsoft", "idToken": { "token": token } }),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        body["user"]["email"], "ada@example.com",
+        "the sign-in name stands in for email"
+    );
+    assert_eq!(
+        body["user"]["emailVerified"], false,
+        "Microsoft does not say"
+    );
+    let ada = body["user"]["id"].clone();
+    let rows = bowline::store::accounts::list_for_user(&app.ctx().db, ada.as_str().unwrap())
+        .await
+        .expect("accounts");
+    assert_eq!(rows[0].provider_id, "microsoft");
+    assert_eq!(
+        rows[0].account_id, "oid-1",
+        "better-auth keeps Microsoft's object id"
+    );
+
+    // The neutral id names the same provider; the same object id is the same user.
+    let again = idp.sign(
+        "key-a",
+        &microsoft_claims(tenant, "oid-1", "ada@example.com"),
+    );
+    let (status, body) = social(
+        &app,
+        json!({ "provider": "provider_c", "idToken": { "token": again } }),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["user"]["id"], ada);
+
+    // A verified local user with the same address is linked although the token says
+    // nothing about verification: Microsoft is trusted.
+    let local = app.sign_up("grace@example.com").await;
+    bowline::store::users::set_email_verified(&app.ctx().db, &local.id, chrono::Utc::now())
+        .await
+        .expect("verify");
+    let token = idp.sign(
+        "key-a",
+        &microsoft_claims(tenant, "oid-2", "grace@example.com"),
+    );
+    let (status, body) = social(
+        &app,
+        json!({ "provider": "microsoft", "idToken": { "token": token } }),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["user"]["id"], local.id.as_str());
+}
+
+#[tokio::test]
+async fn a_microsoft_token_whose_issuer_is_not_its_own_tenant_is_refused() {
+    let idp = IdentityProvider::start().await;
+    let app = microsoft_app(&idp).await;
+    let mut claims = microsoft_claims("tenant-a", "oid-3", "eve@example.com");
+    claims["iss"] = json!("https://login.microsoftonline.com/tenant-b/v2.0");
+    let token = idp.sign("key-a", &claims);
+    let (status, body) = social(
+        &app,
+        json!({ "provider": "microsoft", "idToken": { "token": token } }),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    assert_eq!(body["code"], "INVALID_TOKEN");
+
+    let mut claims = microsoft_claims("tenant-a", "oid-3", "eve@example.com");
+    claims["aud"] = json!("someone-else");
+    let token = idp.sign("key-a", &claims);
+    let (status, _) = social(
+        &app,
+        json!({ "provider": "microsoft", "idToken": { "token": token } }),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
 }

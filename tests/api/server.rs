@@ -51,6 +51,40 @@ async fn socials_are_advertised_only_when_configured() {
     assert_eq!(body["socials"], json!(["apple"]));
 }
 
+/// `syncProviders`: Google and Microsoft when their client id and secret are set, CalDAV
+/// always — each only with `CALDAV_ENC_KEY`, which seals what connecting stores.
+#[tokio::test]
+async fn sync_providers_are_advertised_only_when_they_can_be_connected() {
+    let configure = |s: &mut bowline::Settings, key: bool, secrets: bool| {
+        if key {
+            crate::helpers::caldav::with_caldav(s);
+        }
+        s.google.client_id = Some("web-client.apps.example".into());
+        s.microsoft.client_id = Some("00000000-0000-0000-0000-000000000001".into());
+        if secrets {
+            s.google.client_secret = Some(bowline::config::Secret::new("g-secret"));
+            s.microsoft.client_secret = Some(bowline::config::Secret::new("m-secret"));
+        }
+    };
+    let providers = |app: crate::helpers::TestApp| async move {
+        let body: Value = app.get("/api/v1/server").await.json().await.expect("JSON");
+        body["syncProviders"].clone()
+    };
+    let all = spawn_app_with(|s| configure(s, true, true)).await;
+    assert_eq!(
+        providers(all).await,
+        json!(["google", "microsoft", "caldav"])
+    );
+    let ids_only = spawn_app_with(|s| configure(s, true, false)).await;
+    assert_eq!(providers(ids_only).await, json!(["caldav"]));
+    let no_key = spawn_app_with(|s| configure(s, false, true)).await;
+    assert_eq!(
+        providers(no_key).await,
+        json!([]),
+        "nothing could be stored sealed"
+    );
+}
+
 #[tokio::test]
 async fn http1_and_prior_knowledge_http2_are_both_served() {
     let app = spawn_app().await;

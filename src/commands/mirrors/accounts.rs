@@ -6,7 +6,7 @@ use entities::{accounts, caldav_accounts};
 use uuid::Uuid;
 
 use super::Mirrors;
-use super::source::AnySource;
+use super::sources::AnySource;
 use super::sources::caldav::CaldavSource;
 use super::sources::google::GoogleSource;
 use super::sources::microsoft::GraphSource;

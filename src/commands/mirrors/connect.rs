@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use super::apply::{Target, apply};
 use super::pull::{mirror_look, pull};
-use super::source::{Changes, KnownTags, RemoteCalendar, Source, SyncError};
+use super::source::{Changes, Known, RemoteCalendar, Source, SyncError};
 use super::sources::caldav::CaldavSource;
 use super::{DISCOVERY_FAILED, INITIAL_SYNC_FAILED, Mirrors};
 use crate::domain::ids::UserId;
@@ -71,7 +71,7 @@ pub async fn connect_caldav(
         return Ok(saved.id);
     }
     let mut read = Vec::with_capacity(calendars.len());
-    let (nothing_known, nothing_skipped) = (KnownTags::new(), HashSet::new());
+    let (nothing_known, nothing_skipped) = (Known::new(), HashSet::new());
     for calendar in calendars {
         let changes = source
             .changes(&calendar, None, &nothing_known, &nothing_skipped)

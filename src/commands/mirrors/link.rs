@@ -195,6 +195,9 @@ pub async fn finish(
     {
         Ok(tokens) => tokens,
         Err(err) => {
+            env.services
+                .metrics
+                .sync_failed(provider.as_str(), "discovery");
             tracing::warn!(provider = %provider, error = %err, "auth.oauth.code_refused");
             return fail("invalid_code", destinations);
         }

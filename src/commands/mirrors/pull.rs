@@ -6,7 +6,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use entities::external_calendars;
 use serde_json::json;
 use uuid::Uuid;
@@ -14,11 +14,11 @@ use uuid::Uuid;
 use super::Mirrors;
 use super::apply::{Target, apply};
 use super::disconnect::{Removed, remove_mirror_calendar};
-use super::source::{KnownTags, RemoteCalendar, Source, SyncError};
+use super::source::{Known, KnownItem, RemoteCalendar, Source, SyncError};
 use crate::domain::frames::Frame;
 use crate::domain::providers::AccountKey;
 use crate::error::AppError;
-use crate::store::{calendars as calendar_store, members, mirrors, outbox};
+use crate::store::{calendars as calendar_store, events as event_store, members, mirrors, outbox};
 
 /// The name and colour a new mirror gets from its remote calendar.
 pub fn mirror_look(calendar: &RemoteCalendar) -> (String, String) {
@@ -44,19 +44,41 @@ pub fn mirror_look(calendar: &RemoteCalendar) -> (String, String) {
     (name, color)
 }
 
-/// The mirror's resources and their tags, and the resources with a local delete still to
-/// deliver.
-pub async fn known_of(
-    env: &Mirrors,
-    calendar: Uuid,
-) -> Result<(KnownTags, HashSet<String>), AppError> {
+/// What the mirror holds of each resource (its tag and the time its events span), and the
+/// resources with a local delete still to deliver.
+pub async fn known_of(env: &Mirrors, calendar: Uuid) -> Result<(Known, HashSet<String>), AppError> {
     let db = env.services.db.conn();
     let resources = mirrors::resources_of(db, calendar).await?;
-    let tags = resources
-        .iter()
-        .map(|(href, rows)| (href.clone(), rows.first().and_then(|row| row.etag.clone())))
+    let ids: Vec<Uuid> = resources
+        .values()
+        .flatten()
+        .map(|row| row.event_id)
         .collect();
-    Ok((tags, outbox::pending_deletes(db, calendar).await?))
+    let times: HashMap<Uuid, (DateTime<Utc>, DateTime<Utc>)> = event_store::find_live(db, &ids)
+        .await?
+        .into_iter()
+        .map(|event| (event.id, (event.start, event.end)))
+        .collect();
+    let known = resources
+        .iter()
+        .map(|(href, rows)| {
+            let span = rows.iter().filter_map(|row| times.get(&row.event_id)).fold(
+                None,
+                |span: Option<(DateTime<Utc>, DateTime<Utc>)>, (start, end)| {
+                    Some(match span {
+                        Some((from, to)) => (from.min(*start), to.max(*end)),
+                        None => (*start, *end),
+                    })
+                },
+            );
+            let item = KnownItem {
+                tag: rows.first().and_then(|row| row.etag.clone()),
+                span,
+            };
+            (href.clone(), item)
+        })
+        .collect();
+    Ok((known, outbox::pending_deletes(db, calendar).await?))
 }
 
 /// Pulls the account `key` (owned by `owner`) through `source`; returns the local calendars

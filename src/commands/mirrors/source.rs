@@ -1,8 +1,8 @@
 //! [`Source`]: a connected account's calendars at its provider, as the sync engine reads and
 //! writes them, whichever provider it is. The engine ([`super::pull`], [`super::deliver`],
 //! [`super::calendars`]) is written once against this trait; each provider has an adapter in
-//! [`super::sources`] (CalDAV, Google Calendar, Microsoft Graph), and [`AnySource`] is
-//! whichever one an account needs.
+//! [`super::sources`] (CalDAV, Google Calendar, Microsoft Graph), and
+//! [`super::sources::AnySource`] is whichever one an account needs.
 //!
 //! Items are addressed by their provider's own names: a calendar by `RemoteCalendar::id` (a
 //! CalDAV collection URL, a Google calendar id, a Graph calendar id), an item by its `href`
@@ -12,12 +12,10 @@
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
 
+use chrono::{DateTime, Utc};
 use entities::{events, external_events};
 
 use super::resources::Resource;
-use super::sources::caldav::CaldavSource;
-use super::sources::google::GoogleSource;
-use super::sources::microsoft::GraphSource;
 use crate::domain::providers::Provider;
 use crate::error::AppError;
 use crate::providers::ProviderError;
@@ -77,8 +75,17 @@ pub struct Written {
     pub uid: Option<String>,
 }
 
-/// The mirror's resources and their tags (href → tag), as a pull compares them.
-pub type KnownTags = HashMap<String, Option<String>>;
+/// What the mirror holds of one resource.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KnownItem {
+    /// Its tag when it was last read or written.
+    pub tag: Option<String>,
+    /// The time its events span here (earliest start, latest end), as stored.
+    pub span: Option<(DateTime<Utc>, DateTime<Utc>)>,
+}
+
+/// The mirror's resources (href → what it holds of each), as a pull compares them.
+pub type Known = HashMap<String, KnownItem>;
 
 /// A connected account's calendars at its provider.
 pub trait Source: Sync {
@@ -96,7 +103,7 @@ pub trait Source: Sync {
         &self,
         calendar: &RemoteCalendar,
         cursor: Option<&str>,
-        known: &KnownTags,
+        known: &Known,
         skip: &HashSet<String>,
     ) -> impl Future<Output = Result<Changes, SyncError>> + Send;
 
@@ -147,84 +154,4 @@ pub trait Source: Sync {
         &self,
         calendar_id: &str,
     ) -> impl Future<Output = Result<(), SyncError>> + Send;
-}
-
-/// The adapter an account needs.
-pub enum AnySource<'a> {
-    /// A CalDAV server.
-    Caldav(CaldavSource<'a>),
-    /// Google Calendar.
-    Google(GoogleSource<'a>),
-    /// Microsoft Graph.
-    Microsoft(GraphSource<'a>),
-}
-
-/// Calls `$call` on whichever adapter `$source` holds.
-macro_rules! each {
-    ($source:expr, $adapter:ident => $call:expr) => {
-        match $source {
-            AnySource::Caldav($adapter) => $call,
-            AnySource::Google($adapter) => $call,
-            AnySource::Microsoft($adapter) => $call,
-        }
-    };
-}
-
-impl Source for AnySource<'_> {
-    fn provider(&self) -> Provider {
-        each!(self, source => source.provider())
-    }
-
-    async fn calendars(&self) -> Result<Vec<RemoteCalendar>, SyncError> {
-        each!(self, source => source.calendars().await)
-    }
-
-    async fn changes(
-        &self,
-        calendar: &RemoteCalendar,
-        cursor: Option<&str>,
-        known: &KnownTags,
-        skip: &HashSet<String>,
-    ) -> Result<Changes, SyncError> {
-        each!(self, source => source.changes(calendar, cursor, known, skip).await)
-    }
-
-    async fn resource(&self, calendar_id: &str, href: &str) -> Result<Option<Resource>, SyncError> {
-        each!(self, source => source.resource(calendar_id, href).await)
-    }
-
-    async fn write(
-        &self,
-        calendar_id: &str,
-        event: &events::Model,
-        existing: Option<&external_events::Model>,
-    ) -> Result<Written, SyncError> {
-        each!(self, source => source.write(calendar_id, event, existing).await)
-    }
-
-    async fn delete(
-        &self,
-        calendar_id: &str,
-        href: &str,
-        etag: Option<&str>,
-    ) -> Result<(), SyncError> {
-        each!(self, source => source.delete(calendar_id, href, etag).await)
-    }
-
-    async fn create_calendar(&self, name: &str, color: &str) -> Result<String, SyncError> {
-        each!(self, source => source.create_calendar(name, color).await)
-    }
-
-    async fn update_calendar(
-        &self,
-        calendar_id: &str,
-        name: &str,
-        color: &str,
-    ) -> Result<(), SyncError> {
-        each!(self, source => source.update_calendar(calendar_id, name, color).await)
-    }
-
-    async fn delete_calendar(&self, calendar_id: &str) -> Result<(), SyncError> {
-        each!(self, source => source.delete_calendar(calendar_id).await)
-    }
 }

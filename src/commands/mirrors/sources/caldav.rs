@@ -11,7 +11,7 @@ use entities::{caldav_accounts, events, external_events};
 
 use super::super::Mirrors;
 use super::super::resources::{Fetched, Resource};
-use super::super::source::{Changes, KnownTags, RemoteCalendar, Source, SyncError, Written};
+use super::super::source::{Changes, Known, RemoteCalendar, Source, SyncError, Written};
 use super::{read, wanted};
 use crate::domain::providers::Provider;
 use crate::error::AppError;
@@ -116,7 +116,7 @@ impl Source for CaldavSource<'_> {
         &self,
         calendar: &RemoteCalendar,
         cursor: Option<&str>,
-        known: &KnownTags,
+        known: &Known,
         skip: &HashSet<String>,
     ) -> Result<Changes, SyncError> {
         let url = Self::url(&calendar.id)?;

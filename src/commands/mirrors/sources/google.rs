@@ -24,7 +24,7 @@ use sha2::{Digest, Sha256};
 
 use super::super::Mirrors;
 use super::super::resources::{Fetched, Resource};
-use super::super::source::{Changes, KnownTags, RemoteCalendar, Source, SyncError, Written};
+use super::super::source::{Changes, Known, RemoteCalendar, Source, SyncError, Written};
 use super::super::tokens::Tokens;
 use super::vevent::{self, Item, When};
 use super::{read, wanted};
@@ -290,6 +290,8 @@ impl Source for GoogleSource<'_> {
             .await?;
         Ok(entries
             .into_iter()
+            // A free/busy view shows no events to mirror.
+            .filter(|entry| entry.access_role.as_deref() != Some("freeBusyReader"))
             .map(|entry| RemoteCalendar {
                 read_only: !entry.writable(),
                 name: entry.summary_override.clone().or(entry.summary.clone()),
@@ -304,7 +306,7 @@ impl Source for GoogleSource<'_> {
         &self,
         calendar: &RemoteCalendar,
         cursor: Option<&str>,
-        known: &KnownTags,
+        known: &Known,
         skip: &HashSet<String>,
     ) -> Result<Changes, SyncError> {
         let calendar_id = calendar.id.as_str();

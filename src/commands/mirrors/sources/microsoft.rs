@@ -5,8 +5,11 @@
 //! `calendarView/delta` pages through `@odata.nextLink`s to an `@odata.deltaLink`, which the
 //! next pull calls as given. The cursor stored with the mirror is that link and when its
 //! round began; a cursor older than a week, a `410` or `syncStateNotFound` starts a new full
-//! round (with a fresh window) that sweeps what is no longer listed. Items that are
-//! `@removed` were deleted or left the window. Graph expands series into their occurrences
+//! round (with a fresh window). Items that are `@removed` were deleted or left the window,
+//! and a full round does not list what the mirror holds outside its window: each such item
+//! the mirror holds is looked up, removed only when Graph no longer has it, and otherwise
+//! kept with what Graph now says of it (an event written here for last year stays). Graph
+//! expands series into their occurrences
 //! in the window: each is its own event here (an occurrence that lacks a title takes its
 //! series master's). Items may come twice in a round; the last one counts.
 //!
@@ -25,7 +28,7 @@ use serde_json::{Value, json};
 
 use super::super::Mirrors;
 use super::super::resources::{Fetched, Resource};
-use super::super::source::{Changes, KnownTags, RemoteCalendar, Source, SyncError, Written};
+use super::super::source::{Changes, Known, RemoteCalendar, Source, SyncError, Written};
 use super::super::tokens::Tokens;
 use super::vevent::{self, Item, When};
 use super::{read, wanted};
@@ -81,6 +84,11 @@ impl<'a> GraphSource<'a> {
         })
     }
 
+    /// The window of a round begun at `at`.
+    fn window_at(&self, at: DateTime<Utc>) -> (DateTime<Utc>, DateTime<Utc>) {
+        (at - self.window.0, at + self.window.1)
+    }
+
     /// One round from `link` (or a new round over the window): every item by id (`None`
     /// for removed ones), and the delta link that ends it.
     async fn round(
@@ -88,8 +96,7 @@ impl<'a> GraphSource<'a> {
         calendar_id: &str,
         link: Option<&str>,
     ) -> Result<(BTreeMap<String, Option<GraphEvent>>, String), ProviderError> {
-        let now = Utc::now();
-        let (from, to) = (now - self.window.0, now + self.window.1);
+        let (from, to) = self.window_at(Utc::now());
         let mut page = match link {
             Some(link) => {
                 self.tokens
@@ -160,7 +167,15 @@ impl<'a> GraphSource<'a> {
 
     /// The event's body for Graph.
     fn body(&self, event: &events::Model) -> Value {
-        let at = |instant: DateTime<Utc>| json!({ "dateTime": instant.format("%Y-%m-%dT%H:%M:%S%.7f").to_string(), "timeZone": "UTC" });
+        // Graph's form: seven fractional digits, no offset, the zone beside it.
+        let at = |instant: DateTime<Utc>| {
+            let text = format!(
+                "{}.{:07}",
+                instant.format("%Y-%m-%dT%H:%M:%S"),
+                instant.timestamp_subsec_nanos() / 100
+            );
+            json!({ "dateTime": text, "timeZone": "UTC" })
+        };
         let (start, end) = if event.is_all_day {
             let first = event.start.date_naive();
             let last = event.end.date_naive().max(first);
@@ -258,7 +273,7 @@ impl Source for GraphSource<'_> {
         &self,
         calendar: &RemoteCalendar,
         cursor: Option<&str>,
-        known: &KnownTags,
+        known: &Known,
         skip: &HashSet<String>,
     ) -> Result<Changes, SyncError> {
         let now = Utc::now();
@@ -281,20 +296,21 @@ impl Source for GraphSource<'_> {
             }
         };
         let masters = self.masters(&items).await?;
+        let (from, to) = self.window_at(started_at);
         let mut listed = HashSet::new();
-        let mut removed = Vec::new();
+        // Known items Graph no longer shows: deleted, or out of the window (kept).
+        let mut missing = Vec::new();
         let mut wanted_items = Vec::new();
         for (id, item) in &items {
             match item {
                 None => {
                     if known.contains_key(id) {
-                        removed.push(id.clone());
+                        missing.push(id.clone());
                     }
                 }
                 Some(event) => {
                     listed.insert(id.clone());
-                    let tag = event.tag();
-                    if wanted(id, tag.as_ref(), known, skip) {
+                    if wanted(id, event.tag().as_ref(), known, skip) {
                         let master = event
                             .series_master_id
                             .as_deref()
@@ -305,10 +321,41 @@ impl Source for GraphSource<'_> {
             }
         }
         if full {
-            removed.extend(known.keys().filter(|href| !listed.contains(*href)).cloned());
+            // What the mirror holds inside the window but the round did not list.
+            missing.extend(
+                known
+                    .iter()
+                    .filter(|(href, item)| {
+                        !listed.contains(*href)
+                            && item
+                                .span
+                                .is_none_or(|(start, end)| start < to && end >= from)
+                    })
+                    .map(|(href, _)| href.clone()),
+            );
         }
-        removed.sort();
-        removed.dedup();
+        missing.sort();
+        missing.dedup();
+        // An item that left the window still exists: it is kept (with its new times); only
+        // what Graph no longer has is removed.
+        let mut removed = Vec::new();
+        for id in missing.into_iter().filter(|id| !skip.contains(id)) {
+            let there = self
+                .tokens
+                .with(|token| {
+                    let id = id.as_str();
+                    async move { self.api.event(&token, id).await }
+                })
+                .await?;
+            match there.filter(|event| event.kind.as_deref() != Some("seriesMaster")) {
+                None => removed.push(id),
+                Some(event) => {
+                    if wanted(&id, event.tag().as_ref(), known, skip) {
+                        wanted_items.push(fetched(&event, None));
+                    }
+                }
+            }
+        }
         let cursor = serde_json::to_string(&Cursor {
             delta_link,
             started_at,
