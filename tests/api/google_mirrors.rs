@@ -20,24 +20,13 @@ use sha2::{Digest, Sha256};
 use crate::helpers::caldav::with_caldav;
 use crate::helpers::google::{
     come_back, event_titled, events_in, google_app, google_id, google_mirrors, link, link_social,
-    mirror_id, outbox_rows, start_link, stored_google_account, sync_now, titles_in,
+    mirror_id, outbox_rows, start_link, stored_google_account, sync_now, titles_in, until_frame,
 };
 use crate::helpers::{TestApp, TestUser, event_body, eventually, sample, spawn_app_with};
 use crate::support::google_api::{GOOGLE_CLIENT_ID, GoogleApi, Recorded};
 use crate::support::idp::{IdentityProvider, google_claims};
-use crate::support::sse::SseClient;
 
 const CALENDAR_SCOPE: &str = "https://www.googleapis.com/auth/calendar";
-
-/// The next frame of `kind`, skipping others.
-async fn until_frame(stream: &mut SseClient, kind: &str) -> Value {
-    loop {
-        let frame = stream.next_frame().await;
-        if frame["type"] == kind {
-            return frame;
-        }
-    }
-}
 
 async fn google_status(app: &TestApp, user: &TestUser) -> Value {
     let (status, body) = app

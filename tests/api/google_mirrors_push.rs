@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::helpers::google::{
     google_app, google_id, google_mirrors, link, mirror_id, outbox_rows, stored_google_account,
-    sync_now, titles_in,
+    sync_now, titles_in, until_frame,
 };
 use crate::helpers::{event_body, eventually, sample};
 use crate::support::google_api::{GoogleApi, GoogleUser, RateLimit, Recorded};
@@ -516,16 +516,6 @@ async fn access_tokens_are_refreshed_ahead_of_expiry_and_after_a_401() {
         stored_google_account(&app).await.expect("row")["syncStatus"],
         Value::Null
     );
-}
-
-/// The next frame of `kind`, skipping others.
-async fn until_frame(stream: &mut crate::support::sse::SseClient, kind: &str) -> Value {
-    loop {
-        let frame = stream.next_frame().await;
-        if frame["type"] == kind {
-            return frame;
-        }
-    }
 }
 
 #[tokio::test]

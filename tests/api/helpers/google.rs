@@ -1,7 +1,7 @@
 //! What the Google mirror tests share: a server pointed at a [`GoogleApi`] fake, the
 //! better-auth linking dance played as the browser (link-social, consent at the fake, the
-//! callback with the state cookie), syncing now, and reading mirrors, their events and the
-//! stored account.
+//! callback with the state cookie), syncing now, reading mirrors, their events, the stored
+//! account and the outbox, and waiting for a kind of frame.
 
 use reqwest::{Method, StatusCode};
 use sea_orm::{ConnectionTrait, Statement};
@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use super::caldav::{calendars, with_caldav};
 use super::{TestApp, TestUser, no_redirects, spawn_app_with};
 use crate::support::google_api::{GoogleApi, GoogleUser};
+use crate::support::sse::SseClient;
 
 /// A server with Google configured against `fake`, the pull timer off and quick retries.
 pub async fn google_app(fake: &GoogleApi) -> TestApp {
@@ -226,4 +227,14 @@ pub async fn outbox_rows(app: &TestApp) -> i64 {
 /// The Google event id Bowline inserts a new event under: its UUID's 32 hex digits.
 pub fn google_id(event_id: &str) -> String {
     event_id.replace('-', "")
+}
+
+/// The next frame of `kind` on `stream`, skipping others (each within the wait).
+pub async fn until_frame(stream: &mut SseClient, kind: &str) -> Value {
+    loop {
+        let frame = stream.next_frame().await;
+        if frame["type"] == kind {
+            return frame;
+        }
+    }
 }
