@@ -5,6 +5,7 @@
 //! `resources`). Nothing is shared between tests.
 
 pub mod caldav;
+pub mod google;
 mod resources;
 mod stored;
 mod stress_tool;

@@ -6,8 +6,6 @@
 
 pub mod browser;
 pub mod caldav_servers;
-// Until the Google mirror tests use all of it, parts of the fixture are unused.
-#[allow(dead_code)]
 pub mod google_api;
 pub mod graph_api;
 pub mod ics;
