@@ -36,7 +36,7 @@ pub enum ProviderError {
     #[error("the provider asks for a full resync")]
     SyncReset,
     /// 5xx, 408, 429 or a rate limit: try again later (after `retry_after` if given).
-    #[error("the provider is unavailable or limiting requests ({status:?})")]
+    #[error("the provider is unavailable or limiting requests{}", status_text(*status))]
     Unavailable {
         /// The HTTP status.
         status: Option<u16>,
@@ -60,6 +60,13 @@ pub enum ProviderError {
     /// Refused by the outbound guard, timed out, could not connect, too large.
     #[error(transparent)]
     Outbound(#[from] OutboundError),
+}
+
+/// ` (503)`, or nothing without a status.
+fn status_text(status: Option<u16>) -> String {
+    status
+        .map(|status| format!(" ({status})"))
+        .unwrap_or_default()
 }
 
 impl ProviderError {

@@ -209,7 +209,6 @@ pub async fn create_mirror(
     new: NewMirror,
     now: DateTime<Utc>,
 ) -> Result<Option<(entities::calendars::Model, external_calendars::Model)>, DbErr> {
-    use crate::domain::roles::Role;
     use entities::{calendar_members, calendars};
     let calendar = calendars::ActiveModel {
         id: Set(Uuid::new_v4()),
@@ -226,7 +225,7 @@ pub async fn create_mirror(
         id: Set(Uuid::new_v4()),
         calendar_id: Set(calendar.id),
         user_id: Set(new.owner.clone()),
-        role: Set(Role::Owner.as_str().to_owned()),
+        role: Set(owner_role(new.read_only).as_str().to_owned()),
         reminder: Set(None),
         created_at: Set(now),
         updated_at: Set(now),
@@ -261,6 +260,34 @@ pub async fn create_mirror(
         return Ok(None);
     }
     Ok(Some((calendar, mirror)))
+}
+
+/// The account owner's role in a mirror: owner, or viewer when the provider lets the
+/// account only read the calendar (so nothing can be written that could not be delivered).
+fn owner_role(read_only: bool) -> crate::domain::roles::Role {
+    use crate::domain::roles::Role;
+    if read_only { Role::Viewer } else { Role::Owner }
+}
+
+/// The provider now lets the account write to a mirror, or no longer does: the mirror
+/// remembers it and its account owner's role follows ([`owner_role`]).
+pub async fn set_read_only(
+    txn: &impl ConnectionTrait,
+    mirror: &external_calendars::Model,
+    read_only: bool,
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    external_calendars::Entity::update_many()
+        .col_expr(external_calendars::Column::ReadOnly, Expr::value(read_only))
+        .col_expr(external_calendars::Column::UpdatedAt, Expr::value(now))
+        .filter(external_calendars::Column::Id.eq(mirror.id))
+        .exec(txn)
+        .await?;
+    if let Some(calendar) = mirror.calendar_id {
+        super::members::set_role(txn, calendar, &mirror.user_id, owner_role(read_only), now)
+            .await?;
+    }
+    Ok(())
 }
 
 /// What a listing shows of a mirror's account.

@@ -82,20 +82,28 @@ pub async fn claim(
         );
     }
     let mut rows = query.all(&txn).await?;
-    // An event whose earlier rows another instance is delivering waits for it: its rows
-    // are delivered in order by one deliverer at a time.
+    // An event whose earlier rows another instance is delivering waits for it, and so does
+    // one with a row still waiting for its retry: an event's rows are delivered in order,
+    // by one deliverer at a time, and never ahead of a provider's `Retry-After`.
     let events: Vec<Uuid> = rows.iter().map(|row| row.event_id).collect();
     if !events.is_empty() {
-        let busy: HashSet<Uuid> = provider_outbox::Entity::find()
+        let held_elsewhere = provider_outbox::Column::ClaimedUntil
+            .gt(now)
+            .and(provider_outbox::Column::ClaimedBy.ne(instance));
+        let waiting: HashSet<Uuid> = provider_outbox::Entity::find()
             .filter(provider_outbox::Column::EventId.is_in(events))
-            .filter(provider_outbox::Column::ClaimedUntil.gt(now))
-            .filter(provider_outbox::Column::ClaimedBy.ne(instance))
+            .filter(
+                held_elsewhere.or(provider_outbox::Column::NextAttemptAt
+                    .gt(now)
+                    .and(provider_outbox::Column::Provider.eq(provider))
+                    .and(provider_outbox::Column::AccountId.eq(account_id))),
+            )
             .all(&txn)
             .await?
             .into_iter()
             .map(|row| row.event_id)
             .collect();
-        rows.retain(|row| !busy.contains(&row.event_id));
+        rows.retain(|row| !waiting.contains(&row.event_id));
     }
     if rows.is_empty() {
         txn.commit().await?;

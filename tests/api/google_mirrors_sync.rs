@@ -1,8 +1,8 @@
 //! Pulling Google calendars: cancelled events leave the mirror, a cancelled instance
 //! becomes an EXDATE of its series and an edited one an override, a `410` in the middle of
 //! an incremental listing throws the pages read away and lists everything again, a
-//! `403 userRateLimitExceeded` defers the account's pulls for the `Retry-After` Google
-//! asked (writes still go out meanwhile), calendars added or removed at Google come and go
+//! `403 userRateLimitExceeded` quiets the account for the `Retry-After` Google asked (its
+//! pulls and its writes wait, then go on), calendars added or removed at Google come and go
 //! (the calendarList read page by page; a mirror disconnected here stays away), and
 //! calendar ids holding `#` travel percent-encoded; times are read with their offsets and
 //! zones, all-day events as days; a failed sync says why in words.
@@ -196,7 +196,7 @@ async fn a_410_in_the_middle_of_paging_restarts_a_full_sync() {
 }
 
 #[tokio::test]
-async fn a_user_rate_limit_defers_the_accounts_pulls_for_its_retry_after() {
+async fn a_user_rate_limit_quiets_the_account_for_its_retry_after() {
     let fake = GoogleApi::start().await;
     let (ana_at_google, work) = account(&fake);
     let app = google_app(&fake).await;
@@ -232,7 +232,8 @@ async fn a_user_rate_limit_defers_the_accounts_pulls_for_its_retry_after() {
     );
     assert!(titles_in(&app, &ana, &mirror).await.is_empty());
 
-    // Writes are still delivered meanwhile: only pulls wait.
+    // A write made meanwhile waits too (Google's quota is the user's, whatever the call),
+    // and is delivered once the wait is over, exactly once.
     let written = app
         .create_event(
             &ana,
@@ -248,9 +249,15 @@ async fn a_user_rate_limit_defers_the_accounts_pulls_for_its_retry_after() {
         })
         .await;
     assert!(
-        insert.at.duration_since(limited_at) < Duration::from_millis(1900),
-        "the write waited for the pull's Retry-After"
+        insert.at.duration_since(limited_at) >= Duration::from_millis(1900),
+        "the write went to Google before its Retry-After had passed"
     );
+    let inserts = fake
+        .requests()
+        .iter()
+        .filter(|r| r.method == "POST" && r.body.as_ref().is_some_and(|b| b["id"] == gid.as_str()))
+        .count();
+    assert_eq!(inserts, 1, "delivered once");
 
     // Then the pull goes through.
     eventually("the pull resumes", || async {

@@ -292,6 +292,11 @@ async fn record_written(
     written: Written,
 ) -> Result<(), AppError> {
     let txn = env.services.db.begin_write().await?;
+    // Under the calendar's lock, as the event commands take it: a delete or unlink of the
+    // event either committed before (and is seen here) or sees the item recorded here.
+    if calendar_store::lock(&txn, calendar_id).await?.is_none() {
+        return Ok(());
+    }
     // The event left the mirror while it was being written (deleted or unlinked before its
     // item was known, so no delete was queued): queue the item's delete now.
     let still_there = match event_store::find_live(&txn, &[event_id]).await?.pop() {

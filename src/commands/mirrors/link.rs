@@ -42,7 +42,7 @@ struct Pending {
 pub struct Destinations {
     /// After success (`callbackURL`).
     pub callback_url: Option<String>,
-    /// After a failure (`errorCallbackURL`; else the callback URL).
+    /// After a failure (`errorCallbackURL`; else better-auth's `/api/auth/error`).
     pub error_callback_url: Option<String>,
 }
 

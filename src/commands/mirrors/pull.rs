@@ -15,6 +15,7 @@ use super::Mirrors;
 use super::apply::{Target, apply};
 use super::disconnect::{Removed, remove_mirror_calendar};
 use super::source::{Known, KnownItem, RemoteCalendar, Source, SyncError};
+use crate::commands::announce_calendar;
 use crate::domain::frames::Frame;
 use crate::domain::providers::AccountKey;
 use crate::error::AppError;
@@ -124,6 +125,11 @@ pub async fn pull<S: Source>(
             continue;
         }
         if let Some(mirror) = mirror
+            && mirror.read_only != calendar.read_only
+        {
+            refresh_access(env, mirror, calendar.read_only).await?;
+        }
+        if let Some(mirror) = mirror
             && mirror.sync_token.is_some()
             && mirror.sync_token == calendar.version
         {
@@ -183,6 +189,36 @@ pub async fn pull<S: Source>(
     }
     announce_external_sync(env, &changed).await?;
     Ok(changed)
+}
+
+/// The provider now lets the account write to a mirror, or no longer does: the owner's role
+/// follows (owner or viewer) and the calendar's members are told.
+async fn refresh_access(
+    env: &Mirrors,
+    mirror: &external_calendars::Model,
+    read_only: bool,
+) -> Result<(), AppError> {
+    let services = &env.services;
+    let txn = services.db.begin_write().await?;
+    let now = Utc::now();
+    mirrors::set_read_only(&txn, mirror, read_only, now).await?;
+    let calendar = match mirror.calendar_id {
+        // The update takes the calendar's row lock; the row is read back as it is now.
+        Some(id) => {
+            calendar_store::touch(&txn, id, now).await?;
+            calendar_store::lock(&txn, id).await?
+        }
+        None => None,
+    };
+    let members = match &calendar {
+        Some(calendar) => members::list(&txn, calendar.id).await?,
+        None => Vec::new(),
+    };
+    txn.commit().await?;
+    if let Some(calendar) = calendar {
+        announce_calendar(services, &calendar, &members);
+    }
+    Ok(())
 }
 
 /// Sends `external_sync {calendars}` to the members of the changed calendars, each user
