@@ -19,6 +19,8 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::helpers::caldav::{CALDAV_KEY, with_caldav};
+use crate::helpers::oauth;
+pub use crate::helpers::oauth::{LinkStart, start_link_with, sync_now};
 use crate::helpers::{TestApp, TestUser, event_body, eventually, no_redirects, spawn_app_with};
 use crate::support::graph_api::{
     GraphApi, GraphUser, MICROSOFT_CLIENT_ID, MICROSOFT_CLIENT_SECRET, Recorded, Reset,
@@ -73,20 +75,6 @@ pub async fn linked_app(
     Linked { app, ana }
 }
 
-/// What `POST /api/auth/link-social` answered.
-pub struct LinkStart {
-    /// The authorization URL (`url` of the body).
-    pub url: String,
-    /// The value of the `better-auth.state` cookie it set.
-    pub cookie: String,
-    /// The whole body.
-    pub body: Value,
-    /// `Location`, if any.
-    pub location: Option<String>,
-    /// The `Set-Cookie` header of the state cookie, whole.
-    pub set_cookie: String,
-}
-
 /// `POST /api/auth/link-social` as `user` with `body`: the status and the JSON answer.
 pub async fn link_social(app: &TestApp, user: &TestUser, body: &Value) -> (StatusCode, Value) {
     app.call(Method::POST, "/api/auth/link-social", user, Some(body))
@@ -103,59 +91,11 @@ pub async fn start_link(app: &TestApp, user: &TestUser) -> LinkStart {
     .await
 }
 
-/// Starts a link with `body`; panics unless it is answered 200 with a state cookie.
-pub async fn start_link_with(app: &TestApp, user: &TestUser, body: &Value) -> LinkStart {
-    let response = app
-        .as_user(Method::POST, "/api/auth/link-social", user)
-        .json(body)
-        .send()
-        .await
-        .expect("request");
-    assert_eq!(response.status(), StatusCode::OK, "link-social answers");
-    let location = response
-        .headers()
-        .get("location")
-        .map(|l| l.to_str().expect("location").to_owned());
-    let set_cookie = response
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find(|v| v.starts_with("better-auth.state="))
-        .expect("a state cookie")
-        .to_owned();
-    let cookie = set_cookie["better-auth.state=".len()..]
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .to_owned();
-    let body: Value = response.json().await.expect("JSON");
-    LinkStart {
-        url: body["url"].as_str().expect("url").to_owned(),
-        cookie,
-        body,
-        location,
-        set_cookie,
-    }
-}
-
-/// The browser coming back from Microsoft to `back` with the state `cookie` (if any): the
-/// `Location` Bowline redirects to.
+/// The browser coming back from Microsoft to `back` with the state `cookie` value (if any):
+/// the `Location` Bowline redirects to.
 pub async fn come_back(back: &str, cookie: Option<&str>) -> String {
-    let mut request = no_redirects().get(back);
-    if let Some(cookie) = cookie {
-        request = request.header("cookie", format!("better-auth.state={cookie}"));
-    }
-    let response = request.send().await.expect("callback");
-    assert_eq!(
-        response.status(),
-        StatusCode::FOUND,
-        "the callback redirects"
-    );
-    response.headers()["location"]
-        .to_str()
-        .expect("location")
-        .to_owned()
+    let header = cookie.map(|value| format!("better-auth.state={value}"));
+    oauth::come_back(back, header.as_deref()).await
 }
 
 /// Links `account` to `user` (link-social, consent, callback); panics unless the browser
@@ -164,17 +104,6 @@ pub async fn link(app: &TestApp, graph: &GraphApi, user: &TestUser, account: &Gr
     let start = start_link(app, user).await;
     let back = graph.consent(&start.url, account);
     assert_eq!(come_back(&back, Some(&start.cookie)).await, "/linked");
-}
-
-/// `GET /api/v1/calendars/google` (sync every account now): the status and the text.
-pub async fn sync_now(app: &TestApp, user: &TestUser) -> (StatusCode, String) {
-    let response = app
-        .as_user(Method::GET, "/api/v1/calendars/google", user)
-        .send()
-        .await
-        .expect("request");
-    let status = response.status();
-    (status, response.text().await.expect("body"))
 }
 
 /// Syncs now; panics unless it answers "OK".

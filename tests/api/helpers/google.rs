@@ -8,7 +8,9 @@ use sea_orm::{ConnectionTrait, Statement};
 use serde_json::{Value, json};
 
 use super::caldav::{calendars, with_caldav};
-use super::{TestApp, TestUser, no_redirects, spawn_app_with};
+use super::oauth;
+pub use super::oauth::come_back;
+use super::{TestApp, TestUser, spawn_app_with};
 use crate::support::google_api::{GoogleApi, GoogleUser};
 use crate::support::sse::SseClient;
 
@@ -58,41 +60,16 @@ pub async fn link_social(
 
 /// Starts linking Google as `user` (success `/linked`, failure `/failed`).
 pub async fn start_link(app: &TestApp, user: &TestUser) -> StartedLink {
-    let (status, headers, body) = link_social(
+    let started = oauth::start_link_with(
         app,
         user,
         &json!({"provider": "google", "callbackURL": "/linked", "errorCallbackURL": "/failed"}),
     )
     .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    let set_cookie = headers["set-cookie"]
-        .to_str()
-        .expect("cookie text")
-        .to_owned();
-    let cookie = set_cookie.split(';').next().expect("name=value").to_owned();
     StartedLink {
-        url: body["url"].as_str().expect("url").to_owned(),
-        cookie,
+        url: started.url,
+        cookie: format!("better-auth.state={}", started.cookie),
     }
-}
-
-/// The browser comes back to Bowline at `back` carrying `cookie` (if any): the redirect's
-/// `Location`.
-pub async fn come_back(back: &str, cookie: Option<&str>) -> String {
-    let mut request = no_redirects().get(back);
-    if let Some(cookie) = cookie {
-        request = request.header("cookie", cookie);
-    }
-    let response = request.send().await.expect("callback");
-    assert_eq!(
-        response.status(),
-        StatusCode::FOUND,
-        "the callback redirects"
-    );
-    response.headers()["location"]
-        .to_str()
-        .expect("location")
-        .to_owned()
 }
 
 /// Links `google_user` to `user` all the way (link-social, consent, callback) and waits
@@ -107,13 +84,7 @@ pub async fn link(app: &TestApp, user: &TestUser, fake: &GoogleApi, google_user:
 /// `GET /api/v1/calendars/google`: deliver and pull every account of `user` now. The status
 /// and the body (JSON, or the text as a JSON string).
 pub async fn sync_now(app: &TestApp, user: &TestUser) -> (StatusCode, Value) {
-    let response = app
-        .as_user(Method::GET, "/api/v1/calendars/google", user)
-        .send()
-        .await
-        .expect("request");
-    let status = response.status();
-    let text = response.text().await.expect("body");
+    let (status, text) = oauth::sync_now(app, user).await;
     (
         status,
         serde_json::from_str(&text).unwrap_or(Value::String(text)),

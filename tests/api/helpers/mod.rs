@@ -6,6 +6,7 @@
 
 pub mod caldav;
 pub mod google;
+pub mod oauth;
 mod resources;
 mod stored;
 mod stress_tool;
