@@ -14,27 +14,25 @@
 //! Bowline id, so a retried insert meets `409` ("already there") and is adopted instead of
 //! duplicated.
 
+mod mapping;
+
 use std::collections::{BTreeMap, HashSet};
 
-use chrono::{DateTime, Duration, NaiveDate, NaiveDateTime, SecondsFormat, Utc};
 use chrono_tz::Tz;
 use entities::{accounts, events, external_events};
-use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
+use serde_json::json;
 
 use super::super::Mirrors;
-use super::super::resources::{Fetched, Resource};
+use super::super::resources::Resource;
 use super::super::source::{Changes, Known, RemoteCalendar, Source, SyncError, Written};
 use super::super::tokens::Tokens;
-use super::vevent::{self, Item, When};
 use super::{read, wanted};
 use crate::domain::providers::Provider;
 use crate::error::AppError;
-use crate::ical::export::recurrence_lines;
-use crate::ical::timezones::named_zone;
 use crate::providers::ProviderError;
-use crate::providers::google::{EventTime, EventsQuery, GoogleCalendar, GoogleEvent};
+use crate::providers::google::{EventsQuery, GoogleCalendar, GoogleEvent};
 use crate::providers::oauth::OAuthApp;
+use mapping::{body, fetched, google_id, if_match};
 
 /// Pages one listing may take before it is refused as endless.
 const MAX_PAGES: usize = 10_000;
@@ -148,142 +146,6 @@ impl<'a> GoogleSource<'a> {
         };
         Ok(Some((master, instances)))
     }
-
-    /// The resource text of a master and its instances.
-    fn fetched(&self, master: &GoogleEvent, instances: &[GoogleEvent]) -> Fetched {
-        Fetched {
-            href: master.id.clone(),
-            etag: resource_tag(master, instances),
-            text: vevent::calendar(&items_of(master, instances)),
-        }
-    }
-
-    /// The event's body for Google.
-    fn body(&self, event: &events::Model) -> Value {
-        let time = |at: DateTime<Utc>, day: NaiveDate| {
-            if event.is_all_day {
-                json!({ "date": day.format("%Y-%m-%d").to_string() })
-            } else {
-                json!({
-                    "dateTime": at.to_rfc3339_opts(SecondsFormat::Secs, true),
-                    "timeZone": self.zone.name(),
-                })
-            }
-        };
-        let first = event.start.date_naive();
-        let last = event.end.date_naive().max(first);
-        let mut body = json!({
-            "summary": event.title,
-            "description": event.description,
-            "location": event.location,
-            "start": time(event.start, first),
-            "end": time(event.end, last + Duration::days(1)),
-        });
-        let recurrence = recurrence_lines(event);
-        if !recurrence.is_empty() {
-            body["recurrence"] = json!(recurrence);
-        }
-        body
-    }
-}
-
-/// The Google id a new event gets: its Bowline id's 32 hex digits (base32hex, as Google
-/// wants client ids).
-fn google_id(event: &events::Model) -> String {
-    event.id.simple().to_string()
-}
-
-/// The stored tag of a resource: the master's etag, and a digest of its instances' tags.
-fn resource_tag(master: &GoogleEvent, instances: &[GoogleEvent]) -> Option<String> {
-    let own = master.etag.clone()?;
-    if instances.is_empty() {
-        return Some(own);
-    }
-    let mut parts: Vec<String> = instances
-        .iter()
-        .map(|item| format!("{}={}", item.id, item.etag.as_deref().unwrap_or_default()))
-        .collect();
-    parts.sort();
-    let digest = Sha256::digest(parts.join("\n").as_bytes());
-    let short: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
-    Some(format!("{own}+{short}"))
-}
-
-/// The `If-Match` value of a stored tag: the master's own quoted etag.
-fn if_match(stored: Option<&str>) -> Option<&str> {
-    stored.map(|tag| match tag.rfind('"') {
-        Some(end) => &tag[..=end],
-        None => tag,
-    })
-}
-
-/// A Google time as the importer reads it.
-fn when(time: &EventTime) -> Option<When> {
-    if let Some(date) = &time.date {
-        return NaiveDate::parse_from_str(date, "%Y-%m-%d")
-            .ok()
-            .map(When::Date);
-    }
-    let text = time.date_time.as_deref()?;
-    let zone = time
-        .time_zone
-        .as_deref()
-        .filter(|zone| named_zone(zone).is_some());
-    if let Ok(at) = DateTime::parse_from_rfc3339(text) {
-        return Some(
-            match zone.and_then(|name| Some((name, named_zone(name)?))) {
-                Some((name, tz)) => When::Zoned {
-                    local: at.with_timezone(&tz).naive_local(),
-                    zone: name.to_owned(),
-                },
-                None => When::Utc(at.naive_utc()),
-            },
-        );
-    }
-    // A wall-clock time without offset, in its named zone.
-    let local = NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%S").ok()?;
-    Some(match zone {
-        Some(name) => When::Zoned {
-            local,
-            zone: name.to_owned(),
-        },
-        None => When::Utc(local),
-    })
-}
-
-/// The VEVENTs of a master and its instances: removed instances become EXDATEs, edited
-/// ones overrides.
-fn items_of(master: &GoogleEvent, instances: &[GoogleEvent]) -> Vec<Item> {
-    let uid = master.ical_uid.clone().unwrap_or_else(|| master.id.clone());
-    let item = |event: &GoogleEvent| Item {
-        uid: uid.clone(),
-        summary: event.summary.clone(),
-        description: event.description.clone(),
-        location: event.location.clone(),
-        start: event.start.as_ref().and_then(when),
-        end: event.end.as_ref().and_then(when),
-        ..Item::default()
-    };
-    let mut first = item(master);
-    first.recurrence = master.recurrence.clone().unwrap_or_default();
-    let mut items = vec![first];
-    for instance in instances {
-        let Some(original) = instance.original_start_time.as_ref().and_then(when) else {
-            continue;
-        };
-        if instance.is_cancelled() {
-            items[0].exdates.push(original);
-        } else {
-            let mut edited = item(instance);
-            edited.recurrence_id = Some(original);
-            items.push(edited);
-        }
-    }
-    if !master.is_series() {
-        items.truncate(1);
-        items[0].exdates.clear();
-    }
-    items
 }
 
 /// A master and its instances as one listing holds them.
@@ -352,7 +214,7 @@ impl Source for GoogleSource<'_> {
         }
         let mut listed: HashSet<String> = HashSet::new();
         let mut removed = Vec::new();
-        let mut fetched = Vec::new();
+        let mut to_read = Vec::new();
         for (id, group) in groups {
             if skip.contains(&id) {
                 listed.insert(id);
@@ -380,9 +242,9 @@ impl Source for GoogleSource<'_> {
                 continue;
             };
             listed.insert(id.clone());
-            let resource = self.fetched(&master, &instances);
+            let resource = fetched(&master, &instances);
             if wanted(&id, resource.etag.as_ref(), known, skip) {
-                fetched.push(resource);
+                to_read.push(resource);
             }
         }
         if full {
@@ -391,7 +253,7 @@ impl Source for GoogleSource<'_> {
         removed.sort();
         removed.dedup();
         Ok(Changes {
-            resources: read(self.env, fetched, self.zone).await?,
+            resources: read(self.env, to_read, self.zone).await?,
             removed,
             cursor: token.filter(|token| !token.is_empty()),
         })
@@ -401,8 +263,8 @@ impl Source for GoogleSource<'_> {
         let Some((master, instances)) = self.series(calendar_id, href).await? else {
             return Ok(None);
         };
-        let fetched = self.fetched(&master, &instances);
-        Ok(read(self.env, vec![fetched], self.zone).await?.pop())
+        let resource = fetched(&master, &instances);
+        Ok(read(self.env, vec![resource], self.zone).await?.pop())
     }
 
     async fn write(
@@ -411,7 +273,7 @@ impl Source for GoogleSource<'_> {
         event: &events::Model,
         existing: Option<&external_events::Model>,
     ) -> Result<Written, SyncError> {
-        let body = self.body(event);
+        let body = body(event, self.zone);
         let written = |stored: GoogleEvent| Written {
             href: stored.id,
             etag: stored.etag,
@@ -538,55 +400,5 @@ impl Source for GoogleSource<'_> {
             .with(|token| async move { self.api.delete_calendar(&token, calendar_id).await })
             .await?;
         Ok(())
-    }
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    fn event(value: Value) -> GoogleEvent {
-        serde_json::from_value(value).unwrap()
-    }
-
-    #[test]
-    fn a_series_tag_covers_its_instances_and_if_match_sends_the_masters_own() {
-        let master = event(json!({"id": "m", "etag": "\"1\"", "recurrence": ["RRULE:FREQ=DAILY"]}));
-        assert_eq!(resource_tag(&master, &[]).as_deref(), Some("\"1\""));
-        let cancelled = event(json!({"id": "m_1", "etag": "\"2\"", "status": "cancelled",
-            "recurringEventId": "m", "originalStartTime": {"date": "2026-12-02"}}));
-        let tag = resource_tag(&master, std::slice::from_ref(&cancelled)).unwrap();
-        assert!(tag.starts_with("\"1\"+"), "{tag}");
-        assert_eq!(if_match(Some(&tag)), Some("\"1\""));
-        assert_eq!(if_match(Some("\"1\"")), Some("\"1\""));
-        let items = items_of(&master, &[cancelled]);
-        assert_eq!(items.len(), 1);
-        assert_eq!(items[0].exdates.len(), 1);
-    }
-
-    #[test]
-    fn times_keep_their_zone_or_are_read_in_utc() {
-        let zoned = EventTime {
-            date_time: Some("2026-12-01T09:00:00+01:00".into()),
-            time_zone: Some("Europe/Berlin".into()),
-            ..EventTime::default()
-        };
-        assert!(matches!(when(&zoned), Some(When::Zoned { zone, .. }) if zone == "Europe/Berlin"));
-        let utc = EventTime {
-            date_time: Some("2026-12-01T09:00:00+01:00".into()),
-            ..EventTime::default()
-        };
-        assert_eq!(
-            when(&utc),
-            Some(When::Utc(
-                NaiveDateTime::parse_from_str("2026-12-01T08:00:00", "%Y-%m-%dT%H:%M:%S").unwrap()
-            ))
-        );
-        let day = EventTime {
-            date: Some("2026-12-01".into()),
-            ..EventTime::default()
-        };
-        assert!(matches!(when(&day), Some(When::Date(_))));
     }
 }

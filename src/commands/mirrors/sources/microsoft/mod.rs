@@ -18,25 +18,27 @@
 //! event is refused (Graph's series are structured patterns, not RRULE text; writing one
 //! wrongly would be worse than saying so) and the refusal is reported to the calendar.
 
+mod mapping;
+
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use chrono::{DateTime, Duration, NaiveDateTime, Utc};
+use chrono::{DateTime, Duration, Utc};
 use chrono_tz::Tz;
 use entities::{accounts, events, external_events};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::super::Mirrors;
-use super::super::resources::{Fetched, Resource};
+use super::super::resources::Resource;
 use super::super::source::{Changes, Known, RemoteCalendar, Source, SyncError, Written};
 use super::super::tokens::Tokens;
-use super::vevent::{self, Item, When};
 use super::{read, wanted};
 use crate::domain::providers::Provider;
 use crate::error::AppError;
 use crate::providers::ProviderError;
-use crate::providers::graph::{DateTimeZone, GraphCalendar, GraphEvent};
+use crate::providers::graph::{GraphCalendar, GraphEvent};
 use crate::providers::oauth::OAuthApp;
+use mapping::{body, fetched};
 
 /// Pages one round may take before it is refused as endless.
 const MAX_PAGES: usize = 10_000;
@@ -182,87 +184,6 @@ impl<'a> GraphSource<'a> {
             }
         }
         Ok(masters)
-    }
-
-    /// The event's body for Graph.
-    fn body(&self, event: &events::Model) -> Value {
-        // Graph's form: seven fractional digits, no offset, the zone beside it.
-        let at = |instant: DateTime<Utc>| {
-            let text = format!(
-                "{}.{:07}",
-                instant.format("%Y-%m-%dT%H:%M:%S"),
-                instant.timestamp_subsec_nanos() / 100
-            );
-            json!({ "dateTime": text, "timeZone": "UTC" })
-        };
-        let (start, end) = if event.is_all_day {
-            let first = event.start.date_naive();
-            let last = event.end.date_naive().max(first);
-            let midnight = |day: chrono::NaiveDate| day.and_time(chrono::NaiveTime::MIN).and_utc();
-            (midnight(first), midnight(last + Duration::days(1)))
-        } else {
-            (event.start, event.end)
-        };
-        json!({
-            "subject": event.title,
-            "body": { "contentType": "text", "content": event.description.clone().unwrap_or_default() },
-            "location": { "displayName": event.location.clone().unwrap_or_default() },
-            "isAllDay": event.is_all_day,
-            "start": at(start),
-            "end": at(end),
-        })
-    }
-}
-
-/// A Graph time as the importer reads it: UTC, or a wall-clock time in its named zone.
-fn when(time: &DateTimeZone, all_day: bool) -> Option<When> {
-    let text = time.date_time.split('.').next()?;
-    let local = NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%S").ok()?;
-    if all_day {
-        return Some(When::Date(local.date()));
-    }
-    Some(match time.time_zone.as_deref().map(str::trim) {
-        None | Some("" | "UTC" | "Etc/UTC" | "tzone://Microsoft/Utc") => When::Utc(local),
-        Some(zone) => When::Zoned {
-            local,
-            zone: zone.to_owned(),
-        },
-    })
-}
-
-/// The VEVENT of an item (an occurrence without a title of its own takes its master's).
-fn item_of(event: &GraphEvent, master: Option<&GraphEvent>) -> Item {
-    let text = |own: Option<String>, inherited: Option<String>| {
-        own.filter(|text| !text.trim().is_empty())
-            .or(inherited.filter(|text| !text.trim().is_empty()))
-    };
-    let body =
-        |event: Option<&GraphEvent>| event.and_then(|e| e.body.clone()).and_then(|b| b.content);
-    let place = |event: Option<&GraphEvent>| {
-        event
-            .and_then(|e| e.location.clone())
-            .and_then(|l| l.display_name)
-    };
-    Item {
-        uid: event.ical_uid.clone().unwrap_or_else(|| event.id.clone()),
-        summary: text(
-            event.subject.clone(),
-            master.and_then(|m| m.subject.clone()),
-        ),
-        description: text(body(Some(event)), body(master)),
-        location: text(place(Some(event)), place(master)),
-        start: event.start.as_ref().and_then(|t| when(t, event.is_all_day)),
-        end: event.end.as_ref().and_then(|t| when(t, event.is_all_day)),
-        cancelled: event.is_cancelled,
-        ..Item::default()
-    }
-}
-
-fn fetched(event: &GraphEvent, master: Option<&GraphEvent>) -> Fetched {
-    Fetched {
-        href: event.id.clone(),
-        etag: event.tag(),
-        text: vevent::calendar(&[item_of(event, master)]),
     }
 }
 
@@ -429,7 +350,7 @@ impl Source for GraphSource<'_> {
             )
             .into());
         }
-        let body = self.body(event);
+        let body = body(event);
         let stored = match existing {
             Some(mapping) => {
                 let (href, etag) = (mapping.remote_href.as_str(), mapping.etag.as_deref());
@@ -494,46 +415,5 @@ impl Source for GraphSource<'_> {
             .with(|token| async move { self.api.delete_calendar(&token, calendar_id).await })
             .await?;
         Ok(())
-    }
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn graph_times_read_in_their_zone_and_all_day_as_dates() {
-        let utc = DateTimeZone {
-            date_time: "2026-12-09T20:30:00.0000000".into(),
-            time_zone: Some("UTC".into()),
-        };
-        assert!(matches!(when(&utc, false), Some(When::Utc(_))));
-        let windows = DateTimeZone {
-            date_time: "2026-12-09T20:30:00.0000000".into(),
-            time_zone: Some("Pacific Standard Time".into()),
-        };
-        assert!(matches!(when(&windows, false), Some(When::Zoned { .. })));
-        assert!(matches!(when(&utc, true), Some(When::Date(_))));
-    }
-
-    #[test]
-    fn occurrences_take_their_masters_title() {
-        let master: GraphEvent = serde_json::from_value(json!({
-            "id": "M", "subject": "Weekly", "body": {"content": "  "}, "type": "seriesMaster"
-        }))
-        .unwrap();
-        let occurrence: GraphEvent = serde_json::from_value(json!({
-            "id": "O", "type": "occurrence", "seriesMasterId": "M",
-            "start": {"dateTime": "2026-12-09T20:30:00.0000000", "timeZone": "UTC"},
-            "end": {"dateTime": "2026-12-09T21:30:00.0000000", "timeZone": "UTC"}
-        }))
-        .unwrap();
-        let item = item_of(&occurrence, Some(&master));
-        assert_eq!(item.summary.as_deref(), Some("Weekly"));
-        assert_eq!(
-            item.description, None,
-            "a whitespace body is no description"
-        );
     }
 }
