@@ -110,6 +110,15 @@ const ENV_VARS: &[(&str, &str)] = &[
         "FEDERATION_ALLOW_PRIVATE_HOSTS",
         "federation.allow_private_hosts",
     ),
+    (
+        "FEDERATION_REQUEST_TIMEOUT_MS",
+        "federation.request_timeout_ms",
+    ),
+    (
+        "FEDERATION_CONNECT_TIMEOUT_MS",
+        "federation.connect_timeout_ms",
+    ),
+    ("FEDERATION_STREAM_RETRY_MS", "federation.stream_retry_ms"),
 ];
 
 /// Why configuration was refused. `Display` is the one line start-up prints.

@@ -134,6 +134,18 @@ impl Settings {
             ("server.idle_timeout_ms", self.server.idle_timeout_ms),
             ("stream.buffer", u64::from(self.stream.buffer)),
             (
+                "federation.request_timeout_ms",
+                self.federation.request_timeout_ms,
+            ),
+            (
+                "federation.connect_timeout_ms",
+                self.federation.connect_timeout_ms,
+            ),
+            (
+                "federation.stream_retry_ms",
+                self.federation.stream_retry_ms,
+            ),
+            (
                 "auth.password_hash_concurrency",
                 u64::from(self.auth.password_hash_concurrency),
             ),
