@@ -10,7 +10,8 @@
 //! `Authorization` header never crosses to another origin. Every exchange has a connect
 //! timeout, a total timeout that includes reading the body, and a cap on the body's size; a
 //! request may return redirects instead of following them, and set its own total timeout
-//! and body cap.
+//! and body cap. A stream ([`OutboundGuard::open`], for Server-Sent Events) passes the same
+//! checks, never follows a redirect, and is timed only until its response head arrives.
 
 mod address;
 mod resolver;
@@ -144,6 +145,35 @@ pub struct OutboundResponse {
     pub url: Url,
 }
 
+/// A response whose body is read piece by piece as it arrives (Server-Sent Events), from
+/// [`OutboundGuard::open`].
+#[derive(Debug)]
+pub struct OutboundStream {
+    /// The response's status (a redirect's: streams never follow them).
+    pub status: StatusCode,
+    /// The response's headers.
+    pub headers: HeaderMap,
+    /// The URL the stream was opened on.
+    pub url: Url,
+    response: reqwest::Response,
+    /// Bytes the body may still bring when the request set a body cap.
+    remaining: Option<usize>,
+}
+
+impl OutboundStream {
+    /// The next piece of the body as soon as it arrives, or `None` at the end of the stream.
+    /// Nothing bounds how long it waits: wrap it in a timeout to notice a silent server.
+    pub async fn chunk(&mut self) -> Result<Option<Bytes>, OutboundError> {
+        let chunk = self.response.chunk().await.map_err(map_reqwest_error)?;
+        if let (Some(chunk), Some(remaining)) = (&chunk, &mut self.remaining) {
+            *remaining = remaining
+                .checked_sub(chunk.len())
+                .ok_or(OutboundError::TooLarge)?;
+        }
+        Ok(chunk)
+    }
+}
+
 /// Why an outbound request failed. Messages never contain a URL's credentials or a body.
 #[derive(Debug, thiserror::Error)]
 pub enum OutboundError {
@@ -234,6 +264,37 @@ impl OutboundGuard {
             Ok(result) => result,
             Err(_) => Err(OutboundError::Timeout),
         }
+    }
+
+    /// Opens `request` as a stream (Server-Sent Events): the same checks as [`Self::send`],
+    /// but a redirect is returned as the stream's status, never followed, and the request's
+    /// timeout (or the guard's total timeout) bounds only the wait for the response's head;
+    /// the body then comes chunk by chunk for as long as the server sends it. The guard's
+    /// body cap does not apply to a stream; a cap the request sets
+    /// ([`OutboundRequest::max_body_bytes`]) does.
+    pub async fn open(&self, request: OutboundRequest) -> Result<OutboundStream, OutboundError> {
+        let head_timeout = request
+            .options
+            .timeout
+            .unwrap_or(self.inner.settings.total_timeout);
+        let remaining = request.options.max_body_bytes;
+        let head = self.exchange(request.without_redirects());
+        let (mut response, url) = match tokio::time::timeout(head_timeout, head).await {
+            Ok(result) => result?,
+            Err(_) => return Err(OutboundError::Timeout),
+        };
+        if let (Some(max), Some(length)) = (remaining, response.content_length())
+            && length > max as u64
+        {
+            return Err(OutboundError::TooLarge);
+        }
+        Ok(OutboundStream {
+            status: response.status(),
+            headers: std::mem::take(response.headers_mut()),
+            url,
+            response,
+            remaining,
+        })
     }
 
     /// Scheme, credentials and IP-literal checks that need no lookup; returns the host.
