@@ -3,10 +3,11 @@
 //!
 //! Unless private hosts are allowed (`FEDERATION_ALLOW_PRIVATE_HOSTS`, for tests and closed
 //! networks) it sends over HTTPS only and to public addresses only: names are resolved by
-//! the guard's own resolver, which refuses a name when any of its addresses is not public and
-//! hands the connector exactly the addresses it checked, so a DNS answer that changes between
-//! the check and the connection cannot point it somewhere else; IP literals are checked
-//! before sending. Redirects are followed by the guard, each hop checked the same way, and the
+//! the guard's own resolver (over the system's, or an injected [`NameLookup`]), which
+//! refuses a name when any of its addresses is not public and hands the connector exactly
+//! the addresses it checked, so a DNS answer that changes between the check and the
+//! connection cannot point it somewhere else; IP literals are checked before sending.
+//! Redirects are followed by the guard, each hop checked the same way, and the
 //! `Authorization` header never crosses to another origin. Every exchange has a connect
 //! timeout, a total timeout that includes reading the body, and a cap on the body's size; a
 //! request may return redirects instead of following them, and set its own total timeout
@@ -29,6 +30,7 @@ use url::{Host, Url};
 use crate::domain::version::IMPLEMENTATION;
 
 use resolver::{GuardResolver, RefusedName};
+pub use resolver::{NameLookup, SystemLookup};
 
 /// How the guard treats outbound requests.
 #[derive(Debug, Clone)]
@@ -198,10 +200,21 @@ pub enum OutboundError {
 }
 
 impl OutboundGuard {
-    /// Builds the guard; its HTTP client (rustls with ring, compiled-in web PKI roots, no
-    /// proxy, no automatic redirects, the guard's resolver) is built on its first request.
+    /// Builds the guard on the system resolver; its HTTP client (rustls with ring,
+    /// compiled-in web PKI roots, no proxy, no automatic redirects, the guard's resolver) is
+    /// built on its first request.
     pub fn new(settings: GuardSettings) -> Result<Self, OutboundError> {
-        let resolver = GuardResolver::new(settings.allow_private_hosts);
+        Self::with_lookup(settings, Arc::new(SystemLookup))
+    }
+
+    /// Builds the guard on `names` instead of the system resolver (a closed network's own
+    /// resolver, or a test's). Every connection asks `names` once and goes only to the
+    /// addresses of that answer, after checking all of them.
+    pub fn with_lookup(
+        settings: GuardSettings,
+        names: Arc<dyn NameLookup>,
+    ) -> Result<Self, OutboundError> {
+        let resolver = GuardResolver::new(settings.allow_private_hosts, names);
         Ok(Self {
             inner: Arc::new(Inner {
                 settings,
