@@ -40,12 +40,14 @@ pub struct GuardSettings {
     pub allow_private_hosts: bool,
     /// The longest a TCP (and TLS) connection may take to open.
     pub connect_timeout: Duration,
-    /// The longest a whole exchange may take: every redirect hop and reading the body.
+    /// The longest a whole exchange may take: every redirect hop and reading the body (a
+    /// stream: until its response head). A request may set its own.
     pub total_timeout: Duration,
     /// How many redirects one exchange follows before it fails with
     /// [`OutboundError::TooManyRedirects`].
     pub max_redirects: usize,
-    /// Response bodies larger than this fail with [`OutboundError::TooLarge`].
+    /// Response bodies larger than this fail with [`OutboundError::TooLarge`] (streams
+    /// excepted). A request may set its own.
     pub max_body_bytes: usize,
 }
 
@@ -63,7 +65,7 @@ struct Inner {
     resolver: GuardResolver,
 }
 
-/// A request for [`OutboundGuard::send`].
+/// A request for [`OutboundGuard::send`] or [`OutboundGuard::open`].
 #[derive(Debug, Clone)]
 pub struct OutboundRequest {
     /// The method, kept across redirects except where HTTP says otherwise.
@@ -120,14 +122,16 @@ impl OutboundRequest {
         self
     }
 
-    /// The longest this exchange may take, every redirect hop and reading the body included,
-    /// instead of the guard's total timeout; the connect timeout stays the guard's.
+    /// The longest this exchange may take, every redirect hop and reading the body included
+    /// (for a stream: until its response head), instead of the guard's total timeout; the
+    /// connect timeout stays the guard's.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.options.timeout = Some(timeout);
         self
     }
 
-    /// The largest response body this exchange accepts, instead of the guard's cap.
+    /// The largest response body this exchange accepts, instead of the guard's cap; on a
+    /// stream, the most it may bring in all.
     pub fn max_body_bytes(mut self, max_body_bytes: usize) -> Self {
         self.options.max_body_bytes = Some(max_body_bytes);
         self
@@ -179,7 +183,8 @@ impl OutboundStream {
 /// Why an outbound request failed. Messages never contain a URL's credentials or a body.
 #[derive(Debug, thiserror::Error)]
 pub enum OutboundError {
-    /// The guard refused the target (scheme, or the class of its address).
+    /// The guard refused the target (its scheme, credentials in its URL, or the class of
+    /// its address).
     #[error("outbound request refused: {0}")]
     Refused(String),
     /// The connection or the whole exchange took too long.
