@@ -16,6 +16,7 @@ pub mod credentials;
 pub mod db_errors;
 pub mod events;
 pub mod federation_connections;
+pub mod horizon;
 pub mod ics;
 pub mod invites;
 pub mod maintenance;
@@ -42,6 +43,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use migration::{Migrator, MigratorTrait};
 use sea_orm::sea_query::{
     Alias, CommonTableExpression, InsertStatement, PostgresQueryBuilder, SqliteQueryBuilder,
@@ -104,6 +106,8 @@ pub struct Database {
     event_reads: Arc<EventReadCache>,
     /// Which calendars mirror a provider account ([`outbox::targets`]).
     mirror_cache: Arc<outbox::MirrorCache>,
+    /// This process's write clock and writes in flight ([`horizon`]).
+    write_horizon: Arc<horizon::WriteHorizon>,
     backend: Backend,
 }
 
@@ -215,6 +219,7 @@ impl Database {
                 StreamLimits::new(settings),
             )),
             mirror_cache: Arc::new(outbox::MirrorCache::default()),
+            write_horizon: Arc::new(horizon::WriteHorizon::default()),
             backend,
         })
     }
@@ -252,7 +257,17 @@ impl Database {
             Some(writer) => writer.begin().await?,
             None => writer::Txn::Pool(self.conn.begin().await?),
         };
-        Ok(WriteTxn::new(txn, self.credential_hooks()))
+        Ok(WriteTxn::new(
+            txn,
+            self.credential_hooks(),
+            self.write_horizon.clone(),
+        ))
+    }
+
+    /// The moment before which no write still in flight can commit ([`horizon`]): a delta
+    /// read's `serverTime`, taken before its snapshot begins.
+    pub async fn horizon(&self) -> Result<DateTime<Utc>, DbErr> {
+        horizon::horizon(&self.conn, &self.write_horizon).await
     }
 
     /// Where a committed credential change goes ([`WriteTxn::credentials_changed`]).
