@@ -73,7 +73,7 @@ async fn delete_once(
         ));
     }
     let former = members::list(&txn, calendar_id).await?;
-    let clock = WriteDeadline::start();
+    let clock = WriteDeadline::start(&txn).await?;
     let deletion = event_visibility::on_calendar_deleted(&txn, calendar_id, clock.now).await?;
     calendar_store::delete(&txn, calendar_id).await?;
     clock.check()?;

@@ -73,8 +73,8 @@ pub async fn accept(
     presented: Option<String>,
 ) -> Result<Accepted, AppError> {
     let calendar_id = calendar.0;
-    let now = Utc::now();
     let txn = services.db.begin_write().await?;
+    let now = txn.stamp().await?;
     let Some(mut calendar) = calendar_store::lock(&txn, calendar_id).await? else {
         return Err(invite_not_found());
     };

@@ -35,8 +35,8 @@ pub async fn join(
 ) -> Result<Vec<MembershipView>, AppError> {
     let calendar_id = calendar.0;
     let user = user.as_str();
-    let now = Utc::now();
     let txn = services.db.begin_write().await?;
+    let now = txn.stamp().await?;
     let Some(calendar) = calendar_store::lock(&txn, calendar_id).await? else {
         return Err(invite_not_found());
     };
@@ -70,8 +70,8 @@ pub async fn leave(
 ) -> Result<(), AppError> {
     let calendar_id = calendar.0;
     let user = user.as_str();
-    let now = Utc::now();
     let txn = services.db.begin_write().await?;
+    let now = txn.stamp().await?;
     let Some(calendar) = calendar_store::lock_for_membership_loss(&txn, calendar_id, user).await?
     else {
         return Err(not_a_member());
@@ -166,8 +166,8 @@ pub async fn remove(
     let calendar_id = calendar.0;
     let actor = by.as_str();
     let target = target.as_str();
-    let now = Utc::now();
     let txn = services.db.begin_write().await?;
+    let now = txn.stamp().await?;
     let Some(calendar) =
         calendar_store::lock_for_membership_loss(&txn, calendar_id, target).await?
     else {

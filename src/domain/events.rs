@@ -1,6 +1,6 @@
 //! Event input validation and the rules around events that need no database: the shape of
 //! an Event body, attendance statuses, what counts as news for change notifications, and
-//! the timing bounds that make delta reads complete.
+//! the time bound of event writes.
 
 use std::time::Duration;
 
@@ -15,14 +15,10 @@ use super::time::{from_epoch_millis, parse_timestamp};
 use crate::error::AppError;
 
 /// A write transaction that changes events must commit within this long of taking its
-/// timestamp, or it rolls back (so delta reads can rely on [`DELTA_OVERLAP`]); the one
-/// statement of a batch of creations on PostgreSQL is held to it by the database itself.
+/// timestamp, or it rolls back: until it ends, delta reads' `serverTime` stays before its
+/// timestamp, so this bounds how long one write can hold every delta read back. The
+/// locks a batch of creations' role check takes in the database are held to it there.
 pub const WRITE_BOUND: Duration = Duration::from_secs(5);
-/// Delta reads look this far behind `since`: a change stamped before a read's `serverTime`
-/// but committed after the read is still returned by the next delta read (clients merge by
-/// id, so a repeated change is harmless). Covers [`WRITE_BOUND`] plus clock skew between
-/// instances.
-pub const DELTA_OVERLAP: Duration = Duration::from_secs(10);
 /// 409 for an event id that exists already (ids are chosen by clients).
 pub fn event_exists() -> AppError {
     AppError::Conflict {

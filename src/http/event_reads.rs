@@ -1,6 +1,8 @@
 //! `GET /api/v1/events`: everything the caller can see (served from the
 //! store's cache while the caller's calendars are unchanged), a delta since a
-//! time (`since`, with deletions and view changes), or a `start`–`end` range. The query is
+//! time (`since`, with deletions and view changes: exactly the changes stamped after the
+//! earlier read's `serverTime` and at or before this one's, the write horizon
+//! [`crate::store::horizon`]), or a `start`–`end` range. The query is
 //! validated before any database access; the answer is rendered by
 //! [`crate::views::event_list`].
 //!
@@ -26,7 +28,7 @@ use warp::{Filter, Rejection, Reply};
 use super::conditional::{self, EntityTag, if_none_match};
 use super::extract::{AuthUser, authenticated, respond, with_ctx};
 use crate::context::Ctx;
-use crate::domain::events::{DELTA_OVERLAP, MAX_RANGE_DAYS};
+use crate::domain::events::MAX_RANGE_DAYS;
 use crate::domain::time::parse_timestamp;
 use crate::error::AppError;
 use crate::store::events::history as event_history;
@@ -113,8 +115,8 @@ async fn list_events_handler(
     if_none_match: Option<&str>,
 ) -> Result<Response, AppError> {
     let query = parse_read_query(query)?;
-    let server_time = Utc::now();
-    let overlap = Duration::from_std(DELTA_OVERLAP).unwrap_or(Duration::seconds(10));
+    // Before the snapshot: every change stamped at or before it has committed by then.
+    let server_time = ctx.db.horizon().await?;
     let (packed, deleted_ids) = match query {
         ReadQuery::All => return full_read(ctx, user, server_time, if_none_match).await,
         // One statement: its own consistent snapshot.
@@ -122,12 +124,14 @@ async fn list_events_handler(
             event_reads::visible(ctx.db.conn(), user.id(), Window::Range(start, end)).await?,
             Vec::new(),
         ),
-        // Changes and deletions from one snapshot, so none falls between the two reads.
+        // Changes and deletions stamped in `(since, serverTime]`, from one snapshot, so
+        // none falls between the two reads.
         ReadQuery::Since(since) => {
-            let since = since - overlap;
+            let until = server_time;
             let txn = ctx.db.begin_read().await?;
-            let deleted = event_history::deleted_since(&txn, user.id(), since).await?;
-            let changed = event_reads::visible(&txn, user.id(), Window::Since(since)).await?;
+            let deleted = event_history::deleted_since(&txn, user.id(), since, until).await?;
+            let changed =
+                event_reads::visible(&txn, user.id(), Window::Since { since, until }).await?;
             txn.commit().await?;
             (changed, deleted)
         }

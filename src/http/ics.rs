@@ -153,7 +153,6 @@ async fn import_handler(
             color,
         },
         &parsed.events,
-        Utc::now(),
     )
     .await?;
     tracing::info!(

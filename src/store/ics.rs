@@ -24,20 +24,16 @@ const EVENT_ROWS_PER_STATEMENT: usize = 1_000;
 const LINK_ROWS_PER_STATEMENT: usize = 5_000;
 
 /// Creates `new` owned by its creator with `imported` events homed and linked in it, in one
-/// transaction; `now` stamps the calendar and the events. Each event gets a new id, the
-/// creator as creator and organizer, the calendar's colour and revision 1.
-///
-/// The owner's membership is written last, with its own clock reading just before the
-/// commit: a new calendar reaches delta reads through its membership's `created_at` (no one
-/// else can see it before), so however long a big import takes, its events are not missed
-/// by a `since` taken while it ran.
+/// transaction, whose stamp ([`crate::store::WriteTxn::stamp`]) stamps the calendar, the
+/// events and the owner's membership. Each event gets a new id, the creator as creator and
+/// organizer, the calendar's colour and revision 1.
 pub async fn create_imported(
     db: &Database,
     new: NewCalendar,
     imported: &[ImportedEvent],
-    now: DateTime<Utc>,
 ) -> Result<calendars::Model, DbErr> {
     let txn = db.begin_write().await?;
+    let now = txn.stamp().await?;
     let calendar = calendars::ActiveModel {
         id: Set(Uuid::new_v4()),
         creator_id: Set(new.creator_id.clone()),
@@ -50,7 +46,7 @@ pub async fn create_imported(
     .insert(&txn)
     .await?;
     add_imported(&txn, &calendar, &new.creator_id, imported, now).await?;
-    let joined = Utc::now();
+    let joined = now;
     calendar_members::ActiveModel {
         id: Set(Uuid::new_v4()),
         calendar_id: Set(calendar.id),

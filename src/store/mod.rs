@@ -17,6 +17,7 @@ pub mod db_errors;
 pub mod events;
 pub mod federation_connections;
 pub mod file_lock;
+pub mod horizon;
 pub mod ics;
 pub(crate) mod instance_bus;
 pub mod invites;
@@ -44,6 +45,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use migration::{Migrator, MigratorTrait};
 use sea_orm::sea_query::{
     Alias, CommonTableExpression, InsertStatement, PostgresQueryBuilder, SqliteQueryBuilder,
@@ -112,6 +114,9 @@ pub struct Database {
     file_lock: Option<FileLock>,
     /// PostgreSQL: the other instances on this database ([`instance_bus`]).
     bus: Option<instance_bus::InstanceBus>,
+    /// This process's write clock and writes in flight ([`horizon`]); shared by the servers
+    /// of one process on one SQLite file.
+    write_horizon: Arc<horizon::WriteHorizon>,
     backend: Backend,
 }
 
@@ -131,8 +136,8 @@ impl Database {
 
     /// [`Self::connect`] for a second server in this process on the database of `sharing`:
     /// an SQLite file is opened under the first server's hold on it, and the two share what
-    /// one process keeps of its sessions (one process, one file). On PostgreSQL the second
-    /// server is an instance like any other.
+    /// one process keeps of its sessions and its write clock (one process, one file). On
+    /// PostgreSQL the second server is an instance like any other.
     pub async fn connect_sharing(
         settings: &StorageSettings,
         sharing: Option<&Database>,
@@ -223,13 +228,18 @@ impl Database {
         let same_file = |first: &&Database| {
             first.file.is_some() && first.file == file && first.backend == Backend::Sqlite
         };
-        let (sessions, credentials) = match sharing.filter(same_file) {
-            Some(first) => (first.sessions.clone(), first.credentials.clone()),
+        let (sessions, credentials, write_horizon) = match sharing.filter(same_file) {
+            Some(first) => (
+                first.sessions.clone(),
+                first.credentials.clone(),
+                first.write_horizon.clone(),
+            ),
             None => (
                 Arc::new(SessionCache::new(Duration::from_millis(
                     settings.session_cache_ms,
                 ))),
                 Arc::new(CredentialChanges::default()),
+                Arc::new(horizon::WriteHorizon::default()),
             ),
         };
         let bus = (backend == Backend::Postgres).then(|| {
@@ -266,6 +276,7 @@ impl Database {
             mirror_cache: Arc::new(outbox::MirrorCache::default()),
             file_lock,
             bus,
+            write_horizon,
             backend,
         })
     }
@@ -303,7 +314,17 @@ impl Database {
             Some(writer) => writer.begin().await?,
             None => writer::Txn::Pool(self.conn.begin().await?),
         };
-        Ok(WriteTxn::new(txn, self.credential_hooks()))
+        Ok(WriteTxn::new(
+            txn,
+            self.credential_hooks(),
+            self.write_horizon.clone(),
+        ))
+    }
+
+    /// The moment before which no write still in flight can commit ([`horizon`]): a delta
+    /// read's `serverTime`, taken before its snapshot begins.
+    pub async fn horizon(&self) -> Result<DateTime<Utc>, DbErr> {
+        horizon::horizon(&self.conn, &self.write_horizon).await
     }
 
     /// Where a committed credential change goes ([`WriteTxn::credentials_changed`]).

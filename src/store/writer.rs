@@ -26,6 +26,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
 use sea_orm::prelude::async_trait::async_trait;
 use sea_orm::sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
 use sea_orm::sqlx::{self, Connection, Executor};
@@ -35,6 +36,8 @@ use sea_orm::{
 };
 use sea_query_sqlx::SqlxValues;
 use tokio::sync::{Mutex, OwnedMutexGuard};
+
+use super::horizon::{InFlight, WriteHorizon, postgres_stamp};
 
 /// The statement that opens a write transaction: it takes SQLite's write lock at once, so
 /// a transaction that reads before it writes never finds the database changed under it.
@@ -297,6 +300,12 @@ pub struct WriteTxn {
     txn: Txn,
     after_commit: CredentialHooks,
     changed: parking_lot::Mutex<Vec<String>>,
+    /// This process's write clock ([`super::horizon`]).
+    horizon: Arc<WriteHorizon>,
+    /// The transaction's stamp, once taken ([`WriteTxn::stamp`]).
+    stamp: tokio::sync::OnceCell<DateTime<Utc>>,
+    /// SQLite: the stamp, registered in flight until the transaction has ended.
+    in_flight: parking_lot::Mutex<Option<InFlight>>,
 }
 
 /// What a committed credential change must reach.
@@ -318,12 +327,37 @@ pub(crate) enum Txn {
 }
 
 impl WriteTxn {
-    pub(crate) fn new(txn: Txn, after_commit: CredentialHooks) -> Self {
+    pub(crate) fn new(txn: Txn, after_commit: CredentialHooks, horizon: Arc<WriteHorizon>) -> Self {
         Self {
             txn,
             after_commit,
             changed: parking_lot::Mutex::new(Vec::new()),
+            horizon,
+            stamp: tokio::sync::OnceCell::new(),
+            in_flight: parking_lot::Mutex::new(None),
         }
+    }
+
+    /// The transaction's timestamp, for every column a delta read compares that it writes
+    /// (taken at the first call, the same after): on SQLite from this process's write clock,
+    /// registered in flight until the transaction ends; on PostgreSQL the database's clock,
+    /// read once the transaction is listed as a writer ([`super::horizon`]). Every horizon
+    /// taken before this transaction commits is before it.
+    pub async fn stamp(&self) -> Result<DateTime<Utc>, DbErr> {
+        self.stamp
+            .get_or_try_init(|| async {
+                match &self.txn {
+                    Txn::Sqlite(_) => {
+                        let in_flight = self.horizon.begin();
+                        let at = in_flight.at();
+                        *self.in_flight.lock() = Some(in_flight);
+                        Ok(at)
+                    }
+                    Txn::Pool(txn) => postgres_stamp(txn).await,
+                }
+            })
+            .await
+            .copied()
     }
 
     /// `user_id`'s credentials (sessions, password, member tokens) or the user itself change
@@ -378,6 +412,8 @@ impl WriteTxn {
         }
     }
 
+    /// The transaction and what its commit announces (which holds its stamp in flight
+    /// until it is run or dropped, after the commit).
     fn split(self) -> (Txn, Announcement) {
         let users = self.changed.into_inner();
         (
@@ -385,6 +421,7 @@ impl WriteTxn {
             Announcement {
                 users,
                 hooks: self.after_commit,
+                in_flight: self.in_flight.into_inner(),
             },
         )
     }
@@ -394,10 +431,13 @@ impl WriteTxn {
 struct Announcement {
     users: Vec<String>,
     hooks: CredentialHooks,
+    /// The transaction's stamp, in flight until the commit has ended (this is dropped).
+    in_flight: Option<InFlight>,
 }
 
 impl Announcement {
     fn run(self) {
+        drop(self.in_flight);
         for user in &self.users {
             self.hooks.sessions.forget_user(user);
             self.hooks.changes.publish(user);

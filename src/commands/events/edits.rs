@@ -241,7 +241,7 @@ async fn edit_once(
         .into_iter()
         .collect();
     let memberships = Memberships::of(&txn, &calendars).await?;
-    let clock = WriteDeadline::start();
+    let clock = WriteDeadline::start(&txn).await?;
     let mut batch = EditBatch {
         events,
         memberships,

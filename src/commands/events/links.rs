@@ -175,7 +175,7 @@ async fn fork_once(
         url: source.url,
     };
     copy.content().check()?;
-    let clock = WriteDeadline::start();
+    let clock = WriteDeadline::start(&txn).await?;
     let new = NewEvent {
         input: &copy,
         creator: actor,

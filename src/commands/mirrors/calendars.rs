@@ -137,7 +137,7 @@ pub async fn import_into_account(
     let calendar = calendar_store::lock(&txn, view.id)
         .await?
         .ok_or_else(|| AppError::internal("the new mirror is gone"))?;
-    let now = Utc::now();
+    let now = txn.stamp().await?;
     let ids = ics_store::add_imported(&txn, &calendar, user.as_str(), imported, now).await?;
     let targets = outbox::targets(&services.db, &txn, &[calendar.id]).await?;
     let calendars = [calendar.id];

@@ -116,7 +116,7 @@ async fn store_new_account(
     read: Vec<(RemoteCalendar, Changes)>,
 ) -> Result<Uuid, SyncError> {
     let txn = env.services.db.begin_write().await?;
-    let now = Utc::now();
+    let now = txn.stamp().await?;
     let owner = input.user_id.clone();
     let account = account_store::save_caldav_account(&txn, input, now).await?;
     for (calendar, changes) in read {

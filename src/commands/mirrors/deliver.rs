@@ -373,7 +373,8 @@ async fn restore_remote<S: Source>(
         calendar: &calendar,
         owner,
     };
-    apply(&txn, target, &read, &removed, Utc::now()).await?;
+    let now = txn.stamp().await?;
+    apply(&txn, target, &read, &removed, now).await?;
     txn.commit().await?;
     tracing::info!("sync.push.conflict");
     Ok(Outcome::Conflict)

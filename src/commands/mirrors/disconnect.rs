@@ -78,7 +78,8 @@ pub async fn disconnect_calendar(
         .filter(|mirror| mirror.user_id == user.as_str() && !mirror.disabled)
         .ok_or_else(|| AppError::bad_request("Not an external calendar you can disconnect"))?;
     let mut removed = Removed::default();
-    remove_mirror_calendar(&txn, calendar_id, &mut removed, Utc::now()).await?;
+    let now = txn.stamp().await?;
+    remove_mirror_calendar(&txn, calendar_id, &mut removed, now).await?;
     mirrors::disable_mirror(&txn, mirror.id).await?;
     txn.commit().await?;
     removed.announce(services);
@@ -122,7 +123,8 @@ pub async fn disconnect_caldav(
     };
     let key = AccountKey::new(Provider::Caldav, account.id.to_string());
     let mut removed = Removed::default();
-    remove_account_mirrors(&txn, &key, &mut removed, Utc::now()).await?;
+    let now = txn.stamp().await?;
+    remove_account_mirrors(&txn, &key, &mut removed, now).await?;
     account_store::delete_caldav_account(&txn, account.id).await?;
     txn.commit().await?;
     removed.announce(services);
@@ -182,7 +184,8 @@ pub async fn disconnect_linked(
     let services = &env.services;
     let txn = services.db.begin_write().await?;
     let mut removed = Removed::default();
-    remove_account_mirrors(&txn, &key, &mut removed, Utc::now()).await?;
+    let now = txn.stamp().await?;
+    remove_account_mirrors(&txn, &key, &mut removed, now).await?;
     if oauth_accounts::sign_in_methods(&txn, user.as_str()).await? > 1 {
         oauth_accounts::delete(&txn, &found.id).await?;
     } else {

@@ -107,7 +107,7 @@ pub async fn pull<S: Source>(
     if !vanished.is_empty() {
         let txn = services.db.begin_write().await?;
         let mut removed = Removed::default();
-        let now = Utc::now();
+        let now = txn.stamp().await?;
         for mirror in &vanished {
             if let Some(calendar) = mirror.calendar_id {
                 remove_mirror_calendar(&txn, calendar, &mut removed, now).await?;
@@ -142,7 +142,7 @@ pub async fn pull<S: Source>(
         let cursor = mirror.and_then(|m| m.sync_token.as_deref());
         let changes = source.changes(calendar, cursor, &tags, &skip).await?;
         let txn = services.db.begin_write().await?;
-        let now = Utc::now();
+        let now = txn.stamp().await?;
         let (local, mirror_id, created) = match mirror {
             Some(mirror) => {
                 let Some(local) = mirror.calendar_id else {
@@ -200,7 +200,7 @@ async fn refresh_access(
 ) -> Result<(), AppError> {
     let services = &env.services;
     let txn = services.db.begin_write().await?;
-    let now = Utc::now();
+    let now = txn.stamp().await?;
     mirrors::set_read_only(&txn, mirror, read_only, now).await?;
     let calendar = match mirror.calendar_id {
         // The update takes the calendar's row lock; the row is read back as it is now.

@@ -12,17 +12,16 @@
 use std::collections::HashSet;
 
 use entities::events;
-use sea_orm::DbErr;
+use sea_orm::{ConnectionTrait, DbErr};
 use uuid::Uuid;
 
-use super::WriteDeadline;
 use super::calendar_roles::{self, CalendarRoles};
 use super::inserts::{self, InsertEventError, NewEvent};
 use super::remembered_roles::RememberedRoles;
 use crate::domain::events::{EventInput, event_exists};
 use crate::error::AppError;
 use crate::store::outbox::{self, MirrorTargets};
-use crate::store::{CommitWrite, Database};
+use crate::store::{Database, WriteTxn};
 
 /// One creation of a batch.
 #[derive(Debug, Clone, Copy)]
@@ -134,14 +133,15 @@ async fn create_once(
         .collect::<HashSet<_>>()
         .into_iter()
         .collect();
-    // With the roles remembered, the batch is one write of its inserts and their check. Its
-    // connection is taken before the timestamp, and the check's locks are bounded in the
-    // database.
-    let (write, roles, check): (CommitWrite, _, _) = match remembered.get(home, &calendars) {
+    // With the roles remembered, the batch is its inserts and their check (whose locks are
+    // bounded in the database), in a transaction that takes its stamp first
+    // ([`WriteTxn::stamp`]).
+    let (txn, roles, check): (WriteTxn, _, _) = match remembered.get(home, &calendars) {
         Some(roles) => {
-            let write = db.begin_commit_write().await?;
-            let check = calendar_roles::roles_unchanged_check(write.backend(), &roles.versions);
-            (write, roles, check)
+            let txn = db.begin_write().await?;
+            let check =
+                calendar_roles::roles_unchanged_check(txn.get_database_backend(), &roles.versions);
+            (txn, roles, check)
         }
         None => {
             let txn = db.begin_write().await?;
@@ -158,7 +158,7 @@ async fn create_once(
                 return Ok(Created { outcomes, roles });
             };
             remembered.learn(&roles);
-            (txn.into(), roles, None)
+            (txn, roles, None)
         }
     };
     let mut outcomes: Vec<Result<(), AppError>> = Vec::with_capacity(batch.len());
@@ -182,9 +182,9 @@ async fn create_once(
         }
         outcomes.push(outcome);
     }
-    // The inserts and the commit go in one round trip right after the timestamp is taken:
-    // no step is left between them for a deadline check to bound.
-    let now = WriteDeadline::start().now;
+    // The inserts and the commit go right after the timestamp is taken: no step is left
+    // between them for a deadline check to bound.
+    let now = txn.stamp().await?;
     let writes = outbox::puts_for_new(
         mirrors,
         accepted
@@ -192,7 +192,7 @@ async fn create_once(
             .map(|new| (new.input.id, new.input.calendars.as_slice())),
     );
     let also = outbox::insert_statement(&writes, now);
-    let inserted = match inserts::insert_many_and_commit(write, &accepted, now, check, also).await {
+    let inserted = match inserts::insert_many_and_commit(txn, &accepted, now, check, also).await {
         Ok(inserted) => inserted,
         Err(InsertEventError::Duplicate) => return Err(Attempt::Failed(CreationsError::Duplicate)),
         Err(InsertEventError::MembersChanged) => return Err(Attempt::MembersChanged),

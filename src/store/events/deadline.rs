@@ -1,17 +1,19 @@
 //! [`WriteDeadline`]: the timestamp of an event write and the moment it must commit by.
 //!
-//! Delta reads look [`crate::domain::events::DELTA_OVERLAP`] behind `since`, which covers a write only if it
-//! commits within [`WRITE_BOUND`] of its timestamp; every event write takes its timestamp
-//! here and checks the bound before it commits. A batch of creations sent to PostgreSQL as
-//! one statement takes its locks after its timestamp, so the database holds it to the
-//! bound ([`lock_wait_bound_ms`]).
+//! Every event write takes its timestamp from its transaction ([`WriteTxn::stamp`]): until
+//! it commits, delta reads' `serverTime` stays before it ([`crate::store::horizon`]). So
+//! that no write holds every delta read back for long, it checks [`WRITE_BOUND`] before it
+//! commits; a batch of creations whose role check takes its locks in the database is held
+//! to the bound there ([`lock_wait_bound_ms`]).
 
 use std::time::Instant;
 
 use chrono::{DateTime, Utc};
+use sea_orm::DbErr;
 
 use crate::domain::events::WRITE_BOUND;
 use crate::error::AppError;
+use crate::store::WriteTxn;
 
 /// How long PostgreSQL's check of a one-statement batch may wait for its locks: the write
 /// bound less a second for the statement to reach the database.
@@ -28,12 +30,13 @@ pub struct WriteDeadline {
 }
 
 impl WriteDeadline {
-    /// Starts the clock.
-    pub fn start() -> Self {
-        Self {
-            started: Instant::now(),
-            now: Utc::now(),
-        }
+    /// Starts the clock, with `txn`'s stamp as the write's timestamp.
+    pub async fn start(txn: &WriteTxn) -> Result<Self, DbErr> {
+        let started = Instant::now();
+        Ok(Self {
+            started,
+            now: txn.stamp().await?,
+        })
     }
 
     /// Refuses to commit a write that took too long (its transaction rolls back).

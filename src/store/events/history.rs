@@ -81,15 +81,18 @@ pub async fn record_losses<'a>(
     Ok(())
 }
 
-/// The events that left `user_id`'s view after `since` and are not visible again now.
+/// The events that left `user_id`'s view after `since` and at or before `until` (a delta
+/// read's horizon; a loss after it is the next delta read's), and are not visible again now.
 pub async fn deleted_since(
     db: &impl ConnectionTrait,
     user_id: &str,
     since: DateTime<Utc>,
+    until: DateTime<Utc>,
 ) -> Result<Vec<Uuid>, DbErr> {
     let lost: HashSet<Uuid> = event_visibility_losses::Entity::find()
         .filter(event_visibility_losses::Column::UserId.eq(user_id))
         .filter(event_visibility_losses::Column::At.gt(since))
+        .filter(event_visibility_losses::Column::At.lte(until))
         .all(db)
         .await?
         .into_iter()

@@ -32,9 +32,16 @@ use crate::store::{Database, placeholder};
 pub enum Window {
     /// Every visible event.
     All,
-    /// Events changed, linked, newly visible or seen through other calendars after this
-    /// instant.
-    Since(DateTime<Utc>),
+    /// Events changed, linked, newly visible or seen through other calendars after `since`,
+    /// as last changed at or before `until` (a delta read's horizon): an event with a
+    /// change after `until` is left to the delta read that starts there, which returns it
+    /// with that change, so no change is returned twice.
+    Since {
+        /// The earlier read's `serverTime`.
+        since: DateTime<Utc>,
+        /// This read's `serverTime`.
+        until: DateTime<Utc>,
+    },
     /// Events overlapping `[start, end)`, and every recurring one.
     Range(DateTime<Utc>, DateTime<Utc>),
 }
@@ -156,14 +163,22 @@ pub async fn visible(
     let user = param(1);
     let window_condition = match window {
         Window::All => String::new(),
-        Window::Since(since) => {
+        Window::Since { since, until } => {
             let since = bind(since);
+            let until = bind(until);
+            // Changed after `since` (its row, a link or membership through which the reader
+            // sees it, or the calendars they see it through), and by nothing after `until`.
             format!(
                 " AND (e.updated_at > {since} OR e.id IN (SELECT l2.event_id FROM calendar_events l2 \
                  JOIN calendar_members m2 ON m2.calendar_id = l2.calendar_id \
                  WHERE m2.user_id = {user} AND (l2.created_at > {since} OR m2.created_at > {since})) \
                  OR e.id IN (SELECT v.event_id FROM event_view_changes v \
-                 WHERE v.user_id = {user} AND v.at > {since}))"
+                 WHERE v.user_id = {user} AND v.at > {since})) \
+                 AND e.updated_at <= {until} AND e.id NOT IN (SELECT l3.event_id FROM calendar_events l3 \
+                 JOIN calendar_members m3 ON m3.calendar_id = l3.calendar_id \
+                 WHERE m3.user_id = {user} AND (l3.created_at > {until} OR m3.created_at > {until})) \
+                 AND e.id NOT IN (SELECT v3.event_id FROM event_view_changes v3 \
+                 WHERE v3.user_id = {user} AND v3.at > {until})"
             )
         }
         Window::Range(start, end) => {
