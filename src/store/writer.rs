@@ -12,7 +12,8 @@
 //!   back, before the next transaction may have it (sqlx does that to every connection it
 //!   takes back). The held connection goes from one transaction to the next directly.
 //! - `BEGIN IMMEDIATE` is not sent alone: it goes in front of the transaction's first
-//!   statement, in the same text; and a caller that knows its last statement sends
+//!   statement, in the same text (unless that statement's count of changed rows is read,
+//!   which a `BEGIN` in front would falsify); and a caller that knows its last statement sends
 //!   `COMMIT` after it in the same text ([`WriteTxn::commit_after`]).
 //!
 //! A transaction dropped before its commit (an error, a refusal, a cancelled request) is
@@ -174,6 +175,18 @@ impl Held {
         Ok((self.conn()?, sql))
     }
 
+    /// The connection, with the transaction's `BEGIN` sent on its own first if it is owed:
+    /// for a statement whose count of changed rows is read. SQLite leaves the count of the
+    /// last change before it in place through a `BEGIN`, and sqlx adds up the counts of
+    /// every statement of one text, so a `BEGIN` in front would add a stale count.
+    async fn begun_conn(&mut self) -> Result<&mut SqliteConnection, DbErr> {
+        if std::mem::take(&mut self.begin_owed) {
+            self.begun = true;
+            self.conn()?.execute(BEGIN).await.map_err(exec_err)?;
+        }
+        self.conn()
+    }
+
     fn conn(&mut self) -> Result<&mut SqliteConnection, DbErr> {
         self.slot
             .as_mut()
@@ -198,8 +211,8 @@ impl ConnectionTrait for Locked {
 
     async fn execute_raw(&self, stmt: Statement) -> Result<ExecResult, DbErr> {
         let mut held = self.held.lock().await;
-        let (conn, sql) = held.prepare(&stmt.sql)?;
-        bound(&sql, stmt.values)
+        let conn = held.begun_conn().await?;
+        bound(&stmt.sql, stmt.values)
             .execute(conn)
             .await
             .map(Into::into)
@@ -208,8 +221,8 @@ impl ConnectionTrait for Locked {
 
     async fn execute_unprepared(&self, sql: &str) -> Result<ExecResult, DbErr> {
         let mut held = self.held.lock().await;
-        let (conn, sql) = held.prepare(sql)?;
-        conn.execute(sqlx::AssertSqlSafe(sql.into_owned()))
+        let conn = held.begun_conn().await?;
+        conn.execute(sqlx::AssertSqlSafe(sql.to_owned()))
             .await
             .map(Into::into)
             .map_err(exec_err)
