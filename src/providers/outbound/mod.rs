@@ -3,12 +3,16 @@
 //!
 //! Unless private hosts are allowed (`FEDERATION_ALLOW_PRIVATE_HOSTS`, for tests and closed
 //! networks) it sends over HTTPS only and to public addresses only: names are resolved by
-//! the guard's own resolver, which refuses a name when any of its addresses is not public and
-//! hands the connector exactly the addresses it checked, so a DNS answer that changes between
-//! the check and the connection cannot point it somewhere else; IP literals are checked
-//! before sending. Redirects are followed by the guard, each hop checked the same way, and the
+//! the guard's own resolver (over the system's, or an injected [`NameLookup`]), which
+//! refuses a name when any of its addresses is not public and hands the connector exactly
+//! the addresses it checked, so a DNS answer that changes between the check and the
+//! connection cannot point it somewhere else; IP literals are checked before sending.
+//! Redirects are followed by the guard, each hop checked the same way, and the
 //! `Authorization` header never crosses to another origin. Every exchange has a connect
-//! timeout, a total timeout that includes reading the body, and a cap on the body's size.
+//! timeout, a total timeout that includes reading the body, and a cap on the body's size; a
+//! request may return redirects instead of following them, and set its own total timeout
+//! and body cap. A stream ([`OutboundGuard::open`], for Server-Sent Events) passes the same
+//! checks, never follows a redirect, and is timed only until its response head arrives.
 
 mod address;
 mod resolver;
@@ -26,6 +30,7 @@ use url::{Host, Url};
 use crate::domain::version::IMPLEMENTATION;
 
 use resolver::{GuardResolver, RefusedName};
+pub use resolver::{NameLookup, SystemLookup};
 
 /// How the guard treats outbound requests.
 #[derive(Debug, Clone)]
@@ -69,6 +74,19 @@ pub struct OutboundRequest {
     pub headers: HeaderMap,
     /// The body, if any.
     pub body: Option<Bytes>,
+    /// This exchange's departures from the guard's settings.
+    options: ExchangeOptions,
+}
+
+/// What one exchange does differently from the guard's settings; the default changes nothing.
+#[derive(Debug, Clone, Default)]
+struct ExchangeOptions {
+    /// Return a redirect as it is instead of following it.
+    no_redirects: bool,
+    /// The total timeout of this exchange instead of [`GuardSettings::total_timeout`].
+    timeout: Option<Duration>,
+    /// The body cap of this exchange instead of [`GuardSettings::max_body_bytes`].
+    max_body_bytes: Option<usize>,
 }
 
 impl OutboundRequest {
@@ -79,6 +97,7 @@ impl OutboundRequest {
             url,
             headers: HeaderMap::new(),
             body: None,
+            options: ExchangeOptions::default(),
         }
     }
 
@@ -93,12 +112,32 @@ impl OutboundRequest {
         self.body = Some(body.into());
         self
     }
+
+    /// Returns a redirect (3xx with a `Location`) as it is, status, headers and body, instead
+    /// of following it. The first URL is still checked like any other.
+    pub fn without_redirects(mut self) -> Self {
+        self.options.no_redirects = true;
+        self
+    }
+
+    /// The longest this exchange may take, every redirect hop and reading the body included,
+    /// instead of the guard's total timeout; the connect timeout stays the guard's.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.options.timeout = Some(timeout);
+        self
+    }
+
+    /// The largest response body this exchange accepts, instead of the guard's cap.
+    pub fn max_body_bytes(mut self, max_body_bytes: usize) -> Self {
+        self.options.max_body_bytes = Some(max_body_bytes);
+        self
+    }
 }
 
 /// A response read whole (up to the size cap).
 #[derive(Debug)]
 pub struct OutboundResponse {
-    /// The status of the last hop.
+    /// The status of the last hop (a redirect's, when the request does not follow them).
     pub status: StatusCode,
     /// The headers of the last hop.
     pub headers: HeaderMap,
@@ -106,6 +145,35 @@ pub struct OutboundResponse {
     pub body: Bytes,
     /// The final URL, after redirects.
     pub url: Url,
+}
+
+/// A response whose body is read piece by piece as it arrives (Server-Sent Events), from
+/// [`OutboundGuard::open`].
+#[derive(Debug)]
+pub struct OutboundStream {
+    /// The response's status (a redirect's: streams never follow them).
+    pub status: StatusCode,
+    /// The response's headers.
+    pub headers: HeaderMap,
+    /// The URL the stream was opened on.
+    pub url: Url,
+    response: reqwest::Response,
+    /// Bytes the body may still bring when the request set a body cap.
+    remaining: Option<usize>,
+}
+
+impl OutboundStream {
+    /// The next piece of the body as soon as it arrives, or `None` at the end of the stream.
+    /// Nothing bounds how long it waits: wrap it in a timeout to notice a silent server.
+    pub async fn chunk(&mut self) -> Result<Option<Bytes>, OutboundError> {
+        let chunk = self.response.chunk().await.map_err(map_reqwest_error)?;
+        if let (Some(chunk), Some(remaining)) = (&chunk, &mut self.remaining) {
+            *remaining = remaining
+                .checked_sub(chunk.len())
+                .ok_or(OutboundError::TooLarge)?;
+        }
+        Ok(chunk)
+    }
 }
 
 /// Why an outbound request failed. Messages never contain a URL's credentials or a body.
@@ -132,10 +200,21 @@ pub enum OutboundError {
 }
 
 impl OutboundGuard {
-    /// Builds the guard; its HTTP client (rustls with ring, compiled-in web PKI roots, no
-    /// proxy, no automatic redirects, the guard's resolver) is built on its first request.
+    /// Builds the guard on the system resolver; its HTTP client (rustls with ring,
+    /// compiled-in web PKI roots, no proxy, no automatic redirects, the guard's resolver) is
+    /// built on its first request.
     pub fn new(settings: GuardSettings) -> Result<Self, OutboundError> {
-        let resolver = GuardResolver::new(settings.allow_private_hosts);
+        Self::with_lookup(settings, Arc::new(SystemLookup))
+    }
+
+    /// Builds the guard on `names` instead of the system resolver (a closed network's own
+    /// resolver, or a test's). Every connection asks `names` once and goes only to the
+    /// addresses of that answer, after checking all of them.
+    pub fn with_lookup(
+        settings: GuardSettings,
+        names: Arc<dyn NameLookup>,
+    ) -> Result<Self, OutboundError> {
+        let resolver = GuardResolver::new(settings.allow_private_hosts, names);
         Ok(Self {
             inner: Arc::new(Inner {
                 settings,
@@ -181,13 +260,54 @@ impl OutboundGuard {
         Ok(())
     }
 
-    /// Sends `request`, following redirects, and reads the whole response body.
+    /// Sends `request`, following redirects unless it says otherwise, and reads the whole
+    /// response body, all within the request's total timeout (or the guard's).
     pub async fn send(&self, request: OutboundRequest) -> Result<OutboundResponse, OutboundError> {
-        let total = self.inner.settings.total_timeout;
-        match tokio::time::timeout(total, self.exchange(request)).await {
+        let settings = &self.inner.settings;
+        let total = request.options.timeout.unwrap_or(settings.total_timeout);
+        let max_body_bytes = request
+            .options
+            .max_body_bytes
+            .unwrap_or(settings.max_body_bytes);
+        let whole = async {
+            let (response, url) = self.exchange(request).await?;
+            read_whole(response, url, max_body_bytes).await
+        };
+        match tokio::time::timeout(total, whole).await {
             Ok(result) => result,
             Err(_) => Err(OutboundError::Timeout),
         }
+    }
+
+    /// Opens `request` as a stream (Server-Sent Events): the same checks as [`Self::send`],
+    /// but a redirect is returned as the stream's status, never followed, and the request's
+    /// timeout (or the guard's total timeout) bounds only the wait for the response's head;
+    /// the body then comes chunk by chunk for as long as the server sends it. The guard's
+    /// body cap does not apply to a stream; a cap the request sets
+    /// ([`OutboundRequest::max_body_bytes`]) does.
+    pub async fn open(&self, request: OutboundRequest) -> Result<OutboundStream, OutboundError> {
+        let head_timeout = request
+            .options
+            .timeout
+            .unwrap_or(self.inner.settings.total_timeout);
+        let remaining = request.options.max_body_bytes;
+        let head = self.exchange(request.without_redirects());
+        let (mut response, url) = match tokio::time::timeout(head_timeout, head).await {
+            Ok(result) => result?,
+            Err(_) => return Err(OutboundError::Timeout),
+        };
+        if let (Some(max), Some(length)) = (remaining, response.content_length())
+            && length > max as u64
+        {
+            return Err(OutboundError::TooLarge);
+        }
+        Ok(OutboundStream {
+            status: response.status(),
+            headers: std::mem::take(response.headers_mut()),
+            url,
+            response,
+            remaining,
+        })
     }
 
     /// Scheme, credentials and IP-literal checks that need no lookup; returns the host.
@@ -231,12 +351,18 @@ impl OutboundGuard {
         Ok(host)
     }
 
-    async fn exchange(&self, request: OutboundRequest) -> Result<OutboundResponse, OutboundError> {
+    /// Sends `request` hop by hop, each hop checked, until a response that is not a redirect
+    /// to follow; returns it with its URL. Without a timeout of its own: callers bound it.
+    async fn exchange(
+        &self,
+        request: OutboundRequest,
+    ) -> Result<(reqwest::Response, Url), OutboundError> {
         let OutboundRequest {
             mut method,
             mut url,
             mut headers,
             mut body,
+            options,
         } = request;
         let mut redirects = 0usize;
         loop {
@@ -254,11 +380,11 @@ impl OutboundGuard {
             let status = response.status();
             let location = response.headers().get(header::LOCATION).cloned();
             let next = match (is_redirect(status), location) {
-                (true, Some(location)) => Some(location),
+                (true, Some(location)) if !options.no_redirects => Some(location),
                 _ => None,
             };
             let Some(location) = next else {
-                return self.read(response, url).await;
+                return Ok((response, url));
             };
             if redirects >= self.inner.settings.max_redirects {
                 return Err(OutboundError::TooManyRedirects);
@@ -289,35 +415,35 @@ impl OutboundGuard {
             url = target;
         }
     }
+}
 
-    async fn read(
-        &self,
-        mut response: reqwest::Response,
-        url: Url,
-    ) -> Result<OutboundResponse, OutboundError> {
-        let max = self.inner.settings.max_body_bytes;
-        if response
-            .content_length()
-            .is_some_and(|length| length > max as u64)
-        {
+/// Reads the body of `response` whole, failing once it exceeds `max_body_bytes`.
+async fn read_whole(
+    mut response: reqwest::Response,
+    url: Url,
+    max_body_bytes: usize,
+) -> Result<OutboundResponse, OutboundError> {
+    if response
+        .content_length()
+        .is_some_and(|length| length > max_body_bytes as u64)
+    {
+        return Err(OutboundError::TooLarge);
+    }
+    let status = response.status();
+    let headers = std::mem::take(response.headers_mut());
+    let mut body = BytesMut::new();
+    while let Some(chunk) = response.chunk().await.map_err(map_reqwest_error)? {
+        if body.len().saturating_add(chunk.len()) > max_body_bytes {
             return Err(OutboundError::TooLarge);
         }
-        let status = response.status();
-        let headers = std::mem::take(response.headers_mut());
-        let mut body = BytesMut::new();
-        while let Some(chunk) = response.chunk().await.map_err(map_reqwest_error)? {
-            if body.len().saturating_add(chunk.len()) > max {
-                return Err(OutboundError::TooLarge);
-            }
-            body.extend_from_slice(&chunk);
-        }
-        Ok(OutboundResponse {
-            status,
-            headers,
-            body: body.freeze(),
-            url,
-        })
+        body.extend_from_slice(&chunk);
     }
+    Ok(OutboundResponse {
+        status,
+        headers,
+        body: body.freeze(),
+        url,
+    })
 }
 
 /// `Retry-After` of a response: delay-seconds or an HTTP-date (a date in the past is no
@@ -399,7 +525,7 @@ fn error_chain(err: &dyn std::error::Error) -> String {
 
 /// The guard's HTTP client: rustls with ring, compiled-in web PKI roots, no proxy (a proxy
 /// would resolve names itself, past the guard's checks), no automatic redirects, the
-/// guard's resolver.
+/// guard's resolver, a connect timeout and no total timeout of its own.
 fn build_client(
     settings: &GuardSettings,
     resolver: &GuardResolver,
@@ -414,8 +540,9 @@ fn build_client(
     reqwest::Client::builder()
         .tls_certs_only(roots)
         .user_agent(IMPLEMENTATION)
+        // The total timeout is the exchange's (`OutboundGuard::send`), not the client's: a
+        // client-wide one would also cut streams and outlast a shorter per-request timeout.
         .connect_timeout(settings.connect_timeout)
-        .timeout(settings.total_timeout)
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy()
         .referer(false)
