@@ -22,6 +22,8 @@ pub mod cpu;
 pub mod domain;
 /// The one error type and its status table.
 pub mod error;
+/// Federation's home side: connections to other servers, the gateway, upstream streams.
+pub mod federation;
 /// The warp edge: pipeline, routes, renderer, listener.
 pub mod http;
 /// iCalendar import and export (pure: no database).

@@ -48,6 +48,12 @@ pub const EVENT_COMMIT_BATCH_SIZE: &str = "svc_event_commit_batch_size";
 pub const EVENT_READ_CACHE_TOTAL: &str = "svc_event_read_cache_total";
 /// Users with at least one open `/api/stream` connection.
 pub const SSE_USERS: &str = "svc_sse_users";
+/// Gauge: streams held open to connected servers on behalf of local users with an open
+/// `/api/stream` (federation fan-in), connected or waiting to reconnect.
+pub const FEDERATED_UPSTREAM_STREAMS: &str = "svc_federated_upstream_streams";
+/// Counter: upstream streams to connected servers that ended or could not be opened, by
+/// `reason` (`closed`, `refused`, `unreachable`, `status`, `panic`).
+pub const FEDERATED_UPSTREAM_FAILURES_TOTAL: &str = "svc_federated_upstream_failures_total";
 /// Gauge: open HTTP connections.
 pub const HTTP_CONNECTIONS: &str = "svc_http_connections";
 /// Counter: connections the listener closed or refused, by `reason` (`idle`: nothing moved
@@ -150,6 +156,14 @@ impl Metrics {
             describe_gauge!(SSE_CONNECTIONS, "Open /api/stream connections.");
             describe_gauge!(SSE_USERS, "Users with an open /api/stream connection.");
             describe_gauge!(HTTP_CONNECTIONS, "Open HTTP connections.");
+            describe_gauge!(
+                FEDERATED_UPSTREAM_STREAMS,
+                "Streams held open to connected servers for local users' live streams."
+            );
+            describe_counter!(
+                FEDERATED_UPSTREAM_FAILURES_TOTAL,
+                "Upstream streams to connected servers that ended or could not be opened."
+            );
             describe_counter!(
                 HTTP_CONNECTIONS_CLOSED_TOTAL,
                 "HTTP connections closed by the listener (idle, evicted) or refused."
@@ -233,6 +247,7 @@ impl Metrics {
                 gauge!(OUTBOX_OLDEST_AGE_SECONDS, "provider" => provider).set(0.0);
             }
             counter!(DB_TRANSACTION_RETRIES_TOTAL).increment(0);
+            gauge!(FEDERATED_UPSTREAM_STREAMS).increment(0.0);
         });
     }
 
@@ -292,6 +307,18 @@ impl Metrics {
         self.scoped(|| {
             gauge!(SSE_CONNECTIONS).set(connections as f64);
             gauge!(SSE_USERS).set(users as f64);
+        });
+    }
+
+    /// Counts an upstream stream to a connected server held (`1.0`) or let go (`-1.0`).
+    pub fn federated_upstream(&self, delta: f64) {
+        self.scoped(|| gauge!(FEDERATED_UPSTREAM_STREAMS).increment(delta));
+    }
+
+    /// Counts an upstream stream that ended or could not be opened.
+    pub fn federated_upstream_failed(&self, reason: &'static str) {
+        self.scoped(|| {
+            counter!(FEDERATED_UPSTREAM_FAILURES_TOTAL, "reason" => reason).increment(1)
         });
     }
 

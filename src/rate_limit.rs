@@ -44,6 +44,35 @@ pub const FEDERATION_ACCEPT: Rule = Rule {
     window: minutes(15),
     sliding: false,
 };
+/// `GET /api/v1/federation/preview`: 30 per 15 minutes per address.
+pub const FEDERATION_PREVIEW: Rule = Rule {
+    name: "federation_preview",
+    max: 30,
+    window: minutes(15),
+    sliding: false,
+};
+/// `POST /api/v1/federation/connect`: 10 per 15 minutes per address.
+pub const FEDERATION_CONNECT: Rule = Rule {
+    name: "federation_connect",
+    max: 10,
+    window: minutes(15),
+    sliding: false,
+};
+/// `POST /api/v1/federation/token/rotate`: 30 per 15 minutes per address (a token is
+/// rotated once in its last 14 days; more is a client looping or guessing).
+pub const FEDERATION_ROTATE: Rule = Rule {
+    name: "federation_rotate",
+    max: 30,
+    window: minutes(15),
+    sliding: false,
+};
+/// `ANY /api/v1/federation/s/…` (the gateway): 300 per minute per address.
+pub const FEDERATION_GATEWAY: Rule = Rule {
+    name: "federation_gateway",
+    max: 300,
+    window: minutes(1),
+    sliding: false,
+};
 /// `POST /api/v1/users/delete/confirm`: 10 per 15 minutes per address.
 pub const DELETE_CONFIRM: Rule = Rule {
     name: "delete_confirm",
@@ -141,6 +170,10 @@ fn rule_window(name: &str) -> Option<Duration> {
     [
         INVITE_PREVIEW,
         FEDERATION_ACCEPT,
+        FEDERATION_PREVIEW,
+        FEDERATION_CONNECT,
+        FEDERATION_ROTATE,
+        FEDERATION_GATEWAY,
         DELETE_CONFIRM,
         INVITE_SEND,
         AUTH_CREDENTIALS,

@@ -25,6 +25,7 @@ use crate::cpu::CpuWork;
 use crate::domain::capabilities::Capabilities;
 use crate::domain::providers::Provider;
 use crate::domain::version::{IMPLEMENTATION, WIRE_VERSION};
+use crate::federation::Federation;
 use crate::http;
 use crate::mail::MailService;
 use crate::metrics::Metrics;
@@ -134,6 +135,7 @@ impl ApplicationBuilder {
         };
         let cpu = Arc::new(CpuWork::per_core(settings.call_timeout()));
         let mirrors = mirrors_env(&settings, &services, cpu.clone(), &instance_id, &base_url)?;
+        let federation = federation_env(&settings, &mirrors, &base_url);
         let shared = Arc::new(Shared {
             mail: Arc::new(mail),
             limits: RateLimiter::default(),
@@ -146,6 +148,7 @@ impl ApplicationBuilder {
             services,
             shutdown: Shutdown::new(),
             mirrors,
+            federation,
         });
         let ctx: Ctx = Arc::new(AppContext {
             capabilities: Capabilities::new(&shared.settings, shared.mail.deliverable()),
@@ -281,6 +284,22 @@ impl Application {
             Some(reason) => Err(StartupError::Fatal(reason.to_owned())),
             None => Ok(()),
         }
+    }
+}
+
+/// What federation's home side uses: the mirrors' outbound guard and key, this server's
+/// origin, the federation timeouts.
+fn federation_env(settings: &Settings, mirrors: &Mirrors, base_url: &str) -> Federation {
+    let own_origin = url::Url::parse(base_url)
+        .map(|url| url.origin().ascii_serialization())
+        .unwrap_or_else(|_| base_url.trim_end_matches('/').to_owned());
+    let federation = &settings.federation;
+    Federation {
+        guard: mirrors.guard.clone(),
+        secrets: mirrors.secrets.clone(),
+        own_origin,
+        request_timeout: Duration::from_millis(federation.request_timeout_ms),
+        stream_retry: Duration::from_millis(federation.stream_retry_ms),
     }
 }
 

@@ -15,6 +15,7 @@ pub mod event_visibility_losses;
 pub mod events;
 pub mod external_calendars;
 pub mod external_events;
+pub mod federation_connections;
 pub mod invites;
 pub mod member_tokens;
 pub mod pages;

@@ -10,6 +10,7 @@ pub use crate::event_reminders::Entity as EventReminder;
 pub use crate::event_view_changes::Entity as EventViewChange;
 pub use crate::event_visibility_losses::Entity as EventVisibilityLoss;
 pub use crate::events::Entity as Event;
+pub use crate::federation_connections::Entity as FederationConnection;
 pub use crate::invites::Entity as Invite;
 pub use crate::member_tokens::Entity as MemberToken;
 pub use crate::pages::Entity as Page;

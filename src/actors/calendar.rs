@@ -248,6 +248,17 @@ impl CalendarState {
                     commands::membership::join(shared, id, &user, invite).await,
                 );
             }
+            CalendarCommand::AcceptFederated {
+                invite,
+                profile,
+                presented,
+                reply: port,
+            } => {
+                reply(
+                    port,
+                    commands::federation::accept(shared, id, invite, *profile, presented).await,
+                );
+            }
             CalendarCommand::Leave { user, reply: port } => {
                 reply(port, commands::membership::leave(shared, id, &user).await);
             }

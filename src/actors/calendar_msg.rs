@@ -7,7 +7,9 @@ use ractor::RpcReplyPort;
 
 use crate::commands::calendar::CalendarChange;
 use crate::commands::events::edits::Edited;
+use crate::commands::federation::Accepted;
 use crate::domain::events::{Attendance, EventInput};
+use crate::domain::federation::Profile;
 use crate::domain::ids::{CalendarId, EventId, UserId};
 use crate::domain::roles::Role;
 use crate::error::AppError;
@@ -83,6 +85,17 @@ pub enum CalendarCommand {
         invite: Uuid,
         /// The membership created, if any.
         reply: Reply<Vec<MembershipView>>,
+    },
+    /// A member of another server joins with an invite (federation accept).
+    AcceptFederated {
+        /// The invite token.
+        invite: Uuid,
+        /// The member's display claims and home server.
+        profile: Box<Profile>,
+        /// SHA-256 of the member token presented to reuse a shadow user, if any.
+        presented: Option<String>,
+        /// The shadow's new member token and the calendar.
+        reply: Reply<Accepted>,
     },
     /// Leave.
     Leave {

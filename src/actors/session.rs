@@ -8,8 +8,14 @@
 //! change or reset, deletion, a member token revoked) and when the earliest of them expires,
 //! the actor checks them again and drops the connections whose credential is gone: a stream
 //! ends with its session.
+//!
+//! The actor also holds the user's upstream streams to the servers they connected to
+//! (federation fan-in, [`crate::federation::upstream`]): one per connection, started with the
+//! actor and whenever the user's connections change, stopped with it (when the user's last
+//! stream closes). Their frames reach every connection as `federated_sync`.
 
 use super::Shared;
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,7 +26,9 @@ use tokio::sync::mpsc;
 
 use super::sessions::RegistryMsg;
 use super::{ActorKind, MessageTimer};
-use crate::store::{member_tokens, sessions};
+use crate::federation::upstream::{self, Upstream, UpstreamContext};
+use crate::store::{federation_connections, member_tokens, sessions};
+use uuid::Uuid;
 
 /// What a stream was opened with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,6 +78,8 @@ pub struct SessionState {
     connections: Vec<Connection>,
     /// When a check is already scheduled for.
     next_check: Option<DateTime<Utc>>,
+    /// The user's upstream streams, by connection.
+    upstreams: HashMap<Uuid, Upstream>,
 }
 
 /// Messages to a session actor.
@@ -101,6 +111,9 @@ pub enum SessionMsg {
     /// The user's credentials changed, or one expired: drop the connections whose
     /// credential is gone.
     CheckCredentials,
+    /// The user's federated connections changed (or the actor started): hold one upstream
+    /// stream per connection.
+    RefreshUpstreams,
 }
 
 impl Actor for SessionActor {
@@ -110,15 +123,17 @@ impl Actor for SessionActor {
 
     async fn pre_start(
         &self,
-        _myself: ActorRef<Self::Msg>,
+        myself: ActorRef<Self::Msg>,
         args: Self::Arguments,
     ) -> Result<Self::State, ActorProcessingErr> {
+        let _ = myself.send_message(SessionMsg::RefreshUpstreams);
         Ok(SessionState {
             shared: args.shared,
             user_id: args.user_id,
             registry: args.registry,
             connections: Vec::new(),
             next_check: None,
+            upstreams: HashMap::new(),
         })
     }
 
@@ -162,6 +177,7 @@ impl Actor for SessionActor {
                 state.check_credentials().await;
                 state.schedule_check(&myself);
             }
+            SessionMsg::RefreshUpstreams => state.refresh_upstreams(&myself).await,
         }
         Ok(())
     }
@@ -219,6 +235,39 @@ impl SessionState {
             }
         }
         self.drop_where(|c| !live.iter().any(|(id, _)| id == c.credential.key()));
+    }
+
+    /// Holds one upstream stream per federated connection of the user: starts the missing,
+    /// drops those of removed connections. A shadow user (a member from another server)
+    /// has none.
+    async fn refresh_upstreams(&mut self, myself: &ActorRef<SessionMsg>) {
+        let shared = &self.shared;
+        let wanted = match federation_connections::of_user(&shared.db, &self.user_id).await {
+            Ok(rows) => rows,
+            Err(err) => {
+                tracing::warn!(error = %err, "stream.upstreams_unreadable");
+                myself.send_after(RETRY_CHECK, || SessionMsg::RefreshUpstreams);
+                return;
+            }
+        };
+        self.upstreams
+            .retain(|id, _| wanted.iter().any(|connection| connection.id == *id));
+        for connection in wanted {
+            if self.upstreams.contains_key(&connection.id) {
+                continue;
+            }
+            let actor = myself.clone();
+            let sink: upstream::Sink = Arc::new(move |frames: Bytes| {
+                let _ = actor.send_message(SessionMsg::Deliver { frames });
+            });
+            let context = UpstreamContext {
+                federation: shared.federation.clone(),
+                db: shared.db.clone(),
+                metrics: shared.metrics.clone(),
+            };
+            let held = upstream::spawn(context, self.user_id.clone(), connection.id, sink);
+            self.upstreams.insert(connection.id, held);
+        }
     }
 
     fn retry_later(&mut self, err: &sea_orm::DbErr) {

@@ -84,6 +84,14 @@ impl Sessions {
         }
     }
 
+    /// Has `user`'s session actor hold upstream streams for their current federated
+    /// connections (after a connect or a disconnect).
+    pub fn refresh_upstreams_of(&self, user: &str) {
+        if let Some(actor) = self.live.read().get(user) {
+            let _ = actor.send_message(SessionMsg::RefreshUpstreams);
+        }
+    }
+
     /// Has every session actor check its streams' credentials.
     pub fn check_all_credentials(&self) {
         for actor in self.live.read().values() {

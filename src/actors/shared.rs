@@ -11,6 +11,7 @@ use crate::commands::mirrors::Mirrors;
 use crate::config::Settings;
 use crate::domain::ids::CalendarId;
 use crate::error::AppError;
+use crate::federation::Federation;
 use crate::mail::MailService;
 use crate::metrics::Metrics;
 use crate::rate_limit::RateLimiter;
@@ -43,6 +44,8 @@ pub struct Shared {
     pub shutdown: Shutdown,
     /// What the provider mirrors use (outbound guard, sealed credentials).
     pub mirrors: Mirrors,
+    /// What federation's home side uses (the same guard, the roaming tokens' key).
+    pub federation: Federation,
 }
 
 impl Shared {

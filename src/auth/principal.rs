@@ -66,7 +66,7 @@ pub fn presented(headers: &HeaderMap, secret: &str) -> Presented {
 }
 
 /// `Authorization: Bearer <token>` (scheme case-insensitive).
-fn bearer_token(headers: &HeaderMap) -> Option<String> {
+pub fn bearer_token(headers: &HeaderMap) -> Option<String> {
     let value = headers.get(AUTHORIZATION)?.to_str().ok()?.trim();
     let (scheme, token) = value.split_once(char::is_whitespace)?;
     let token = token.trim();

@@ -17,13 +17,7 @@ pub fn new_session_token() -> String {
 
 /// Lower-case hex SHA-256 of `value`: how tokens are stored.
 pub fn sha256_hex(value: &str) -> String {
-    let digest = Sha256::digest(value.as_bytes());
-    let mut hex = String::with_capacity(64);
-    for byte in digest.iter() {
-        hex.push(char::from(b"0123456789abcdef"[usize::from(byte >> 4)]));
-        hex.push(char::from(b"0123456789abcdef"[usize::from(byte & 0xf)]));
-    }
-    hex
+    hex::encode(Sha256::digest(value.as_bytes()))
 }
 
 /// HMAC-SHA256 over `value` (HMAC takes keys of any length, so this is always `Some`).

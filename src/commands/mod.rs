@@ -8,6 +8,7 @@
 
 pub mod calendar;
 pub mod events;
+pub mod federation;
 pub mod invites;
 pub mod membership;
 pub mod mirrors;

@@ -114,10 +114,6 @@ const ENV_VARS: &[(&str, &str)] = &[
         "FEDERATION_REQUEST_TIMEOUT_MS",
         "federation.request_timeout_ms",
     ),
-    (
-        "FEDERATION_CONNECT_TIMEOUT_MS",
-        "federation.connect_timeout_ms",
-    ),
     ("FEDERATION_STREAM_RETRY_MS", "federation.stream_retry_ms"),
 ];
 

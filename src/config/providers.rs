@@ -107,8 +107,6 @@ pub struct FederationSettings {
     pub allow_private_hosts: bool,
     /// `FEDERATION_REQUEST_TIMEOUT_MS`
     pub request_timeout_ms: u64,
-    /// `FEDERATION_CONNECT_TIMEOUT_MS`
-    pub connect_timeout_ms: u64,
     /// `FEDERATION_STREAM_RETRY_MS`
     pub stream_retry_ms: u64,
 }

@@ -138,10 +138,6 @@ impl Settings {
                 self.federation.request_timeout_ms,
             ),
             (
-                "federation.connect_timeout_ms",
-                self.federation.connect_timeout_ms,
-            ),
-            (
                 "federation.stream_retry_ms",
                 self.federation.stream_retry_ms,
             ),

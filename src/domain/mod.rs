@@ -6,6 +6,7 @@ pub mod capabilities;
 pub mod email;
 pub mod event_content;
 pub mod events;
+pub mod federation;
 pub mod frames;
 pub mod ids;
 pub mod input;

@@ -27,6 +27,7 @@ pub mod endpoint;
 pub mod event_reads;
 pub mod events;
 pub mod extract;
+pub mod federation;
 pub mod html;
 pub mod ics;
 pub mod invite_preview;
@@ -83,7 +84,14 @@ pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
                 .or(avatars::routes(ctx.clone()))
                 .unify()
                 .or(provider_accounts::routes(ctx.clone()))
+                .unify()
+                .or(federation::disconnect_routes(ctx.clone()))
                 .unify(),
+        ))
+        .unify()
+        .or(under(
+            &["api", "v1", "federation"],
+            federation::routes(ctx.clone()),
         ))
         .unify()
         .or(under(&["api", "v1", "pages"], pages::routes(ctx.clone())))

@@ -1,14 +1,81 @@
-//! Federation member tokens (looked up by hash; issued once federation lands).
+//! Federation member tokens: issued to a shadow user once (only the SHA-256 is kept),
+//! exchanged by compare-and-swap, looked up by hash, and cleaned up past their lifetime.
 
 use chrono::{DateTime, Duration, Utc};
 use entities::{member_tokens, users};
-use sea_orm::{ColumnTrait, DbErr, EntityTrait, QueryFilter};
+use rand::RngCore;
+use sea_orm::{
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait,
+    QueryFilter,
+};
+use uuid::Uuid;
 
 use super::Database;
 use super::Unique;
+use crate::auth::tokens::sha256_hex;
+use crate::domain::federation::{
+    MEMBER_TOKEN_DAYS as LIFETIME_DAYS, member_token, member_token_expiry,
+};
 
-/// How long a member token authenticates.
-pub const LIFETIME_DAYS: i64 = 90;
+/// A token just issued: its text (shown once) and when it stops authenticating.
+#[derive(Debug, Clone)]
+pub struct Issued {
+    /// `mt1_…`.
+    pub token: String,
+    /// Creation + 90 days.
+    pub expires_at: DateTime<Utc>,
+}
+
+/// Issues a new token to `user_id` (its row created at `now`).
+pub async fn issue(
+    txn: &impl ConnectionTrait,
+    user_id: &str,
+    now: DateTime<Utc>,
+) -> Result<Issued, DbErr> {
+    let mut random = [0u8; 32];
+    rand::rng().fill_bytes(&mut random);
+    let token = member_token(now, &random);
+    member_tokens::ActiveModel {
+        id: Set(Uuid::new_v4()),
+        user_id: Set(user_id.to_owned()),
+        token_hash: Set(sha256_hex(&token)),
+        created_at: Set(now),
+    }
+    .insert(txn)
+    .await?;
+    Ok(Issued {
+        token,
+        expires_at: member_token_expiry(now),
+    })
+}
+
+/// The compare-and-swap exchange of the token hashed `presented` (a live token of
+/// `user_id`) for a new one: the presented row is deleted — none deleted means another
+/// exchange won, and `None` comes back — then every other token of the user, then the new
+/// one is issued. Run it in the caller's transaction.
+pub async fn exchange(
+    txn: &impl ConnectionTrait,
+    user_id: &str,
+    presented: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<Issued>, DbErr> {
+    let won = member_tokens::Entity::delete_many()
+        .filter(member_tokens::Column::TokenHash.eq(presented))
+        .filter(member_tokens::Column::UserId.eq(user_id))
+        .filter(member_tokens::Column::CreatedAt.gt(now - Duration::days(LIFETIME_DAYS)))
+        .exec(txn)
+        .await?
+        .rows_affected
+        == 1;
+    if !won {
+        return Ok(None);
+    }
+    member_tokens::Entity::delete_many()
+        .filter(member_tokens::Column::UserId.eq(user_id))
+        .exec(txn)
+        .await?;
+    issue(txn, user_id, now).await.map(Some)
+}
 
 /// The shadow user a member token with this hash authenticates, if it is younger than 90
 /// days and its user is external, with when the token stops authenticating.
@@ -17,11 +84,20 @@ pub async fn find_user(
     token_hash: &str,
     now: DateTime<Utc>,
 ) -> Result<Option<(users::Model, DateTime<Utc>)>, DbErr> {
+    find_user_in(db.conn(), token_hash, now).await
+}
+
+/// [`find_user`] inside a transaction.
+pub async fn find_user_in(
+    db: &impl ConnectionTrait,
+    token_hash: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<(users::Model, DateTime<Utc>)>, DbErr> {
     let found = member_tokens::Entity::find()
         .filter(member_tokens::Column::TokenHash.eq(token_hash))
         .filter(member_tokens::Column::CreatedAt.gt(now - Duration::days(LIFETIME_DAYS)))
         .find_also_related(users::Entity)
-        .unique(db.conn())
+        .unique(db)
         .await?;
     Ok(found.and_then(|(token, user)| {
         let expires_at = token.created_at + Duration::days(LIFETIME_DAYS);

@@ -15,6 +15,7 @@ mod commit_write;
 pub mod credentials;
 pub mod db_errors;
 pub mod events;
+pub mod federation_connections;
 pub mod ics;
 pub mod invites;
 pub mod maintenance;

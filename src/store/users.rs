@@ -130,6 +130,59 @@ pub async fn create_with_account(
     Ok(user)
 }
 
+/// A shadow user to create for a member of another server.
+#[derive(Debug, Clone)]
+pub struct NewShadow {
+    /// Display name (a claim of the home server).
+    pub name: String,
+    /// The claimed address, lower-cased.
+    pub email: String,
+    /// The address stored instead when the claimed one is taken here.
+    pub stand_in_email: String,
+    /// Avatar URL (a claim).
+    pub image: Option<String>,
+    /// The home server's origin.
+    pub home_server: String,
+}
+
+/// Creates a shadow user (`fed_<uuid>`, external, not verified, no sign-in account, no
+/// calendar of its own) and its settings row in `txn`. Claims never bind it to an existing
+/// user: a taken address is stored as the stand-in.
+pub async fn create_shadow(
+    txn: &impl ConnectionTrait,
+    new: NewShadow,
+    now: DateTime<Utc>,
+) -> Result<users::Model, DbErr> {
+    let taken = users::Entity::find()
+        .filter(users::Column::Email.eq(new.email.as_str()))
+        .unique(txn)
+        .await?
+        .is_some();
+    let user = users::ActiveModel {
+        id: Set(format!("fed_{}", uuid::Uuid::new_v4())),
+        name: Set(new.name),
+        email: Set(if taken { new.stand_in_email } else { new.email }),
+        email_verified: Set(false),
+        image: Set(new.image),
+        is_external: Set(true),
+        home_server: Set(Some(new.home_server)),
+        created_at: Set(now),
+        updated_at: Set(now),
+    }
+    .insert(txn)
+    .await?;
+    user_settings::ActiveModel {
+        user_id: Set(user.id.clone()),
+        value: Set(settings::defaults()),
+        revision: Set(1),
+        created_at: Set(now),
+        updated_at: Set(now),
+    }
+    .insert(txn)
+    .await?;
+    Ok(user)
+}
+
 /// The user with this (lower-cased) email.
 pub async fn find_by_email(db: &Database, email: &str) -> Result<Option<users::Model>, DbErr> {
     users::Entity::find()

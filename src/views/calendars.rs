@@ -51,6 +51,44 @@ pub struct CalendarView {
     pub sync_error_code: Option<String>,
 }
 
+/// A calendar's row alone, as a federation accept returns it: `{id, createdAt, updatedAt,
+/// creatorID, name, color, isDefault}`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CalendarRowView {
+    /// Id.
+    pub id: Uuid,
+    /// Creation time.
+    #[serde(serialize_with = "timestamp")]
+    pub created_at: DateTime<Utc>,
+    /// Last change.
+    #[serde(serialize_with = "timestamp")]
+    pub updated_at: DateTime<Utc>,
+    /// Owner.
+    #[serde(rename = "creatorID")]
+    pub creator_id: String,
+    /// Name.
+    pub name: String,
+    /// Colour.
+    pub color: String,
+    /// The owner's personal calendar.
+    pub is_default: bool,
+}
+
+impl From<&calendars::Model> for CalendarRowView {
+    fn from(calendar: &calendars::Model) -> Self {
+        Self {
+            id: calendar.id,
+            created_at: calendar.created_at,
+            updated_at: calendar.updated_at,
+            creator_id: calendar.creator_id.clone(),
+            name: calendar.name.clone(),
+            color: calendar.color.clone(),
+            is_default: calendar.is_default,
+        }
+    }
+}
+
 /// A member in a calendar document: `{id, name, email}`.
 #[derive(Debug, Clone, Serialize)]
 pub struct MemberSummary {
