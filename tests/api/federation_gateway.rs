@@ -72,14 +72,32 @@ async fn a_viewer_reads_through_the_gateway_and_its_writes_get_as_403() {
         .gateway(Method::GET, &connection, "api/v1/events", None)
         .await;
     assert_eq!(relayed.status, StatusCode::OK, "{}", relayed.text);
-    let ids: Vec<Value> = relayed
-        .json()
+    let ids: Vec<Value> = relayed.json()["events"]
         .as_array()
         .expect("events")
         .iter()
         .map(|e| e["id"].clone())
         .collect();
     assert_eq!(ids, [event["id"].clone()]);
+
+    // Not only JSON: A's calendar export comes back with A's Content-Type.
+    let export = format!("api/v1/calendars/{}/export", fed.calendar_id);
+    let relayed = fed.gateway(Method::GET, &connection, &export, None).await;
+    let response = fed
+        .origin
+        .as_user(Method::GET, &format!("/{export}"), &fed.owner)
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(relayed.status, response.status(), "{}", relayed.text);
+    assert_eq!(
+        relayed.content_type.as_deref(),
+        response
+            .headers()
+            .get("content-type")
+            .map(|v| v.to_str().expect("text")),
+    );
+    assert!(relayed.text.contains("BEGIN:VCALENDAR"), "{}", relayed.text);
 
     // The query string goes along.
     let relayed = fed
@@ -112,9 +130,7 @@ async fn a_viewer_reads_through_the_gateway_and_its_writes_get_as_403() {
         "A's 403 body"
     );
     assert_eq!(
-        fed.origin
-            .read_events(&fed.owner, "")
-            .await
+        fed.origin.read_events(&fed.owner, "").await["events"]
             .as_array()
             .expect("events")
             .len(),
@@ -134,6 +150,7 @@ async fn an_editor_writes_through_the_gateway_and_a_removed_shadow_loses_access(
         StatusCode::OK
     );
     let write = event_body(&[&fed.calendar_id], "From afar", 10);
+    let write_again = event_body(&[&fed.calendar_id], "From afar again", 11);
     let relayed = fed
         .gateway(Method::POST, &connection, "api/v1/events", Some(&write))
         .await;
@@ -141,19 +158,34 @@ async fn an_editor_writes_through_the_gateway_and_a_removed_shadow_loses_access(
     assert_eq!(relayed.json()["id"], write["id"]);
     let seen = fed.origin.read_events(&fed.owner, "").await;
     assert!(
-        seen.as_array()
+        seen["events"]
+            .as_array()
             .expect("events")
             .iter()
             .any(|e| e["id"] == write["id"]),
         "A has the event: {seen}"
     );
+    let relayed = fed
+        .gateway(Method::DELETE, &connection, "api/v1/events", Some(&write))
+        .await;
+    assert_eq!(relayed.status, StatusCode::OK, "{}", relayed.text);
+    assert_eq!(relayed.json()["removed"], true, "{}", relayed.text);
+    let relayed = fed
+        .gateway(
+            Method::POST,
+            &connection,
+            "api/v1/events",
+            Some(&write_again),
+        )
+        .await;
+    assert_eq!(relayed.status, StatusCode::CREATED, "{}", relayed.text);
     // The event on B's side of things: it was not copied into B.
     let (_, home_events) =
         home_call(&fed.home, Method::GET, "/api/v1/events", &fed.guest, None).await;
     assert!(
         !home_events
             .to_string()
-            .contains(write["id"].as_str().expect("id"))
+            .contains(write_again["id"].as_str().expect("id"))
     );
 
     assert_eq!(

@@ -46,6 +46,22 @@ fn not_bare_origins(origin: &str) -> Vec<String> {
     ]
 }
 
+/// B lists no connection and A's calendar has its owner only.
+async fn nobody_joined(fed: &Federation) {
+    assert!(connections(&fed.home, &fed.guest).await.is_empty());
+    let (status, members) = fed
+        .origin
+        .call(
+            Method::GET,
+            &format!("/api/v1/calendars/{}/members", fed.calendar_id),
+            &fed.owner,
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(members.as_array().expect("members").len(), 1, "{members}");
+}
+
 #[tokio::test]
 async fn preview_relays_the_origins_public_invite_preview() {
     let fed = Federation::start().await;
@@ -74,6 +90,9 @@ async fn preview_relays_the_origins_public_invite_preview() {
     assert_eq!(status, direct_status, "{relayed}");
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert_eq!(without_request_id(relayed), without_request_id(direct));
+
+    let (status, body) = preview(&fed.home, &fed.guest, &closed_origin().await, &fed.invite).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "unreachable: {body}");
 }
 
 #[tokio::test]
@@ -176,7 +195,7 @@ async fn connect_stores_a_connection_and_no_token_reaches_the_client_or_the_disk
 }
 
 #[tokio::test]
-async fn connect_refuses_its_own_origin_bad_origins_unreachable_servers_and_bad_invites() {
+async fn connect_refuses_its_own_origin_and_origins_that_are_not_bare() {
     let fed = Federation::start().await;
     let own_invite = {
         let calendar = fed.home.create_calendar(&fed.guest, "Home only").await;
@@ -201,6 +220,21 @@ async fn connect_refuses_its_own_origin_bad_origins_unreachable_servers_and_bad_
         peer.seen()
     );
 
+    let anonymous = fed
+        .home
+        .post_json(
+            "/api/v1/federation/connect",
+            &json!({ "server": fed.origin.base, "token": fed.invite }),
+        )
+        .await;
+    assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
+
+    nobody_joined(&fed).await;
+}
+
+#[tokio::test]
+async fn connect_refuses_unreachable_servers_and_invites_the_origin_refuses() {
+    let fed = Federation::start().await;
     let (status, body) = fed.connect(&closed_origin().await, &fed.invite).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "unreachable: {body}");
 
@@ -217,27 +251,7 @@ async fn connect_refuses_its_own_origin_bad_origins_unreachable_servers_and_bad_
     let (status, body) = fed.connect(&fed.origin.base, "not-a-token").await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "malformed invite: {body}");
 
-    let anonymous = fed
-        .home
-        .post_json(
-            "/api/v1/federation/connect",
-            &json!({ "server": fed.origin.base, "token": fed.invite }),
-        )
-        .await;
-    assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
-
-    assert!(connections(&fed.home, &fed.guest).await.is_empty());
-    let (status, members) = fed
-        .origin
-        .call(
-            Method::GET,
-            &format!("/api/v1/calendars/{}/members", fed.calendar_id),
-            &fed.owner,
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK);
-    assert_eq!(members.as_array().expect("members").len(), 1, "{members}");
+    nobody_joined(&fed).await;
 }
 
 #[tokio::test]

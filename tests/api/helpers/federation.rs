@@ -564,6 +564,8 @@ async fn serve(listener: tokio::net::TcpListener, shared: Arc<UpstreamShared>) {
 
 impl UpstreamShared {
     async fn handle(&self, request: hyper::Request<Incoming>) -> hyper::Response<UpstreamBody> {
+        // Subscribed before the request is recorded: a cut made once it is seen applies to it.
+        let cuts = self.cuts.subscribe();
         let (parts, body) = request.into_parts();
         let body = body
             .collect()
@@ -601,7 +603,7 @@ impl UpstreamShared {
                 .header("content-type", "application/json")
                 .body(full(r#"{"ok":true}"#))
                 .expect("response"),
-            Behaviour::Relay(base) => self.relay(&base, parts, body, &target).await,
+            Behaviour::Relay(base) => self.relay(&base, parts, body, &target, cuts).await,
         }
     }
 
@@ -613,6 +615,7 @@ impl UpstreamShared {
         parts: http::request::Parts,
         body: Bytes,
         target: &str,
+        mut cuts: watch::Receiver<u64>,
     ) -> hyper::Response<UpstreamBody> {
         let mut request = self.client.request(parts.method, format!("{base}{target}"));
         for (name, value) in &parts.headers {
@@ -633,7 +636,6 @@ impl UpstreamShared {
             }
         }
         let (chunks, mut rx) = mpsc::channel::<Bytes>(16);
-        let mut cuts = self.cuts.subscribe();
         tokio::spawn(async move {
             loop {
                 tokio::select! {
