@@ -65,6 +65,7 @@ mod microsoft_mirrors_push;
 mod musubi_wire;
 mod notifications;
 mod origin_checks;
+mod outbound_guard;
 mod pages;
 mod pages_default;
 mod permissions;

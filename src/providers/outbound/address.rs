@@ -1,6 +1,8 @@
 //! Which IP addresses an outbound request may reach when private hosts are off: a denylist
 //! of every special-purpose range (loopback, private, link-local, CGNAT, documentation,
-//! multicast, ...), with IPv6 forms that embed an IPv4 address judged by that address.
+//! multicast, ...). IPv4-mapped and IPv4-compatible IPv6 addresses are refused whatever they
+//! embed (no public server is reached that way); NAT64 and 6to4 addresses are judged by the
+//! IPv4 address they embed.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -51,13 +53,13 @@ fn v6_reason(ip: Ipv6Addr) -> Option<&'static str> {
     if ip.is_loopback() {
         return Some("loopback address");
     }
-    // ::ffff:a.b.c.d (mapped) and ::a.b.c.d (compatible): the socket reaches the IPv4 address.
-    if let Some(v4) = ip.to_ipv4_mapped() {
-        return v4_reason(v4).map(|_| "IPv4-mapped IPv6 address of a non-public IPv4 address");
+    // ::ffff:a.b.c.d (mapped) and ::a.b.c.d (compatible, deprecated): a dual-stack socket
+    // reaches the IPv4 address, and no DNS answer or peer URL has a reason to use them.
+    if ip.to_ipv4_mapped().is_some() {
+        return Some("IPv4-mapped IPv6 address (::ffff:0:0/96)");
     }
     if segments[..6].iter().all(|s| *s == 0) {
-        let v4 = embedded_v4(segments[6], segments[7]);
-        return v4_reason(v4).map(|_| "IPv4-compatible IPv6 address of a non-public IPv4 address");
+        return Some("IPv4-compatible IPv6 address (::/96, deprecated)");
     }
     // NAT64 (64:ff9b::/96) reaches the embedded IPv4 address.
     if segments[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
@@ -115,80 +117,172 @@ mod tests {
     use super::non_public_reason;
     use std::net::IpAddr;
 
-    fn refused(ip: &str) -> bool {
-        non_public_reason(ip.parse::<IpAddr>().unwrap()).is_some()
+    /// Each address is refused and its reason names the class.
+    fn assert_refused_as(cases: &[(&str, &str)]) {
+        for (ip, class) in cases {
+            let reason = non_public_reason(ip.parse::<IpAddr>().unwrap());
+            let Some(reason) = reason else {
+                panic!("{ip} should be refused as {class}");
+            };
+            assert!(
+                reason.contains(class),
+                "{ip}: {reason:?}, expected {class:?}"
+            );
+        }
     }
 
     #[test]
     fn special_purpose_ipv4_ranges_are_refused() {
-        for ip in [
-            "0.0.0.0",
-            "0.1.2.3",
-            "127.0.0.1",
-            "127.255.0.9",
-            "10.0.0.1",
-            "172.16.5.4",
-            "172.31.255.255",
-            "192.168.1.1",
-            "169.254.169.254",
-            "100.64.0.1",
-            "100.127.255.254",
-            "255.255.255.255",
-            "224.0.0.1",
-            "239.1.2.3",
-            "192.0.2.10",
-            "198.51.100.7",
-            "203.0.113.1",
-            "198.18.0.1",
-            "198.19.255.1",
-            "192.0.0.8",
-            "240.0.0.1",
-        ] {
-            assert!(refused(ip), "{ip} should be refused");
-        }
+        assert_refused_as(&[
+            // 0.0.0.0/8
+            ("0.0.0.0", "unspecified"),
+            ("0.1.2.3", "unspecified"),
+            ("0.255.255.255", "unspecified"),
+            // 10.0.0.0/8
+            ("10.0.0.0", "private"),
+            ("10.0.0.1", "private"),
+            ("10.255.255.255", "private"),
+            // 100.64.0.0/10
+            ("100.64.0.0", "CGNAT"),
+            ("100.64.0.1", "CGNAT"),
+            ("100.127.255.255", "CGNAT"),
+            // 127.0.0.0/8
+            ("127.0.0.1", "loopback"),
+            ("127.255.0.9", "loopback"),
+            ("127.255.255.255", "loopback"),
+            // 169.254.0.0/16
+            ("169.254.0.0", "link-local"),
+            ("169.254.169.254", "link-local"),
+            ("169.254.255.255", "link-local"),
+            // 172.16.0.0/12
+            ("172.16.0.0", "private"),
+            ("172.16.5.4", "private"),
+            ("172.31.255.255", "private"),
+            // 192.0.0.0/24
+            ("192.0.0.0", "IETF protocol assignment"),
+            ("192.0.0.8", "IETF protocol assignment"),
+            ("192.0.0.255", "IETF protocol assignment"),
+            // 192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24
+            ("192.0.2.0", "documentation"),
+            ("192.0.2.10", "documentation"),
+            ("192.0.2.255", "documentation"),
+            ("198.51.100.0", "documentation"),
+            ("198.51.100.7", "documentation"),
+            ("198.51.100.255", "documentation"),
+            ("203.0.113.0", "documentation"),
+            ("203.0.113.1", "documentation"),
+            ("203.0.113.255", "documentation"),
+            // 192.168.0.0/16
+            ("192.168.0.0", "private"),
+            ("192.168.1.1", "private"),
+            ("192.168.255.255", "private"),
+            // 198.18.0.0/15
+            ("198.18.0.0", "benchmarking"),
+            ("198.18.0.1", "benchmarking"),
+            ("198.19.255.255", "benchmarking"),
+            // 224.0.0.0/4
+            ("224.0.0.0", "multicast"),
+            ("224.0.0.1", "multicast"),
+            ("239.255.255.255", "multicast"),
+            // 240.0.0.0/4 and the broadcast address
+            ("240.0.0.0", "reserved"),
+            ("240.0.0.1", "reserved"),
+            ("255.255.255.254", "reserved"),
+            ("255.255.255.255", "broadcast"),
+        ]);
     }
 
     #[test]
     fn special_purpose_ipv6_ranges_are_refused() {
-        for ip in [
-            "::",
-            "::1",
-            "::ffff:127.0.0.1",
-            "::ffff:10.1.2.3",
-            "::ffff:169.254.169.254",
-            "::127.0.0.1",
-            "64:ff9b::a00:1",
-            "2002:c0a8:101::1",
-            "fc00::1",
-            "fd12:3456::1",
-            "fe80::1",
-            "fec0::1",
-            "ff02::1",
-            "2001:db8::1",
-            "3fff::1",
-            "2001::1",
-            "2001:2::1",
-            "100::1",
-        ] {
-            assert!(refused(ip), "{ip} should be refused");
-        }
+        assert_refused_as(&[
+            ("::", "unspecified"),
+            ("::1", "loopback"),
+            // fe80::/10
+            ("fe80::", "link-local"),
+            ("fe80::1", "link-local"),
+            ("febf:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "link-local"),
+            // fc00::/7
+            ("fc00::", "unique local"),
+            ("fc00::1", "unique local"),
+            ("fd12:3456::1", "unique local"),
+            ("fdff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "unique local"),
+            // ff00::/8
+            ("ff00::", "multicast"),
+            ("ff02::1", "multicast"),
+            ("ff0e::1", "multicast"),
+            ("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "multicast"),
+            // 2001:db8::/32 and 3fff::/20
+            ("2001:db8::", "documentation"),
+            ("2001:db8::1", "documentation"),
+            ("2001:db8:ffff:ffff:ffff:ffff:ffff:ffff", "documentation"),
+            ("3fff::1", "documentation"),
+            // 64:ff9b::/96 (NAT64) embedding a non-public IPv4 address
+            ("64:ff9b::7f00:1", "NAT64"),
+            ("64:ff9b::a00:1", "NAT64"),
+            ("64:ff9b::a9fe:a9fe", "NAT64"),
+            ("64:ff9b::c0a8:101", "NAT64"),
+            // 2002::/16 (6to4) of a non-public IPv4 address
+            ("2002:7f00:1::1", "6to4"),
+            ("2002:a00:1::1", "6to4"),
+            ("2002:c0a8:101::1", "6to4"),
+            // ::ffff:0:0/96 (mapped), whatever it embeds
+            ("::ffff:127.0.0.1", "IPv4-mapped"),
+            ("::ffff:10.1.2.3", "IPv4-mapped"),
+            ("::ffff:169.254.169.254", "IPv4-mapped"),
+            ("::ffff:0.0.0.0", "IPv4-mapped"),
+            ("::ffff:93.184.216.34", "IPv4-mapped"),
+            // ::/96 (compatible, deprecated)
+            ("::127.0.0.1", "IPv4-compatible"),
+            ("::10.0.0.1", "IPv4-compatible"),
+            ("::93.184.216.34", "IPv4-compatible"),
+            // Other special-purpose ranges.
+            ("fec0::1", "site-local"),
+            ("2001::1", "Teredo"),
+            ("2001:2::1", "benchmarking"),
+            ("2001:10::1", "ORCHID"),
+            ("100::1", "discard-only"),
+            ("64:ff9b:1::1", "local-use NAT64"),
+        ]);
     }
 
     #[test]
     fn public_addresses_are_allowed() {
         for ip in [
+            "93.184.216.34",
             "8.8.8.8",
             "1.1.1.1",
+            // Just outside the refused IPv4 ranges.
+            "1.0.0.0",
+            "9.255.255.255",
+            "11.0.0.0",
             "100.63.255.255",
-            "100.128.0.1",
-            "172.32.0.1",
-            "192.0.3.1",
+            "100.128.0.0",
+            "126.255.255.255",
+            "128.0.0.0",
+            "169.253.255.255",
+            "169.255.0.0",
+            "172.15.255.255",
+            "172.32.0.0",
+            "192.0.1.0",
+            "192.0.3.0",
+            "192.167.255.255",
+            "192.169.0.0",
+            "198.17.255.255",
+            "198.20.0.0",
+            "198.51.99.255",
+            "198.51.101.0",
+            "203.0.112.255",
+            "203.0.114.0",
+            "223.255.255.255",
+            // Public IPv6, and NAT64 and 6to4 forms of a public IPv4 address.
             "2606:4700::1111",
+            "2001:4860:4860::8888",
             "2a00:1450:4001::200e",
-            "::ffff:8.8.8.8",
-            "64:ff9b::808:808",
+            "64:ff9b::5db8:d822",
+            "2002:5db8:d822::1",
         ] {
-            assert!(!refused(ip), "{ip} should be allowed");
+            let reason = non_public_reason(ip.parse::<IpAddr>().unwrap());
+            assert!(reason.is_none(), "{ip} should be allowed: {reason:?}");
         }
     }
 }
