@@ -1,16 +1,17 @@
 //! Federation on the home side: a user of B previews an invite of A through B, connects to
 //! it (B runs the accept handshake and keeps the member token sealed, never showing it), sees
 //! the connection listed, connects to a second invite of A on the same connection, and
-//! disconnects. Malformed origins, B's own origin, unreachable servers and bad invites are
-//! refused without reaching anyone.
+//! disconnects. Malformed origins, B's own origin, unreachable servers, bad invites, peers
+//! whose answers are no accept answers and peers that redirect are refused; what a refusal
+//! must not reach (a peer, a redirect's target) counts what it gets.
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::helpers::event_body;
 use crate::helpers::federation::{
-    Federation, Upstream, columns_containing, connections, gateway_as, home_call, invite_to,
-    preview,
+    Behaviour, Federation, Upstream, columns_containing, connections, gateway_as, home_call,
+    invite_to, preview,
 };
 
 /// `body` without its `requestId` (each server names its own requests).
@@ -93,6 +94,13 @@ async fn preview_relays_the_origins_public_invite_preview() {
 
     let (status, body) = preview(&fed.home, &fed.guest, &closed_origin().await, &fed.invite).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "unreachable: {body}");
+
+    let target = Upstream::start(Behaviour::Answer).await;
+    let redirecting = Upstream::start(Behaviour::Redirect(format!("{}/x", target.base))).await;
+    let (status, body) = preview(&fed.home, &fed.guest, &redirecting.base, &fed.invite).await;
+    assert_ne!(status, StatusCode::OK, "{body}");
+    assert_eq!(redirecting.count(), 1);
+    assert_eq!(target.count(), 0, "the redirect was not followed");
 }
 
 #[tokio::test]
@@ -250,6 +258,18 @@ async fn connect_refuses_unreachable_servers_and_invites_the_origin_refuses() {
     );
     let (status, body) = fed.connect(&fed.origin.base, "not-a-token").await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "malformed invite: {body}");
+
+    // A peer whose answers are no accept answers, and one that redirects elsewhere.
+    let stranger = Upstream::start(Behaviour::Answer).await;
+    let (status, body) = fed.connect(&stranger.base, &fed.invite).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "no member token: {body}");
+    let before = stranger.count();
+    let redirecting =
+        Upstream::start(Behaviour::Redirect(format!("{}/elsewhere", stranger.base))).await;
+    let (status, body) = fed.connect(&redirecting.base, &fed.invite).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "redirected: {body}");
+    assert!(redirecting.count() > 0, "the redirecting peer was asked");
+    assert_eq!(stranger.count(), before, "the redirect was not followed");
 
     nobody_joined(&fed).await;
 }

@@ -198,6 +198,28 @@ async fn accept_refuses_a_missing_token_a_bad_profile_and_a_home_that_is_no_bare
 }
 
 #[tokio::test]
+async fn accept_refuses_profile_fields_over_their_limits() {
+    let (app, owner, calendar_id) = origin().await;
+    let invite = invite_to(&app, &owner, &calendar_id).await;
+    let long_email = format!("{}@home.example", "r".repeat(320));
+    let mut long_image = profile("Remote Ruth", "ruth@home.example", HOME);
+    long_image["image"] = json!(format!("https://home.example/{}", "i".repeat(2048)));
+    for bad in [
+        profile(&"R".repeat(201), "ruth@home.example", HOME),
+        profile("Remote Ruth", &long_email, HOME),
+        long_image,
+    ] {
+        let (status, body) = accept(&app, &invite, &bad, None).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    }
+    let mut longest = profile(&"R".repeat(200), "ruth@home.example", HOME);
+    longest["image"] = json!(format!("https://home.example/{}", "i".repeat(2000)));
+    let (status, body) = accept(&app, &invite, &longest, None).await;
+    assert_eq!(status, StatusCode::OK, "at the limits: {body}");
+    assert_eq!(shadows(&app).await.len(), 1);
+}
+
+#[tokio::test]
 async fn accept_answers_404_for_an_unknown_revoked_used_up_or_expired_invite() {
     let (app, owner, calendar_id) = origin().await;
     let ruth = profile("Remote Ruth", "ruth@home.example", HOME);

@@ -7,8 +7,8 @@ use reqwest::{Method, StatusCode};
 
 use crate::helpers::event_body;
 use crate::helpers::federation::{
-    Federation, Upstream, next_federated_sync, remove_member, until_upstream_streams,
-    upstream_streams,
+    Federation, Upstream, next_federated_sync, remove_member, until_stream_connections,
+    until_upstream_streams, upstream_streams,
 };
 
 #[tokio::test]
@@ -21,6 +21,7 @@ async fn changes_on_the_origin_reach_the_home_stream_as_federated_sync() {
     );
     let mut stream = fed.home.stream(&fed.guest).await;
     until_upstream_streams(&fed.home, 1.0).await;
+    until_stream_connections(&fed.origin, 1.0).await;
 
     let event = fed
         .origin
@@ -52,6 +53,7 @@ async fn one_upstream_stream_per_connection_while_any_local_stream_is_open() {
     let (fed, _connection) = Federation::connected().await;
     let first = fed.home.stream(&fed.guest).await;
     until_upstream_streams(&fed.home, 1.0).await;
+    until_stream_connections(&fed.origin, 1.0).await;
     let mut second = fed.home.stream(&fed.guest).await;
     // A frame through the second stream shows it is fully open before counting again.
     fed.origin
@@ -131,6 +133,7 @@ async fn a_shadow_removed_on_the_origin_gets_no_more_frames() {
     let shadow = fed.shadow_id().await;
     let mut stream = fed.home.stream(&fed.guest).await;
     until_upstream_streams(&fed.home, 1.0).await;
+    until_stream_connections(&fed.origin, 1.0).await;
     assert_eq!(
         remove_member(&fed.origin, &fed.owner, &fed.calendar_id, &shadow).await,
         StatusCode::OK

@@ -380,6 +380,15 @@ pub async fn until_upstream_streams(app: &TestApp, n: f64) {
     .await;
 }
 
+/// Waits until `app` has `n` open `/api/stream` connections (`svc_sse_connections`): on an
+/// origin, the upstream streams of home servers once they are registered for frames.
+pub async fn until_stream_connections(app: &TestApp, n: f64) {
+    super::eventually(&format!("{n} open streams"), || async {
+        sample(&app.metrics_text().await, "svc_sse_connections") == Some(n)
+    })
+    .await;
+}
+
 /// The next `federated_sync` frame of `stream` (other frames are skipped), within the wait.
 pub async fn next_federated_sync(stream: &mut SseClient) -> Value {
     tokio::time::timeout(WAIT, async {
