@@ -1,7 +1,7 @@
 //! Realtime across servers: while a user of B has a stream open on B, B holds one upstream
 //! stream to A per connection (`svc_federated_upstream_streams`) and re-emits each frame of A
 //! as `federated_sync {server, upstreamType}`; the upstream stream closes with the user's last
-//! local stream, and comes back after A drops it.
+//! local stream, comes back after A drops it, and is not counted while A cannot be reached.
 
 use reqwest::{Method, StatusCode};
 
@@ -163,4 +163,32 @@ async fn a_shadow_removed_on_the_origin_gets_no_more_frames() {
     };
     assert_eq!(frame["type"], "event_created", "no frame from A: {frame}");
     assert_eq!(frame["payload"]["id"], event["id"]);
+}
+
+#[tokio::test]
+async fn the_upstream_gauge_counts_no_stream_while_the_origin_is_unreachable() {
+    let fed = Federation::start().await;
+    let peer = Upstream::relaying_to(&fed.origin.base).await;
+    fed.connect_ok(&peer.base, &fed.invite.clone()).await;
+    drop(peer);
+    let _stream = fed.home.stream(&fed.guest).await;
+    crate::helpers::eventually("B fails to open its upstream stream twice", || async {
+        failed_upstream_streams(&fed.home).await >= 2.0
+    })
+    .await;
+    assert_eq!(
+        upstream_streams(&fed.home).await,
+        0.0,
+        "nothing is open to an unreachable origin"
+    );
+}
+
+/// The sum of `svc_federated_upstream_failures_total` over its reasons.
+async fn failed_upstream_streams(app: &crate::helpers::TestApp) -> f64 {
+    app.metrics_text()
+        .await
+        .lines()
+        .filter(|line| line.starts_with("svc_federated_upstream_failures_total"))
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
 }
