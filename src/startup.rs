@@ -35,6 +35,7 @@ use crate::rate_limit::RateLimiter;
 use crate::secret_box::SecretBox;
 use crate::shutdown::Shutdown;
 use crate::store::Database;
+use crate::store::file_lock::FileLock;
 
 /// Why a server could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -71,12 +72,21 @@ pub struct ApplicationBuilder {
     settings: Settings,
     extra_tasks: Vec<TaskSpec>,
     metrics_listener: Option<std::net::TcpListener>,
+    storage_lock: Option<FileLock>,
 }
 
 impl ApplicationBuilder {
     /// Adds a periodic task to the scheduler, next to the built-in ones.
     pub fn with_task(mut self, task: TaskSpec) -> Self {
         self.extra_tasks.push(task);
+        self
+    }
+
+    /// Opens the embedded database of the server `ctx` under that server's hold on the
+    /// file: another server in this process, on the same SQLite file (tests of several
+    /// instances). A second process is refused the file.
+    pub fn sharing_storage_of(mut self, ctx: &Ctx) -> Self {
+        self.storage_lock = ctx.db.file_lock().cloned();
         self
     }
 
@@ -108,7 +118,7 @@ impl ApplicationBuilder {
             .map(|l| local_addr("metrics.port", l, http_addr))
             .transpose()?;
 
-        let db = Database::connect(&settings.storage).await?;
+        let db = Database::connect_sharing(&settings.storage, self.storage_lock.as_ref()).await?;
         db.migrate().await?;
 
         let base_url = settings
@@ -232,6 +242,7 @@ impl Application {
         ApplicationBuilder {
             settings,
             extra_tasks: Vec::new(),
+            storage_lock: None,
             metrics_listener: None,
         }
     }

@@ -16,6 +16,7 @@ pub mod credentials;
 pub mod db_errors;
 pub mod events;
 pub mod federation_connections;
+pub mod file_lock;
 pub mod ics;
 pub mod invites;
 pub mod maintenance;
@@ -58,6 +59,7 @@ use crate::config::StorageSettings;
 pub use commit_write::CommitWrite;
 use credentials::CredentialChanges;
 use events::read_cache::{EventReadCache, StreamLimits};
+use file_lock::FileLock;
 use session_cache::SessionCache;
 use unpinged_connections::UnpingedConnections;
 use writer::SqliteWriter;
@@ -104,6 +106,8 @@ pub struct Database {
     event_reads: Arc<EventReadCache>,
     /// Which calendars mirror a provider account ([`outbox::targets`]).
     mirror_cache: Arc<outbox::MirrorCache>,
+    /// SQLite: this process's hold on the database file ([`file_lock`]).
+    file_lock: Option<FileLock>,
     backend: Backend,
 }
 
@@ -116,7 +120,17 @@ pub const SQLITE_FILE: &str = "bowline.db";
 
 impl Database {
     /// Opens the configured database (creating the SQLite file and its directory if needed).
+    /// An SQLite file another process has open is refused ([`file_lock`]).
     pub async fn connect(settings: &StorageSettings) -> Result<Self, DbErr> {
+        Self::connect_sharing(settings, None).await
+    }
+
+    /// [`Self::connect`] for a second server in this process: an SQLite file `sharing`
+    /// holds is opened under that same hold.
+    pub async fn connect_sharing(
+        settings: &StorageSettings,
+        sharing: Option<&FileLock>,
+    ) -> Result<Self, DbErr> {
         let url = match &settings.database_url {
             Some(url) => url.expose().to_owned(),
             None => {
@@ -185,13 +199,19 @@ impl Database {
             Backend::Postgres => options.test_before_acquire_if_idle_for(PING_AFTER_IDLE),
         };
         let conn = sea_orm::Database::connect(options).await?;
-        let (writer, file) = match backend {
+        let (writer, file, file_lock) = match backend {
             Backend::Sqlite => {
+                let file = wal::database_file(&conn).await?;
+                let file_lock = match (&file, sharing) {
+                    (Some(file), Some(lock)) if lock.covers(file) => Some(lock.clone()),
+                    (Some(file), _) => Some(FileLock::acquire(file)?),
+                    (None, _) => None,
+                };
                 let options = conn.get_sqlite_connection_pool().connect_options();
                 let writer = SqliteWriter::open(&options).await?;
-                (Some(writer), wal::database_file(&conn).await?)
+                (Some(writer), file, file_lock)
             }
-            Backend::Postgres => (None, None),
+            Backend::Postgres => (None, None, None),
         };
         // SQLite answers in this process: its checks need no connections of their own.
         let unpinged_connections =
@@ -215,8 +235,15 @@ impl Database {
                 StreamLimits::new(settings),
             )),
             mirror_cache: Arc::new(outbox::MirrorCache::default()),
+            file_lock,
             backend,
         })
+    }
+
+    /// This process's hold on the SQLite file, for another server in this process to open
+    /// the same database ([`Self::connect_sharing`]); `None` on PostgreSQL.
+    pub fn file_lock(&self) -> Option<&FileLock> {
+        self.file_lock.as_ref()
     }
 
     /// Applies every pending migration.

@@ -237,6 +237,32 @@ fn a_port_in_use_fails_start_up_clearly() {
     assert!(!output.contains("panicked"), "{output}");
 }
 
+/// The embedded database belongs to one process: a second `bowline` on the same data
+/// directory exits with a message saying so, and the first keeps serving. (Always on SQLite:
+/// it is the embedded database's rule.)
+#[tokio::test]
+async fn a_second_process_on_the_same_sqlite_file_refuses_to_start() {
+    init();
+    let db = TestDb::Sqlite(tempfile::tempdir().expect("temporary directory"));
+    let first = Process::start(&db, &[("LOG_LEVEL", "info")]);
+    let started = first.expect_line("server.started", |l| l["message"] == "server.started");
+    let http = started["http"].as_str().expect("bound address").to_owned();
+
+    let data_dir = db.data_dir().to_str().expect("utf-8 path").to_owned();
+    let (code, output) = run_to_exit(&[("DATA_DIR", &data_dir)]);
+    assert_eq!(code, 1, "{output}");
+    assert!(
+        output.contains("in use by another Bowline process"),
+        "{output}"
+    );
+    assert!(!output.contains("panicked"), "{output}");
+
+    let ok = reqwest::get(format!("http://{http}/api/v1/server/ok"))
+        .await
+        .expect("the first still answers");
+    assert!(ok.status().is_success());
+}
+
 /// Runs the binary with `args` in an empty directory and a clean environment; fails the
 /// test if it has not exited within `WAIT` (a command that serves never would).
 async fn run_command(args: &[&str], env: &[(&str, &str)]) -> (i32, String, tempfile::TempDir) {

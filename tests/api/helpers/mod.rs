@@ -310,7 +310,13 @@ pub async fn spawn_app_sharing_database_with(
 ) -> TestApp {
     let mut settings = app.ctx.settings.clone();
     configure(&mut settings);
-    start(settings, |builder| builder, None).await
+    let first = app.ctx.clone();
+    start(
+        settings,
+        move |builder| builder.sharing_storage_of(&first),
+        None,
+    )
+    .await
 }
 
 async fn start(
