@@ -49,7 +49,7 @@ async fn direct(
 }
 
 #[tokio::test]
-async fn a_viewer_reads_through_the_gateway_and_its_writes_get_as_403() {
+async fn a_viewer_reads_through_the_gateway_and_its_writes_get_a_403() {
     let (fed, connection) = Federation::connected().await;
     let event = fed
         .origin
