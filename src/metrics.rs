@@ -48,8 +48,8 @@ pub const EVENT_COMMIT_BATCH_SIZE: &str = "svc_event_commit_batch_size";
 pub const EVENT_READ_CACHE_TOTAL: &str = "svc_event_read_cache_total";
 /// Users with at least one open `/api/stream` connection.
 pub const SSE_USERS: &str = "svc_sse_users";
-/// Gauge: streams held open to connected servers on behalf of local users with an open
-/// `/api/stream` (federation fan-in), connected or waiting to reconnect.
+/// Gauge: streams open to connected servers on behalf of local users with an open
+/// `/api/stream` (federation fan-in); one waiting to reconnect is not counted.
 pub const FEDERATED_UPSTREAM_STREAMS: &str = "svc_federated_upstream_streams";
 /// Counter: upstream streams to connected servers that ended or could not be opened, by
 /// `reason` (`closed`, `refused`, `unreachable`, `status`, `panic`).
@@ -310,7 +310,7 @@ impl Metrics {
         });
     }
 
-    /// Counts an upstream stream to a connected server held (`1.0`) or let go (`-1.0`).
+    /// Counts an upstream stream to a connected server opened (`1.0`) or ended (`-1.0`).
     pub fn federated_upstream(&self, delta: f64) {
         self.scoped(|| gauge!(FEDERATED_UPSTREAM_STREAMS).increment(delta));
     }

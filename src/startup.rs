@@ -35,7 +35,6 @@ use crate::rate_limit::RateLimiter;
 use crate::secret_box::SecretBox;
 use crate::shutdown::Shutdown;
 use crate::store::Database;
-use crate::store::file_lock::FileLock;
 
 /// Why a server could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -72,7 +71,7 @@ pub struct ApplicationBuilder {
     settings: Settings,
     extra_tasks: Vec<TaskSpec>,
     metrics_listener: Option<std::net::TcpListener>,
-    storage_lock: Option<FileLock>,
+    sharing: Option<Database>,
 }
 
 impl ApplicationBuilder {
@@ -82,11 +81,12 @@ impl ApplicationBuilder {
         self
     }
 
-    /// Opens the embedded database of the server `ctx` under that server's hold on the
-    /// file: another server in this process, on the same SQLite file (tests of several
-    /// instances). A second process is refused the file.
+    /// Another server in this process on the database of the server `ctx` (tests of
+    /// several instances): on SQLite, under that server's hold on the file and sharing its
+    /// cached sessions (a second process is refused the file); on PostgreSQL, an instance
+    /// like any other.
     pub fn sharing_storage_of(mut self, ctx: &Ctx) -> Self {
-        self.storage_lock = ctx.db.file_lock().cloned();
+        self.sharing = Some(ctx.db.clone());
         self
     }
 
@@ -118,7 +118,7 @@ impl ApplicationBuilder {
             .map(|l| local_addr("metrics.port", l, http_addr))
             .transpose()?;
 
-        let db = Database::connect_sharing(&settings.storage, self.storage_lock.as_ref()).await?;
+        let db = Database::connect_sharing(&settings.storage, self.sharing.as_ref()).await?;
         db.migrate().await?;
 
         let base_url = settings
@@ -242,7 +242,7 @@ impl Application {
         ApplicationBuilder {
             settings,
             extra_tasks: Vec::new(),
-            storage_lock: None,
+            sharing: None,
             metrics_listener: None,
         }
     }

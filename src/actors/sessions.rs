@@ -21,6 +21,7 @@ use super::session::{SessionActor, SessionArgs, SessionMsg, StreamCredential};
 use super::{ActorKind, ChildSlot, MessageTimer, reply};
 use crate::domain::frames::{Frame, FrameBatch};
 use crate::error::AppError;
+use crate::store::credentials::CredentialChange;
 
 /// Handle for broadcasting and attaching, shared by the HTTP edge and the actors.
 #[derive(Debug, Default)]
@@ -157,8 +158,8 @@ async fn follow_credential_changes(shared: Arc<Shared>) {
     let mut changes = shared.db.credential_changes().subscribe();
     loop {
         match changes.recv().await {
-            Ok(user) => shared.actors.sessions.check_credentials_of(&user),
-            Err(broadcast::error::RecvError::Lagged(_)) => {
+            Ok(CredentialChange::User(user)) => shared.actors.sessions.check_credentials_of(&user),
+            Ok(CredentialChange::Everyone) | Err(broadcast::error::RecvError::Lagged(_)) => {
                 shared.actors.sessions.check_all_credentials();
             }
             Err(broadcast::error::RecvError::Closed) => return,

@@ -49,17 +49,17 @@ pub struct Upstream {
     _task: AbortOnDropHandle<()>,
 }
 
-/// Counts the stream as held for as long as it lives.
-struct Held(Arc<Metrics>);
+/// Counts the stream as open for as long as it is.
+struct Open(Arc<Metrics>);
 
-impl Held {
+impl Open {
     fn new(metrics: Arc<Metrics>) -> Self {
         metrics.federated_upstream(1.0);
         Self(metrics)
     }
 }
 
-impl Drop for Held {
+impl Drop for Open {
     fn drop(&mut self) {
         self.0.federated_upstream(-1.0);
     }
@@ -68,7 +68,6 @@ impl Drop for Held {
 /// Starts the upstream stream of connection `connection` of `user_id`.
 pub fn spawn(context: UpstreamContext, user_id: String, connection: Uuid, sink: Sink) -> Upstream {
     let task = tokio::spawn(async move {
-        let _held = Held::new(context.metrics.clone());
         let mut wait = context.federation.stream_retry;
         loop {
             let attempt = AssertUnwindSafe(attempt(&context, &user_id, connection, &sink))
@@ -129,6 +128,7 @@ async fn attempt(context: &UpstreamContext, user_id: &str, id: Uuid, sink: &Sink
         return Ended::Failed("status");
     }
     tracing::debug!(server = %connection.server, "federation.upstream_open");
+    let _open = Open::new(context.metrics.clone());
     let mut frames = FrameReader::default();
     loop {
         let chunk = match tokio::time::timeout(SILENCE, stream.chunk()).await {

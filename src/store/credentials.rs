@@ -13,10 +13,20 @@ use tokio::sync::broadcast;
 /// behind is told it lagged and must check everything.
 const QUEUED: usize = 1_024;
 
+/// A committed change.
+#[derive(Debug, Clone)]
+pub enum CredentialChange {
+    /// To this user's credentials.
+    User(Arc<str>),
+    /// To anyone's, as far as this server knows (it may have missed changes made by other
+    /// instances): every credential must be checked.
+    Everyone,
+}
+
 /// The changes of one server.
 #[derive(Debug)]
 pub struct CredentialChanges {
-    changed: broadcast::Sender<Arc<str>>,
+    changed: broadcast::Sender<CredentialChange>,
     count: AtomicU64,
 }
 
@@ -33,11 +43,19 @@ impl CredentialChanges {
     /// Announces a committed change to `user_id`'s credentials.
     pub fn publish(&self, user_id: &str) {
         self.count.fetch_add(1, Ordering::SeqCst);
-        let _ = self.changed.send(Arc::from(user_id));
+        let _ = self
+            .changed
+            .send(CredentialChange::User(Arc::from(user_id)));
     }
 
-    /// The users whose credentials change from now on.
-    pub fn subscribe(&self) -> broadcast::Receiver<Arc<str>> {
+    /// Announces that any credential may have changed.
+    pub fn publish_everyone(&self) {
+        self.count.fetch_add(1, Ordering::SeqCst);
+        let _ = self.changed.send(CredentialChange::Everyone);
+    }
+
+    /// The changes from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<CredentialChange> {
         self.changed.subscribe()
     }
 

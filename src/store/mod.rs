@@ -18,6 +18,7 @@ pub mod events;
 pub mod federation_connections;
 pub mod file_lock;
 pub mod ics;
+pub(crate) mod instance_bus;
 pub mod invites;
 pub mod maintenance;
 pub mod member_tokens;
@@ -60,6 +61,7 @@ pub use commit_write::CommitWrite;
 use credentials::CredentialChanges;
 use events::read_cache::{EventReadCache, StreamLimits};
 use file_lock::FileLock;
+use instance_bus::InstanceBus;
 use session_cache::SessionCache;
 use unpinged_connections::UnpingedConnections;
 use writer::SqliteWriter;
@@ -108,6 +110,8 @@ pub struct Database {
     mirror_cache: Arc<outbox::MirrorCache>,
     /// SQLite: this process's hold on the database file ([`file_lock`]).
     file_lock: Option<FileLock>,
+    /// PostgreSQL: the other instances on this database ([`instance_bus`]).
+    bus: Option<instance_bus::InstanceBus>,
     backend: Backend,
 }
 
@@ -125,11 +129,13 @@ impl Database {
         Self::connect_sharing(settings, None).await
     }
 
-    /// [`Self::connect`] for a second server in this process: an SQLite file `sharing`
-    /// holds is opened under that same hold.
+    /// [`Self::connect`] for a second server in this process on the database of `sharing`:
+    /// an SQLite file is opened under the first server's hold on it, and the two share what
+    /// one process keeps of its sessions (one process, one file). On PostgreSQL the second
+    /// server is an instance like any other.
     pub async fn connect_sharing(
         settings: &StorageSettings,
-        sharing: Option<&FileLock>,
+        sharing: Option<&Database>,
     ) -> Result<Self, DbErr> {
         let url = match &settings.database_url {
             Some(url) => url.expose().to_owned(),
@@ -202,7 +208,8 @@ impl Database {
         let (writer, file, file_lock) = match backend {
             Backend::Sqlite => {
                 let file = wal::database_file(&conn).await?;
-                let file_lock = match (&file, sharing) {
+                let held = sharing.and_then(|first| first.file_lock.as_ref());
+                let file_lock = match (&file, held) {
                     (Some(file), Some(lock)) if lock.covers(file) => Some(lock.clone()),
                     (Some(file), _) => Some(FileLock::acquire(file)?),
                     (None, _) => None,
@@ -213,6 +220,30 @@ impl Database {
             }
             Backend::Postgres => (None, None, None),
         };
+        let same_file = |first: &&Database| {
+            first.file.is_some() && first.file == file && first.backend == Backend::Sqlite
+        };
+        let (sessions, credentials) = match sharing.filter(same_file) {
+            Some(first) => (first.sessions.clone(), first.credentials.clone()),
+            None => (
+                Arc::new(SessionCache::new(Duration::from_millis(
+                    settings.session_cache_ms,
+                ))),
+                Arc::new(CredentialChanges::default()),
+            ),
+        };
+        let bus = (backend == Backend::Postgres).then(|| {
+            InstanceBus::start(
+                conn.get_postgres_connection_pool()
+                    .connect_options()
+                    .as_ref()
+                    .clone(),
+                instance_bus::Receivers {
+                    sessions: sessions.clone(),
+                    changes: credentials.clone(),
+                },
+            )
+        });
         // SQLite answers in this process: its checks need no connections of their own.
         let unpinged_connections =
             (backend == Backend::Postgres && settings.read_cache_connections > 0).then(|| {
@@ -225,10 +256,8 @@ impl Database {
             conn,
             writer,
             file,
-            sessions: Arc::new(SessionCache::new(Duration::from_millis(
-                settings.session_cache_ms,
-            ))),
-            credentials: Arc::new(CredentialChanges::default()),
+            sessions,
+            credentials,
             unpinged_connections,
             event_reads: Arc::new(EventReadCache::new(
                 settings.read_cache_bytes,
@@ -236,14 +265,9 @@ impl Database {
             )),
             mirror_cache: Arc::new(outbox::MirrorCache::default()),
             file_lock,
+            bus,
             backend,
         })
-    }
-
-    /// This process's hold on the SQLite file, for another server in this process to open
-    /// the same database ([`Self::connect_sharing`]); `None` on PostgreSQL.
-    pub fn file_lock(&self) -> Option<&FileLock> {
-        self.file_lock.as_ref()
     }
 
     /// Applies every pending migration.
@@ -287,6 +311,7 @@ impl Database {
         writer::CredentialHooks {
             sessions: self.sessions.clone(),
             changes: self.credentials.clone(),
+            bus: self.bus.clone(),
         }
     }
 
@@ -311,6 +336,9 @@ impl Database {
     pub fn credentials_changed(&self, user_id: &str) {
         self.sessions.forget_user(user_id);
         self.credentials.publish(user_id);
+        if let Some(bus) = &self.bus {
+            bus.credentials_changed(user_id);
+        }
     }
 
     /// Committed changes to users' credentials, to follow.

@@ -90,6 +90,13 @@ impl SessionCache {
         );
     }
 
+    /// Forgets every session (after this instance may have missed changes made by others).
+    pub fn forget_all(&self) {
+        let mut entries = self.inner.lock();
+        entries.generation += 1;
+        entries.by_token_hash.clear();
+    }
+
     /// Forgets every session of `user_id` (after a committed change to them or the user).
     pub fn forget_user(&self, user_id: &str) {
         let mut entries = self.inner.lock();

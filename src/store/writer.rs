@@ -304,6 +304,8 @@ pub struct WriteTxn {
 pub(crate) struct CredentialHooks {
     pub(crate) sessions: Arc<super::session_cache::SessionCache>,
     pub(crate) changes: Arc<super::credentials::CredentialChanges>,
+    /// PostgreSQL: the other instances, told too.
+    pub(crate) bus: Option<super::instance_bus::InstanceBus>,
 }
 
 /// The connection a write transaction runs on.
@@ -399,6 +401,9 @@ impl Announcement {
         for user in &self.users {
             self.hooks.sessions.forget_user(user);
             self.hooks.changes.publish(user);
+            if let Some(bus) = &self.hooks.bus {
+                bus.credentials_changed(user);
+            }
         }
     }
 }

@@ -54,6 +54,7 @@ mod ics_corpus;
 mod ics_corpus_details;
 mod ics_export;
 mod ics_hostile;
+mod instances;
 mod invite_links;
 mod invite_rules;
 mod invite_send;

@@ -1,0 +1,89 @@
+//! Several instances on one database: what one instance commits about a user's credentials
+//! reaches the others at once (on PostgreSQL through the database's own notifications; two
+//! servers in one process on one SQLite file share what the process knows), and an
+//! instance that lost its listening connection listens again and trusts no cached session.
+
+use reqwest::{Method, StatusCode};
+use sea_orm::{ConnectionTrait, Statement};
+
+use crate::helpers::{eventually, spawn_app_sharing_database, spawn_app_with};
+
+/// Sessions found by token are kept a minute: longer than any wait of these tests, so only
+/// the other instance's notice can end them in time.
+const LONG_CACHE_MS: u64 = 60_000;
+
+#[tokio::test]
+async fn a_sign_out_on_one_instance_ends_the_session_on_the_others_at_once() {
+    let a = spawn_app_with(|s| s.storage.session_cache_ms = LONG_CACHE_MS).await;
+    let b = spawn_app_sharing_database(&a).await;
+    let user = a.sign_up("instances-out@example.com").await;
+    let (status, _) = a.call(Method::GET, "/api/v1/calendars", &user, None).await;
+    assert_eq!(status, StatusCode::OK, "A knows (and caches) the session");
+    let mut stream = a.stream(&user).await;
+
+    let (status, _) = b
+        .call(Method::POST, "/api/auth/sign-out", &user, None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+
+    eventually("A refuses the signed-out session", || async {
+        a.call(Method::GET, "/api/v1/calendars", &user, None)
+            .await
+            .0
+            == StatusCode::UNAUTHORIZED
+    })
+    .await;
+    stream.expect_end().await;
+}
+
+#[tokio::test]
+async fn an_instance_that_lost_its_listening_connection_listens_again() {
+    let a = spawn_app_with(|s| s.storage.session_cache_ms = LONG_CACHE_MS).await;
+    let conn = a.db_connection().await;
+    if conn.get_database_backend() != sea_orm::DbBackend::Postgres {
+        // One process serves an SQLite file: there is no listening connection to lose.
+        return;
+    }
+    let b = spawn_app_sharing_database(&a).await;
+    let listeners = "SELECT count(*)::bigint AS n FROM pg_stat_activity \
+                     WHERE datname = current_database() AND query LIKE 'LISTEN %'";
+    let count = |sql: &'static str| {
+        let conn = conn.clone();
+        async move {
+            conn.query_one_raw(Statement::from_string(sea_orm::DbBackend::Postgres, sql))
+                .await
+                .expect("query")
+                .and_then(|row| row.try_get::<i64>("", "n").ok())
+                .unwrap_or(0)
+        }
+    };
+    eventually("both instances listen", || async {
+        count(listeners).await >= 2
+    })
+    .await;
+    conn.execute_unprepared(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE datname = current_database() AND query LIKE 'LISTEN %'",
+    )
+    .await
+    .expect("cut the listening connections");
+
+    let user = a.sign_up("instances-lost@example.com").await;
+    let (status, _) = a.call(Method::GET, "/api/v1/calendars", &user, None).await;
+    assert_eq!(status, StatusCode::OK);
+    eventually("both instances listen again", || async {
+        count(listeners).await >= 2
+    })
+    .await;
+    let (status, _) = b
+        .call(Method::POST, "/api/auth/sign-out", &user, None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    eventually("A refuses the signed-out session", || async {
+        a.call(Method::GET, "/api/v1/calendars", &user, None)
+            .await
+            .0
+            == StatusCode::UNAUTHORIZED
+    })
+    .await;
+}
