@@ -5,6 +5,7 @@
 //! `resources`). Nothing is shared between tests.
 
 pub mod caldav;
+pub mod federation;
 pub mod google;
 pub mod oauth;
 mod resources;
