@@ -127,7 +127,9 @@ async fn list_events_handler(
         // Changes and deletions stamped in `(since, serverTime]`, from one snapshot, so
         // none falls between the two reads.
         ReadQuery::Since(since) => {
-            let until = server_time;
+            // A `since` after this horizon (one read elsewhere, or later) is a horizon too:
+            // nothing stamped up to it is returned again.
+            let until = server_time.max(since);
             let txn = ctx.db.begin_read().await?;
             let deleted = event_history::deleted_since(&txn, user.id(), since, until).await?;
             let changed =
@@ -135,6 +137,10 @@ async fn list_events_handler(
             txn.commit().await?;
             (changed, deleted)
         }
+    };
+    let server_time = match query {
+        ReadQuery::Since(since) => server_time.max(since),
+        _ => server_time,
     };
     let events = event_list::events_array(&packed.rows()?)?;
     Ok(json_text(event_list::events_response(

@@ -29,6 +29,8 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use sea_orm::{ConnectionTrait, DbBackend, DbErr, Statement};
@@ -50,11 +52,32 @@ const MICROSECOND: TimeDelta = TimeDelta::microseconds(1);
 /// The precision of `serverTime` on the wire.
 const MILLISECOND: TimeDelta = TimeDelta::milliseconds(1);
 
-/// This process's write clock and the stamps of its writes in flight (SQLite's horizon).
+/// This process's write clock and the stamps of its writes in flight (SQLite's horizon);
+/// on PostgreSQL, the last horizon read from the database.
 #[derive(Debug, Default)]
 pub struct WriteHorizon {
     state: parking_lot::Mutex<ClockState>,
+    /// PostgreSQL: the last horizon read, reused for [`REUSE_POSTGRES`] while this process
+    /// has committed no write since.
+    database: parking_lot::Mutex<Option<ReadHorizon>>,
+    /// PostgreSQL: write transactions this process committed.
+    commits: AtomicU64,
 }
+
+/// A horizon read from PostgreSQL.
+#[derive(Debug, Clone, Copy)]
+struct ReadHorizon {
+    value: DateTime<Utc>,
+    read_at: Instant,
+    commits: u64,
+}
+
+/// How long a horizon read from PostgreSQL serves further reads. A horizon stays a valid
+/// one forever (whatever was not committed when it was read is stamped after it), so an
+/// older one only leaves the changes after it to the next delta read; reusing it briefly
+/// spares busy readers a query each of `pg_stat_activity`. A write this process commits ends
+/// the reuse, so a client reads its own writes at once.
+const REUSE_POSTGRES: Duration = Duration::from_millis(50);
 
 #[derive(Debug, Default)]
 struct ClockState {
@@ -102,6 +125,12 @@ fn ceil_millisecond(at: DateTime<Utc>) -> DateTime<Utc> {
 }
 
 impl WriteHorizon {
+    /// A write transaction of this process committed (PostgreSQL): the next read asks the
+    /// database again, and so sees it.
+    pub(crate) fn committed(&self) {
+        self.commits.fetch_add(1, Ordering::SeqCst);
+    }
+
     /// Takes a stamp (after every tick before it) and registers it as in flight.
     pub fn begin(self: &Arc<Self>) -> InFlight {
         let mut state = self.state.lock();
@@ -150,13 +179,30 @@ pub(crate) async fn horizon(
     if backend != DbBackend::Postgres {
         return Ok(local.horizon());
     }
+    let commits = local.commits.load(Ordering::SeqCst);
+    if let Some(read) = *local.database.lock()
+        && read.commits == commits
+        && read.read_at.elapsed() < REUSE_POSTGRES
+    {
+        return Ok(read.value);
+    }
+    let read_at = Instant::now();
     let row = db
         .query_one_raw(Statement::from_string(backend, HORIZON_POSTGRES))
         .await?
         .ok_or_else(|| DbErr::RecordNotFound("horizon".into()))?;
     let now: DateTime<Utc> = row.try_get("", "now")?;
     let oldest: Option<DateTime<Utc>> = row.try_get("", "oldest")?;
-    Ok(postgres_horizon(now, oldest))
+    let value = postgres_horizon(now, oldest);
+    let mut cached = local.database.lock();
+    if cached.is_none_or(|held| held.value <= value) {
+        *cached = Some(ReadHorizon {
+            value,
+            read_at,
+            commits,
+        });
+    }
+    Ok(value)
 }
 
 /// The stamp of a PostgreSQL write transaction ([`STAMP_POSTGRES`]), run inside it.

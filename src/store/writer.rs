@@ -435,6 +435,7 @@ impl WriteTxn {
                 users,
                 hooks: self.after_commit,
                 in_flight: self.in_flight.into_inner(),
+                horizon: self.horizon,
             },
         )
     }
@@ -446,10 +447,13 @@ struct Announcement {
     hooks: CredentialHooks,
     /// The transaction's stamp, in flight until the commit has ended (this is dropped).
     in_flight: Option<InFlight>,
+    /// Told of the commit (a horizon read before it is not reused after it).
+    horizon: Arc<WriteHorizon>,
 }
 
 impl Announcement {
     fn run(self) {
+        self.horizon.committed();
         drop(self.in_flight);
         for user in &self.users {
             self.hooks.sessions.forget_user(user);
