@@ -116,7 +116,10 @@ async fn list_events_handler(
 ) -> Result<Response, AppError> {
     let query = parse_read_query(query)?;
     // Before the snapshot: every change stamped at or before it has committed by then.
-    let server_time = ctx.db.horizon().await?;
+    let server_time = match query {
+        ReadQuery::All => ctx.db.recent_horizon().await?,
+        _ => ctx.db.horizon().await?,
+    };
     let (packed, deleted_ids) = match query {
         ReadQuery::All => return full_read(ctx, user, server_time, if_none_match).await,
         // One statement: its own consistent snapshot.

@@ -72,12 +72,20 @@ struct ReadHorizon {
     commits: u64,
 }
 
-/// How long a horizon read from PostgreSQL serves further reads. A horizon stays a valid
-/// one forever (whatever was not committed when it was read is stamped after it), so an
-/// older one only leaves the changes after it to the next delta read; reusing it briefly
-/// spares busy readers a query each of `pg_stat_activity`. A write this process commits ends
-/// the reuse, so a client reads its own writes at once.
+/// How long a horizon read from PostgreSQL serves full reads ([`Freshness::Recent`]). A
+/// horizon stays a valid one forever (whatever was not committed when it was read is stamped
+/// after it); as a full read's `serverTime`, an older one only has the next delta return the
+/// changes of those milliseconds once more. A write this process commits ends the reuse.
 const REUSE_POSTGRES: Duration = Duration::from_millis(50);
+
+/// How fresh a horizon must be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Freshness {
+    /// Read now (a delta read: the changes up to now are returned now, exactly once).
+    Now,
+    /// One read from the database up to [`REUSE_POSTGRES`] ago will do (a full read).
+    Recent,
+}
 
 #[derive(Debug, Default)]
 struct ClockState {
@@ -174,13 +182,15 @@ fn postgres_horizon(now: DateTime<Utc>, oldest: Option<DateTime<Utc>>) -> DateTi
 pub(crate) async fn horizon(
     db: &impl ConnectionTrait,
     local: &WriteHorizon,
+    freshness: Freshness,
 ) -> Result<DateTime<Utc>, DbErr> {
     let backend = db.get_database_backend();
     if backend != DbBackend::Postgres {
         return Ok(local.horizon());
     }
     let commits = local.commits.load(Ordering::SeqCst);
-    if let Some(read) = *local.database.lock()
+    if freshness == Freshness::Recent
+        && let Some(read) = *local.database.lock()
         && read.commits == commits
         && read.read_at.elapsed() < REUSE_POSTGRES
     {

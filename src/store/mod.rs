@@ -324,7 +324,15 @@ impl Database {
     /// The moment before which no write still in flight can commit ([`horizon`]): a delta
     /// read's `serverTime`, taken before its snapshot begins.
     pub async fn horizon(&self) -> Result<DateTime<Utc>, DbErr> {
-        horizon::horizon(&self.conn, &self.write_horizon).await
+        horizon::horizon(&self.conn, &self.write_horizon, horizon::Freshness::Now).await
+    }
+
+    /// A horizon for a full read's `serverTime`: on PostgreSQL possibly one read up to 50 ms
+    /// ago ([`horizon::Freshness::Recent`]). A full read returns its whole snapshot anyway, so
+    /// an older horizon only means the changes of those milliseconds come once more with the
+    /// next delta read, and busy full readers spare the database a query each.
+    pub async fn recent_horizon(&self) -> Result<DateTime<Utc>, DbErr> {
+        horizon::horizon(&self.conn, &self.write_horizon, horizon::Freshness::Recent).await
     }
 
     /// Where a committed credential change goes ([`WriteTxn::credentials_changed`]).
