@@ -80,6 +80,8 @@ pub struct SessionState {
     next_check: Option<DateTime<Utc>>,
     /// The user's upstream streams, by connection.
     upstreams: HashMap<Uuid, Upstream>,
+    /// Reads of the user's connections started, and the latest one applied.
+    connection_reads: (u64, u64),
 }
 
 /// Messages to a session actor.
@@ -114,6 +116,13 @@ pub enum SessionMsg {
     /// The user's federated connections changed (or the actor started): hold one upstream
     /// stream per connection.
     RefreshUpstreams,
+    /// The user's federated connections, as read for [`SessionMsg::RefreshUpstreams`].
+    HoldUpstreams {
+        /// Which read this is (a later read's answer may arrive first).
+        read: u64,
+        /// Their ids.
+        connections: Vec<Uuid>,
+    },
 }
 
 impl Actor for SessionActor {
@@ -134,6 +143,7 @@ impl Actor for SessionActor {
             connections: Vec::new(),
             next_check: None,
             upstreams: HashMap::new(),
+            connection_reads: (0, 0),
         })
     }
 
@@ -177,7 +187,14 @@ impl Actor for SessionActor {
                 state.check_credentials().await;
                 state.schedule_check(&myself);
             }
-            SessionMsg::RefreshUpstreams => state.refresh_upstreams(&myself).await,
+            SessionMsg::RefreshUpstreams => state.read_connections(&myself),
+            SessionMsg::HoldUpstreams { read, connections } => {
+                // An older read answering after a newer one is out of date.
+                if read > state.connection_reads.1 {
+                    state.connection_reads.1 = read;
+                    state.hold_upstreams(&myself, connections);
+                }
+            }
         }
         Ok(())
     }
@@ -237,23 +254,35 @@ impl SessionState {
         self.drop_where(|c| !live.iter().any(|(id, _)| id == c.credential.key()));
     }
 
+    /// Reads the user's federated connections off the actor (a stop is never held up by
+    /// the query) and has them held ([`SessionMsg::HoldUpstreams`]).
+    fn read_connections(&mut self, myself: &ActorRef<SessionMsg>) {
+        self.connection_reads.0 += 1;
+        let read = self.connection_reads.0;
+        let db = self.shared.db.clone();
+        let user_id = self.user_id.clone();
+        let actor = myself.clone();
+        tokio::spawn(async move {
+            match federation_connections::of_user(&db, &user_id).await {
+                Ok(rows) => {
+                    let connections = rows.into_iter().map(|row| row.id).collect();
+                    let _ = actor.send_message(SessionMsg::HoldUpstreams { read, connections });
+                }
+                Err(err) => {
+                    tracing::warn!(error = %err, "stream.upstreams_unreadable");
+                    actor.send_after(RETRY_CHECK, || SessionMsg::RefreshUpstreams);
+                }
+            }
+        });
+    }
+
     /// Holds one upstream stream per federated connection of the user: starts the missing,
     /// drops those of removed connections. A shadow user (a member from another server)
     /// has none.
-    async fn refresh_upstreams(&mut self, myself: &ActorRef<SessionMsg>) {
-        let shared = &self.shared;
-        let wanted = match federation_connections::of_user(&shared.db, &self.user_id).await {
-            Ok(rows) => rows,
-            Err(err) => {
-                tracing::warn!(error = %err, "stream.upstreams_unreadable");
-                myself.send_after(RETRY_CHECK, || SessionMsg::RefreshUpstreams);
-                return;
-            }
-        };
-        self.upstreams
-            .retain(|id, _| wanted.iter().any(|connection| connection.id == *id));
+    fn hold_upstreams(&mut self, myself: &ActorRef<SessionMsg>, wanted: Vec<Uuid>) {
+        self.upstreams.retain(|id, _| wanted.contains(id));
         for connection in wanted {
-            if self.upstreams.contains_key(&connection.id) {
+            if self.upstreams.contains_key(&connection) {
                 continue;
             }
             let actor = myself.clone();
@@ -261,12 +290,12 @@ impl SessionState {
                 let _ = actor.send_message(SessionMsg::Deliver { frames });
             });
             let context = UpstreamContext {
-                federation: shared.federation.clone(),
-                db: shared.db.clone(),
-                metrics: shared.metrics.clone(),
+                federation: self.shared.federation.clone(),
+                db: self.shared.db.clone(),
+                metrics: self.shared.metrics.clone(),
             };
-            let held = upstream::spawn(context, self.user_id.clone(), connection.id, sink);
-            self.upstreams.insert(connection.id, held);
+            let held = upstream::spawn(context, self.user_id.clone(), connection, sink);
+            self.upstreams.insert(connection, held);
         }
     }
 
