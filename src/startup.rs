@@ -13,6 +13,7 @@ use ractor::{Actor, ActorRef};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
+use crate::actors::announcer::{Announcer, InstanceListener};
 use crate::actors::root::{RootActor, RootArgs, RootMsg};
 use crate::actors::scheduler::{TaskSpec, builtin_tasks};
 use crate::actors::{ActorKind, Actors, Shared};
@@ -137,9 +138,11 @@ impl ApplicationBuilder {
         let task_names: Vec<&'static str> = tasks.iter().map(TaskSpec::name).collect();
         metrics.export_zeros(&actor_kinds, &task_names);
         let instance_id = uuid::Uuid::new_v4().to_string();
+        let announcer = Arc::new(Announcer::new(actors.clone(), db.clone()));
+        db.attach_instance_events(Arc::new(InstanceListener::new(actors.clone())));
         let services = Services {
             db: db.clone(),
-            announce: actors.clone(),
+            announce: announcer,
             metrics: metrics.clone(),
             mail_batch_delay_ms: settings.mail.batch_delay_ms,
         };

@@ -26,6 +26,7 @@ mod m20261124_000015_add_calendar_members_seen_codes_postgres;
 mod m20261125_000016_create_provider_mirrors;
 mod m20261126_000017_add_account_calendar_tokens;
 mod m20261126_000018_create_federation_connections;
+mod m20261126_000019_create_instance_notices_postgres;
 
 /// The ordered list of every migration Bowline has shipped.
 pub struct Migrator;
@@ -52,6 +53,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261125_000016_create_provider_mirrors::Migration),
             Box::new(m20261126_000017_add_account_calendar_tokens::Migration),
             Box::new(m20261126_000018_create_federation_connections::Migration),
+            Box::new(m20261126_000019_create_instance_notices_postgres::Migration),
         ]
     }
 }

@@ -17,6 +17,7 @@
 //! counts the failure and restarts it. A caller whose actor died or did not answer within the
 //! configured timeout gets [`AppError::Unavailable`] (503), never a hang.
 
+pub mod announcer;
 pub mod calendar;
 pub mod calendar_msg;
 pub mod calendars;
@@ -208,38 +209,6 @@ impl Actors {
     pub fn notify_batch(&self, due_at: chrono::DateTime<chrono::Utc>) {
         if let Some(mailer) = self.mailer.get() {
             let _ = mailer.send_message(mailer::MailerMsg::BatchQueued { due_at });
-        }
-    }
-}
-
-impl crate::commands::Announce for Actors {
-    fn broadcast_to(
-        &self,
-        users: &mut dyn Iterator<Item = &str>,
-        frame: &crate::domain::frames::Frame,
-    ) {
-        self.sessions.broadcast(users, frame);
-    }
-
-    fn deliver(&self, batch: crate::domain::frames::FrameBatch) {
-        self.sessions.deliver(batch);
-    }
-
-    fn mail_batch_due(&self, due_at: chrono::DateTime<chrono::Utc>) {
-        self.notify_batch(due_at);
-    }
-
-    fn is_connected(&self, user: &str) -> bool {
-        self.sessions.is_connected(user)
-    }
-
-    fn provider_writes_queued(&self, accounts: &[(String, String)]) {
-        for (provider, account) in accounts {
-            if let Some(account) = crate::domain::providers::AccountKey::from_row(provider, account)
-            {
-                self.providers
-                    .tell(providers::ProvidersMsg::Deliver { account });
-            }
         }
     }
 }

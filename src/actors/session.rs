@@ -113,6 +113,8 @@ pub enum SessionMsg {
     /// The user's credentials changed, or one expired: drop the connections whose
     /// credential is gone.
     CheckCredentials,
+    /// Close every connection (frames may have been missed: their clients re-read).
+    CloseAll,
     /// The user's federated connections changed (or the actor started): hold one upstream
     /// stream per connection.
     RefreshUpstreams,
@@ -187,6 +189,7 @@ impl Actor for SessionActor {
                 state.check_credentials().await;
                 state.schedule_check(&myself);
             }
+            SessionMsg::CloseAll => state.drop_where(|_| true),
             SessionMsg::RefreshUpstreams => state.read_connections(&myself),
             SessionMsg::HoldUpstreams { read, connections } => {
                 // An older read answering after a newer one is out of date.

@@ -73,6 +73,24 @@ impl Sessions {
         }
     }
 
+    /// Sends each user with an open stream here their block of frames (one entry in each
+    /// of their connections' queues).
+    pub fn deliver_blocks(&self, blocks: Vec<(String, Bytes)>) {
+        let live = self.live.read();
+        for (user, frames) in blocks {
+            if let Some(actor) = live.get(&user) {
+                let _ = actor.send_message(SessionMsg::Deliver { frames });
+            }
+        }
+    }
+
+    /// Closes every open stream (their clients reconnect and re-read).
+    pub fn close_all_streams(&self) {
+        for actor in self.live.read().values() {
+            let _ = actor.send_message(SessionMsg::CloseAll);
+        }
+    }
+
     /// The counts, to wait on (`wait_for`) without polling.
     pub fn counts(&self) -> watch::Receiver<StreamCounts> {
         self.counts.subscribe()

@@ -1,10 +1,12 @@
 //! The mutations. Calendar-scoped ones run inside that calendar's actor: each validates what
 //! the HTTP edge could not, locks the calendar row, authorizes with the permission matrix,
-//! commits in one transaction, and only then broadcasts frames to the affected members, once
-//! per user. Correctness rests on the transaction (row lock, unique constraints), not on the
-//! actor being the only writer; the actor adds ordering, so frames leave in commit order.
-//! User-scoped ones (settings, reminders, Pages) run in the request, serialized per user by
-//! a row lock, and send their frames to the user's own connections after commit.
+//! and writes in one transaction, announcing its frames into it ([`Services::within`]):
+//! they reach the affected members, once per user, only when it commits. Correctness rests
+//! on the transaction (row lock, unique constraints), not on the actor being the only
+//! writer; frames leave in commit order (on PostgreSQL the database orders them across
+//! instances). User-scoped ones (settings, reminders, Pages) run in the request, serialized
+//! per user by a row lock, and announce their frames to the user's own connections the same
+//! way.
 
 pub mod calendar;
 pub mod events;
@@ -29,9 +31,9 @@ use crate::domain::frames::FrameBatch;
 use crate::domain::roles::{Action, Role};
 use crate::error::AppError;
 use crate::metrics::Metrics;
-use crate::store::Database;
 use crate::store::calendars as calendar_store;
 use crate::store::members::{self, Member};
+use crate::store::{Database, TxnOutgoing, WriteTxn};
 use crate::views::calendars::CalendarView;
 
 /// What the commands use: the store, where their frames and change mails go, the metrics.
@@ -64,6 +66,23 @@ pub trait Announce: Send + Sync + std::fmt::Debug {
 }
 
 impl Services {
+    /// These services, announcing into `txn`: what is announced through them goes out
+    /// once `txn` commits (on PostgreSQL the frames inside it, so every instance hears
+    /// them in commit order), and not at all if it does not.
+    pub fn within(&self, txn: &WriteTxn) -> Services {
+        let outgoing = txn.outgoing().clone();
+        let local = self.announce.clone();
+        outgoing.deliver_with(move |frames| local.deliver(frames));
+        Services {
+            announce: Arc::new(InTransaction {
+                outgoing,
+                committed: self.announce.clone(),
+                crosses_instances: txn.crosses_instances(),
+            }),
+            ..self.clone()
+        }
+    }
+
     /// Sends `frame` to every stream of each user in `users`, once per user.
     pub fn broadcast<'a>(&self, users: impl IntoIterator<Item = &'a str>, frame: &Frame) {
         self.announce.broadcast_to(&mut users.into_iter(), frame);
@@ -82,6 +101,43 @@ impl Services {
         unique.sort();
         unique.dedup();
         self.announce.provider_writes_queued(&unique);
+    }
+}
+
+/// Announcements into a write transaction ([`Services::within`]).
+#[derive(Debug)]
+struct InTransaction {
+    outgoing: TxnOutgoing,
+    /// Where the steps go once the transaction committed.
+    committed: Arc<dyn Announce>,
+    crosses_instances: bool,
+}
+
+impl Announce for InTransaction {
+    fn broadcast_to(&self, users: &mut dyn Iterator<Item = &str>, frame: &Frame) {
+        self.outgoing.add_frame(users, frame);
+    }
+
+    fn deliver(&self, batch: FrameBatch) {
+        self.outgoing.add_frames(batch);
+    }
+
+    fn mail_batch_due(&self, due_at: DateTime<Utc>) {
+        let committed = self.committed.clone();
+        self.outgoing
+            .after_commit(move || committed.mail_batch_due(due_at));
+    }
+
+    fn is_connected(&self, user: &str) -> bool {
+        // A user connected to another instance is not known here.
+        self.crosses_instances || self.committed.is_connected(user)
+    }
+
+    fn provider_writes_queued(&self, accounts: &[(String, String)]) {
+        let committed = self.committed.clone();
+        let accounts = accounts.to_vec();
+        self.outgoing
+            .after_commit(move || committed.provider_writes_queued(&accounts));
     }
 }
 

@@ -61,6 +61,38 @@ impl FrameBatch {
         }
     }
 
+    /// Adds every frame of `other` after this batch's own, user by user.
+    pub fn append(&mut self, other: FrameBatch) {
+        for (user, blocks) in other.by_user {
+            self.by_user.entry(user).or_default().extend(blocks);
+        }
+    }
+
+    /// Each distinct block once, and each user's blocks as indices into them, in order.
+    pub fn shared_blocks(self) -> (Vec<Bytes>, Vec<(String, Vec<u32>)>) {
+        let mut blocks: Vec<Bytes> = Vec::new();
+        let mut index: HashMap<(usize, usize), u32> = HashMap::new();
+        let users = self
+            .by_user
+            .into_iter()
+            .map(|(user, own)| {
+                let indices = own
+                    .into_iter()
+                    .map(|block| {
+                        *index
+                            .entry((block.as_ptr() as usize, block.len()))
+                            .or_insert_with(|| {
+                                blocks.push(block);
+                                (blocks.len() - 1) as u32
+                            })
+                    })
+                    .collect();
+                (user, indices)
+            })
+            .collect();
+        (blocks, users)
+    }
+
     /// Whether nothing was added.
     pub fn is_empty(&self) -> bool {
         self.by_user.is_empty()

@@ -59,15 +59,17 @@ use sea_orm::{
 };
 
 use crate::config::StorageSettings;
+use crate::domain::frames::FrameBatch;
 pub use commit_write::CommitWrite;
 use credentials::CredentialChanges;
 use events::read_cache::{EventReadCache, StreamLimits};
 use file_lock::FileLock;
 use instance_bus::InstanceBus;
+pub use instance_bus::InstanceEvents;
 use session_cache::SessionCache;
 use unpinged_connections::UnpingedConnections;
 use writer::SqliteWriter;
-pub use writer::WriteTxn;
+pub use writer::{TxnOutgoing, WriteTxn};
 
 /// Which database Bowline is running on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -242,18 +244,22 @@ impl Database {
                 Arc::new(horizon::WriteHorizon::default()),
             ),
         };
-        let bus = (backend == Backend::Postgres).then(|| {
-            InstanceBus::start(
-                conn.get_postgres_connection_pool()
-                    .connect_options()
-                    .as_ref()
-                    .clone(),
-                instance_bus::Receivers {
-                    sessions: sessions.clone(),
-                    changes: credentials.clone(),
-                },
-            )
-        });
+        let bus = match backend {
+            Backend::Postgres => Some(
+                InstanceBus::start(
+                    conn.get_postgres_connection_pool()
+                        .connect_options()
+                        .as_ref()
+                        .clone(),
+                    instance_bus::Receivers {
+                        sessions: sessions.clone(),
+                        changes: credentials.clone(),
+                    },
+                )
+                .await?,
+            ),
+            Backend::Sqlite => None,
+        };
         // SQLite answers in this process: its checks need no connections of their own.
         let unpinged_connections =
             (backend == Backend::Postgres && settings.read_cache_connections > 0).then(|| {
@@ -367,6 +373,46 @@ impl Database {
         self.credentials.publish(user_id);
         if let Some(bus) = &self.bus {
             bus.credentials_changed(user_id);
+        }
+    }
+
+    /// Whether other instances may share this database (PostgreSQL): frames then go
+    /// through it ([`instance_bus`]), and a user may hold streams on another instance.
+    pub fn crosses_instances(&self) -> bool {
+        self.bus.is_some()
+    }
+
+    /// Sets what this instance does with what the others tell it (PostgreSQL; once its
+    /// actors run).
+    pub fn attach_instance_events(&self, events: Arc<dyn InstanceEvents>) {
+        if let Some(bus) = &self.bus {
+            bus.attach(events);
+        }
+    }
+
+    /// Sends `frames` to the streams of every instance, after the notices sent before
+    /// (PostgreSQL; outside a write transaction). `false` on SQLite: the caller delivers.
+    pub fn publish_frames(&self, frames: FrameBatch) -> Result<(), FrameBatch> {
+        match &self.bus {
+            Some(bus) => {
+                bus.publish_frames(frames);
+                Ok(())
+            }
+            None => Err(frames),
+        }
+    }
+
+    /// Tells the other instances that a batch of change mails is due at `at`.
+    pub fn tell_mail_batch_due(&self, at: DateTime<Utc>) {
+        if let Some(bus) = &self.bus {
+            bus.mail_batch_due(at);
+        }
+    }
+
+    /// Tells the other instances that rows were queued in these accounts' outboxes.
+    pub fn tell_provider_writes_queued(&self, accounts: &[(String, String)]) {
+        if let Some(bus) = &self.bus {
+            bus.provider_writes_queued(accounts);
         }
     }
 

@@ -39,6 +39,8 @@ use sea_query_sqlx::SqlxValues;
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
 use super::horizon::{InFlight, WriteHorizon, postgres_stamp};
+use super::instance_bus::OwnNotice;
+use crate::domain::frames::{Frame, FrameBatch};
 
 /// The statement that opens a write transaction: it takes SQLite's write lock at once, so
 /// a transaction that reads before it writes never finds the database changed under it.
@@ -319,6 +321,71 @@ pub struct WriteTxn {
     stamp: tokio::sync::OnceCell<DateTime<Utc>>,
     /// SQLite: the stamp, registered in flight until the transaction has ended.
     in_flight: parking_lot::Mutex<Option<InFlight>>,
+    /// What the transaction announces once it commits.
+    outgoing: TxnOutgoing,
+}
+
+/// What a write transaction announces once it commits ([`WriteTxn::outgoing`]): its
+/// frames, and other steps. Nothing of it happens if the transaction does not commit.
+///
+/// On PostgreSQL the frames go into the transaction itself, as a notice the database sends
+/// every instance at the commit, in commit order ([`super::instance_bus`]); on SQLite they
+/// are delivered on this instance after the commit.
+#[derive(Clone, Default)]
+pub struct TxnOutgoing(Arc<parking_lot::Mutex<Outgoing>>);
+
+#[derive(Default)]
+struct Outgoing {
+    frames: FrameBatch,
+    /// Delivers the frames on this instance (when no database notice carries them).
+    deliver: Option<Box<dyn FnOnce(FrameBatch) + Send>>,
+    /// Steps run after the commit, in order.
+    after: Vec<Box<dyn FnOnce() + Send>>,
+}
+
+impl std::fmt::Debug for TxnOutgoing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TxnOutgoing").finish_non_exhaustive()
+    }
+}
+
+impl TxnOutgoing {
+    /// Adds `frame` for each user in `users` (once per user), after the frames added before.
+    pub fn add_frame<'a>(&self, users: impl IntoIterator<Item = &'a str>, frame: &Frame) {
+        self.0.lock().frames.add(users, frame);
+    }
+
+    /// Adds the frames of `batch`, after the frames added before.
+    pub fn add_frames(&self, batch: FrameBatch) {
+        self.0.lock().frames.append(batch);
+    }
+
+    /// Where the frames go after the commit when the database does not carry them.
+    pub fn deliver_with(&self, deliver: impl FnOnce(FrameBatch) + Send + 'static) {
+        self.0.lock().deliver = Some(Box::new(deliver));
+    }
+
+    /// Runs `step` after the commit.
+    pub fn after_commit(&self, step: impl FnOnce() + Send + 'static) {
+        self.0.lock().after.push(Box::new(step));
+    }
+
+    fn take_frames(&self) -> FrameBatch {
+        std::mem::take(&mut self.0.lock().frames)
+    }
+
+    /// After the commit: the frames still held are delivered here, then the steps run.
+    fn run(self) {
+        let outgoing = std::mem::take(&mut *self.0.lock());
+        if let Some(deliver) = outgoing.deliver
+            && !outgoing.frames.is_empty()
+        {
+            deliver(outgoing.frames);
+        }
+        for step in outgoing.after {
+            step();
+        }
+    }
 }
 
 /// What a committed credential change must reach.
@@ -348,6 +415,7 @@ impl WriteTxn {
             horizon,
             stamp: tokio::sync::OnceCell::new(),
             in_flight: parking_lot::Mutex::new(None),
+            outgoing: TxnOutgoing::default(),
         }
     }
 
@@ -379,12 +447,29 @@ impl WriteTxn {
         self.changed.lock().push(user_id.to_owned());
     }
 
+    /// What the transaction announces once it commits (frames, steps after the commit).
+    pub fn outgoing(&self) -> &TxnOutgoing {
+        &self.outgoing
+    }
+
+    /// Whether other instances may share the database: frames then go to every instance
+    /// through it, and a user may hold streams on another instance.
+    pub fn crosses_instances(&self) -> bool {
+        self.after_commit.bus.is_some()
+    }
+
     /// Commits the transaction.
     pub async fn commit(self) -> Result<(), DbErr> {
         let (txn, announce) = self.split();
         match txn {
             Txn::Sqlite(txn) => txn.commit().await?,
-            Txn::Pool(txn) => txn.commit().await?,
+            Txn::Pool(txn) => {
+                let own = announce.send_frames_in(&txn).await?;
+                txn.commit().await?;
+                if let Some(own) = own {
+                    own.heard().await;
+                }
+            }
         }
         announce.run();
         Ok(())
@@ -400,7 +485,11 @@ impl WriteTxn {
             Txn::Sqlite(txn) => txn.commit_after(stmt).await?,
             Txn::Pool(txn) => {
                 txn.execute_raw(stmt).await?;
+                let own = announce.send_frames_in(&txn).await?;
                 txn.commit().await?;
+                if let Some(own) = own {
+                    own.heard().await;
+                }
             }
         }
         announce.run();
@@ -436,6 +525,7 @@ impl WriteTxn {
                 hooks: self.after_commit,
                 in_flight: self.in_flight.into_inner(),
                 horizon: self.horizon,
+                outgoing: self.outgoing,
             },
         )
     }
@@ -449,12 +539,28 @@ struct Announcement {
     in_flight: Option<InFlight>,
     /// Told of the commit (a horizon read before it is not reused after it).
     horizon: Arc<WriteHorizon>,
+    /// The frames and steps of the transaction.
+    outgoing: TxnOutgoing,
 }
 
 impl Announcement {
+    /// PostgreSQL: puts the transaction's frames into it, as the notice the database sends
+    /// every instance when it commits; the notice to wait for once it committed.
+    async fn send_frames_in(&self, txn: &DatabaseTransaction) -> Result<Option<OwnNotice>, DbErr> {
+        let Some(bus) = &self.hooks.bus else {
+            return Ok(None);
+        };
+        let Some((statement, own)) = bus.frames_statement(self.outgoing.take_frames()) else {
+            return Ok(None);
+        };
+        txn.execute_raw(statement).await?;
+        Ok(Some(own))
+    }
+
     fn run(self) {
         self.horizon.committed();
         drop(self.in_flight);
+        self.outgoing.run();
         for user in &self.users {
             self.hooks.sessions.forget_user(user);
             self.hooks.changes.publish(user);
