@@ -37,8 +37,8 @@ pub async fn update(
     let updated =
         calendar_store::update_meta(&txn, calendar, change.name, change.color, Utc::now()).await?;
     let members = members::list(&txn, calendar_id).await?;
+    announce_calendar(&services.within(&txn), &updated, &members);
     txn.commit().await?;
-    announce_calendar(services, &updated, &members);
     Ok(CalendarView::new(&updated, &members, Some(role)))
 }
 
@@ -76,12 +76,13 @@ async fn delete_once(
     let clock = WriteDeadline::start(&txn).await?;
     let deletion = event_visibility::on_calendar_deleted(&txn, calendar_id, clock.now).await?;
     calendar_store::delete(&txn, calendar_id).await?;
-    clock.check()?;
-    txn.commit().await?;
+    let announce = services.within(&txn);
     let removed = CalendarView::new(&calendar, &[], None);
     for member in &former {
-        send_view(services, &member.user.id, "calendar_removed", &removed);
+        send_view(&announce, &member.user.id, "calendar_removed", &removed);
     }
-    deletion.announce(services);
+    deletion.announce(&announce);
+    clock.check()?;
+    txn.commit().await?;
     Ok(CalendarView::new(&calendar, &[], Some(role)))
 }

@@ -124,10 +124,10 @@ pub async fn accept(
         calendar.updated_at = now;
     }
     let members = members::list(&txn, calendar_id).await?;
-    txn.commit().await?;
     if joined.is_some() {
-        announce_calendar(services, &calendar, &members);
+        announce_calendar(&services.within(&txn), &calendar, &members);
     }
+    txn.commit().await?;
     Ok(Accepted {
         member_token: issued.token,
         member_token_expires_at: issued.expires_at,

@@ -55,10 +55,10 @@ pub async fn join(
         calendar_store::touch(&txn, calendar_id, now).await?;
     }
     let members = members::list(&txn, calendar_id).await?;
-    txn.commit().await?;
     if joined.is_some() {
-        announce_calendar(services, &calendar, &members);
+        announce_calendar(&services.within(&txn), &calendar, &members);
     }
+    txn.commit().await?;
     Ok(joined.iter().map(MembershipView::from).collect())
 }
 
@@ -90,15 +90,16 @@ pub async fn leave(
     let undone = events::visibility::on_home_membership_lost(&txn, calendar_id, user, now).await?;
     calendar_store::touch(&txn, calendar_id, now).await?;
     let remaining = members::list(&txn, calendar_id).await?;
-    txn.commit().await?;
-    announce_removed(services, user, calendar_id);
-    undone.announce(services);
+    let announce = services.within(&txn);
+    announce_removed(&announce, user, calendar_id);
+    undone.announce(&announce);
     let mut frames = FrameBatch::default();
     for event in lost {
-        events::add_removed(services, &mut frames, event, [user]);
+        events::add_removed(&announce, &mut frames, event, [user]);
     }
-    services.announce.deliver(frames);
-    announce_calendar(services, &calendar, &remaining);
+    announce.announce.deliver(frames);
+    announce_calendar(&announce, &calendar, &remaining);
+    txn.commit().await?;
     Ok(())
 }
 
@@ -151,8 +152,8 @@ pub async fn set_role(
         calendar
     };
     let members = members::list(&txn, calendar_id).await?;
+    announce_calendar(&services.within(&txn), &calendar, &members);
     txn.commit().await?;
-    announce_calendar(services, &calendar, &members);
     Ok(())
 }
 
@@ -192,14 +193,15 @@ pub async fn remove(
         events::visibility::on_home_membership_lost(&txn, calendar_id, target, now).await?;
     calendar_store::touch(&txn, calendar_id, now).await?;
     let remaining = members::list(&txn, calendar_id).await?;
-    txn.commit().await?;
-    announce_removed(services, target, calendar_id);
-    undone.announce(services);
+    let announce = services.within(&txn);
+    announce_removed(&announce, target, calendar_id);
+    undone.announce(&announce);
     let mut frames = FrameBatch::default();
     for event in lost {
-        events::add_removed(services, &mut frames, event, [target]);
+        events::add_removed(&announce, &mut frames, event, [target]);
     }
-    services.announce.deliver(frames);
-    announce_calendar(services, &calendar, &remaining);
+    announce.announce.deliver(frames);
+    announce_calendar(&announce, &calendar, &remaining);
+    txn.commit().await?;
     Ok(())
 }

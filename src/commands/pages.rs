@@ -15,6 +15,7 @@ use crate::commands::Services;
 use crate::domain::frames::Frame;
 use crate::domain::pages::{DEFAULT_PAGE_NAME, MAX_PAGES, default_config};
 use crate::error::AppError;
+use crate::store::WriteTxn;
 use crate::store::pages::{self as page_store, NewPage};
 use crate::store::{members, settings as settings_store};
 use crate::views::pages::PageDocument;
@@ -100,10 +101,16 @@ impl PageWrite {
         Ok(saved)
     }
 
-    /// Sends the queued frames (after commit), documents as the owner reads them.
-    async fn announce(self, services: &Services, removed: Option<Uuid>) -> Result<(), AppError> {
-        let calendars = accessible(services.db.conn(), &self.user_id).await?;
-        let sessions = services;
+    /// Announces the queued frames into `txn` (they leave when it commits), documents as
+    /// the owner reads them; the calendars the owner may show, as read in `txn`.
+    async fn announce(
+        self,
+        services: &Services,
+        txn: &WriteTxn,
+        removed: Option<Uuid>,
+    ) -> Result<HashSet<String>, AppError> {
+        let calendars = accessible(txn, &self.user_id).await?;
+        let sessions = &services.within(txn);
         if let Some(id) = removed {
             sessions.broadcast(
                 [self.user_id.as_str()],
@@ -114,7 +121,7 @@ impl PageWrite {
             let payload = json!({ "page": PageDocument::new(page, &calendars) });
             sessions.broadcast([self.user_id.as_str()], &Frame::new(kind, payload));
         }
-        Ok(())
+        Ok(calendars)
     }
 }
 
@@ -126,8 +133,8 @@ pub async fn list(services: &Services, user_id: &str) -> Result<Vec<PageDocument
         let mut write = PageWrite::new(user_id);
         let txn = services.db.begin_write().await?;
         active = write.begin(&txn).await?;
+        write.announce(services, &txn, None).await?;
         txn.commit().await?;
-        write.announce(services, None).await?;
     }
     let calendars = accessible(db, user_id).await?;
     Ok(active
@@ -177,10 +184,9 @@ pub async fn create(
         write.now,
     )
     .await?;
-    txn.commit().await?;
     write.frames.push(("page_created", page.clone()));
-    let calendars = accessible(services.db.conn(), user_id).await?;
-    write.announce(services, None).await?;
+    let calendars = write.announce(services, &txn, None).await?;
+    txn.commit().await?;
     Ok(PageDocument::new(&page, &calendars))
 }
 
@@ -212,9 +218,8 @@ pub async fn save(
     page.config = config;
     page.revision += 1;
     let saved = write.save(&txn, page).await?;
+    let calendars = write.announce(services, &txn, None).await?;
     txn.commit().await?;
-    let calendars = accessible(services.db.conn(), user_id).await?;
-    write.announce(services, None).await?;
     Ok(PageDocument::new(&saved, &calendars))
 }
 
@@ -236,8 +241,9 @@ pub async fn delete(services: &Services, user_id: &str, id: Uuid) -> Result<(), 
         heir.revision += 1;
         write.save(&txn, heir).await?;
     }
+    write.announce(services, &txn, Some(id)).await?;
     txn.commit().await?;
-    write.announce(services, Some(id)).await
+    Ok(())
 }
 
 /// Puts the owner's active Pages in the order of `page_ids` (every one exactly once), and
@@ -291,10 +297,9 @@ pub async fn reorder(
             page
         });
     }
-    txn.commit().await?;
     ordered.sort_by_key(|p| p.position);
-    let calendars = accessible(services.db.conn(), user_id).await?;
-    write.announce(services, None).await?;
+    let calendars = write.announce(services, &txn, None).await?;
+    txn.commit().await?;
     Ok(ordered
         .iter()
         .map(|p| PageDocument::new(p, &calendars))

@@ -30,13 +30,13 @@ pub async fn set_calendar_rule(
     calendar_id: Uuid,
     rule: Option<Value>,
 ) -> Result<(), AppError> {
-    let member =
-        reminders::set_calendar_rule(services.db.conn(), calendar_id, user_id, rule, Utc::now())
-            .await?;
+    let txn = services.db.begin_write().await?;
+    let member = reminders::set_calendar_rule(&txn, calendar_id, user_id, rule, Utc::now()).await?;
     if !member {
         return Err(not_a_member_for_reminders());
     }
-    announce(services, user_id);
+    announce(&services.within(&txn), user_id);
+    txn.commit().await?;
     Ok(())
 }
 
@@ -53,7 +53,7 @@ pub async fn set_event_rule(
         Some(rule) => reminders::set_event_rule(&txn, user_id, event_id, rule, Utc::now()).await?,
         None => reminders::clear_event_rule(&txn, user_id, event_id).await?,
     }
+    announce(&services.within(&txn), user_id);
     txn.commit().await?;
-    announce(services, user_id);
     Ok(())
 }

@@ -48,8 +48,8 @@ pub async fn write(
     }
     let value = settings::apply(&row.value, changes);
     let saved = settings_store::save(&txn, row, value, now).await?;
-    txn.commit().await?;
     let frame = Frame::new("settings_updated", json!({ "revision": saved.revision }));
-    services.broadcast([user_id], &frame);
+    services.within(&txn).broadcast([user_id], &frame);
+    txn.commit().await?;
     Ok(saved)
 }

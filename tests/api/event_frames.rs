@@ -14,7 +14,7 @@ use crate::support::sse::SseClient;
 /// The frames `stream` (of `user`) received before a marker sent now: frames to one user
 /// arrive in the order they were sent, so this is everything the last request sent them.
 pub async fn drain(app: &TestApp, user: &TestUser, stream: &mut SseClient) -> Vec<Value> {
-    app.ctx().actors.sessions.broadcast(
+    app.ctx().shared.services.broadcast(
         [user.id.as_str()],
         &bowline::domain::frames::Frame::new("marker", json!({})),
     );

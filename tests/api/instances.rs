@@ -1,12 +1,13 @@
 //! Several instances on one database: what one instance commits about a user's credentials
 //! reaches the others at once (on PostgreSQL through the database's own notifications; two
 //! servers in one process on one SQLite file share what the process knows), and an
-//! instance that lost its listening connection listens again and trusts no cached session.
+//! instance that lost its listening connection closes its streams (their clients re-read),
+//! listens again and trusts no cached session.
 
 use reqwest::{Method, StatusCode};
 use sea_orm::{ConnectionTrait, Statement};
 
-use crate::helpers::{eventually, spawn_app_sharing_database, spawn_app_with};
+use crate::helpers::{event_body, eventually, spawn_app_sharing_database, spawn_app_with};
 
 /// Sessions found by token are kept a minute: longer than any wait of these tests, so only
 /// the other instance's notice can end them in time.
@@ -61,12 +62,17 @@ async fn an_instance_that_lost_its_listening_connection_listens_again() {
         count(listeners).await >= 2
     })
     .await;
+    // A stream held on A while A cannot hear the others may miss frames: it is closed, so
+    // its client reconnects and re-reads.
+    let watcher = a.sign_up("instances-watcher@example.com").await;
+    let mut stream = a.stream(&watcher).await;
     conn.execute_unprepared(
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
          WHERE datname = current_database() AND query LIKE 'LISTEN %'",
     )
     .await
     .expect("cut the listening connections");
+    stream.expect_end().await;
 
     let user = a.sign_up("instances-lost@example.com").await;
     let (status, _) = a.call(Method::GET, "/api/v1/calendars", &user, None).await;
@@ -86,4 +92,16 @@ async fn an_instance_that_lost_its_listening_connection_listens_again() {
             == StatusCode::UNAUTHORIZED
     })
     .await;
+    // A reopened stream hears the others again: a change made through B reaches it.
+    let mut reopened = a.stream(&watcher).await;
+    let calendar = b.create_calendar(&watcher, "Heard again").await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let created = b
+        .create_event(&watcher, &event_body(&[&calendar], "Heard", 9))
+        .await;
+    let frame = reopened.next_frame().await;
+    assert_eq!(frame["type"], "event_created");
+    assert_eq!(frame["payload"]["id"], created["id"]);
 }

@@ -1,8 +1,9 @@
 //! Group commit of event creation. A calendar actor collects the `CreateEvent` commands
 //! queued in its mailbox and runs them here as one batch, written by
 //! [`creations::create_batch`] (how it is written, and with which roles, is the store's):
-//! this module authorizes each command against the roles the write read, then sends each
-//! created event's frames and answers every command. A command refused on its own (no
+//! this module authorizes each command against the roles the write read, announces each
+//! created event's frames into the write (they leave when it commits) and answers every
+//! command. A command refused on its own (no
 //! right, an id twice in the batch) is answered without affecting the others; if the batch
 //! fails as a whole (an id that exists already — ids are client-chosen, so that is a
 //! retried create — or a linked calendar deleted concurrently), every command is retried on
@@ -11,7 +12,9 @@
 
 use uuid::Uuid;
 
-use super::readers::{Readers, readers_among};
+use entities::events;
+
+use super::readers::readers_among;
 use super::send_event;
 use crate::commands::Services;
 use crate::commands::mirrors::intents::delivery_of;
@@ -20,6 +23,7 @@ use crate::domain::events::{EventInput, event_exists};
 use crate::domain::ids::{CalendarId, UserId};
 use crate::domain::roles::Action;
 use crate::error::AppError;
+use crate::store::WriteTxn;
 use crate::store::events::WriteDeadline;
 use crate::store::events::calendar_roles::CalendarRoles;
 use crate::store::events::creations::{self, Creation, CreationsError};
@@ -56,7 +60,7 @@ pub async fn create_all(
             // One of the ids exists, or one of the calendars was deleted meanwhile: each
             // command alone finds out whether it was concerned.
             Err(BatchError::Collision | BatchError::Refused(_)) => {}
-            outcome => return answers(services, batch, outcome),
+            outcome => return answers(batch, outcome),
         }
     }
     let mut all = Vec::with_capacity(batch.len());
@@ -66,22 +70,13 @@ pub async fn create_all(
             commit(services, home.0, one, remembered)
         })
         .await;
-        all.extend(answers(services, one, outcome));
+        all.extend(answers(one, outcome));
     }
     all
 }
 
 /// What a committed batch produced for each command, in order.
-type Committed = Vec<
-    Result<
-        (
-            entities::events::Model,
-            Readers,
-            Option<Vec<ProviderDelivery>>,
-        ),
-        AppError,
-    >,
->;
+type Committed = Vec<Result<(entities::events::Model, Option<Vec<ProviderDelivery>>), AppError>>;
 
 /// Why a batch failed as a whole.
 enum BatchError {
@@ -111,7 +106,8 @@ impl From<CreationsError> for BatchError {
     }
 }
 
-/// Writes the batch ([`creations::create_batch`]); per-command refusals are in the result.
+/// Writes the batch ([`creations::create_batch`]), announcing each created event's frames
+/// (and the outbox rows it queued) into the write; per-command refusals are in the result.
 async fn commit(
     services: &Services,
     home: Uuid,
@@ -134,6 +130,24 @@ async fn commit(
     let mirrors = outbox::targets(&services.db, services.db.conn(), &calendars)
         .await
         .map_err(|err| BatchError::Failed(err.into()))?;
+    let mut announce =
+        |txn: &WriteTxn, roles: &CalendarRoles, created: &[(usize, &events::Model)]| {
+            let services = services.within(txn);
+            for (index, event) in created {
+                let readers = readers_among(&batch[*index].input.calendars, |calendar| {
+                    roles
+                        .members
+                        .get(calendar)
+                        .into_iter()
+                        .flat_map(|list| list.iter())
+                        .map(|(user, _)| user.as_str())
+                });
+                send_event(&services, "event_created", event, &readers);
+            }
+            if !created.is_empty() {
+                services.provider_writes_queued(mirrors.values());
+            }
+        };
     let created = creations::create_batch(
         &services.db,
         home,
@@ -141,32 +155,21 @@ async fn commit(
         remembered,
         &mut check,
         &mirrors,
+        &mut announce,
     )
     .await?;
-    if created.outcomes.iter().any(Result::is_ok) {
-        services.provider_writes_queued(mirrors.values());
-    }
     Ok(created
         .outcomes
         .into_iter()
         .zip(batch)
         .map(|(outcome, pending)| {
             outcome.map(|event| {
-                let readers = readers_among(&pending.input.calendars, |calendar| {
-                    created
-                        .roles
-                        .members
-                        .get(calendar)
-                        .into_iter()
-                        .flat_map(|list| list.iter())
-                        .map(|(user, _)| user.as_str())
-                });
                 let writes = outbox::puts_for_new(
                     &mirrors,
                     [(event.id, pending.input.calendars.as_slice())],
                 );
                 let delivery = delivery_of(&writes, event.id);
-                (event, readers, delivery)
+                (event, delivery)
             })
         })
         .collect())
@@ -186,9 +189,8 @@ fn check(members: &CalendarRoles, creation: &Creation<'_>) -> Result<(), AppErro
     Ok(())
 }
 
-/// Sends each created event's frames; the answer to every command.
+/// The answer to every command.
 fn answers(
-    services: &Services,
     batch: &[PendingCreate],
     outcome: Result<Committed, BatchError>,
 ) -> Vec<Result<EventView, AppError>> {
@@ -197,8 +199,7 @@ fn answers(
             .iter()
             .zip(results)
             .map(|(pending, result)| {
-                result.map(|(event, readers, delivery)| {
-                    send_event(services, "event_created", &event, &readers);
+                result.map(|(event, delivery)| {
                     let mut view = EventView::new(&event, pending.input.calendars.clone());
                     view.provider_delivery = delivery;
                     view

@@ -218,6 +218,7 @@ async fn edit_once(
     edits: &[Edit],
 ) -> Result<Vec<Result<Edited, AppError>>, AppError> {
     let txn = services.db.begin_write().await?;
+    let services = &services.within(&txn);
     let ids: Vec<Uuid> = edits
         .iter()
         .map(Edit::event_id)
@@ -279,8 +280,6 @@ async fn edit_once(
         })
         .collect();
     let queued = intents::record(&services.db, &txn, &changes, batch.now).await?;
-    clock.check()?;
-    txn.commit().await?;
     if !queued.writes.is_empty() {
         services.provider_writes_queued(&queued.accounts().collect::<Vec<_>>());
         for outcome in &mut outcomes {
@@ -297,6 +296,8 @@ async fn edit_once(
     if !batch.frames.is_empty() {
         services.announce.deliver(batch.frames);
     }
+    clock.check()?;
+    txn.commit().await?;
     Ok(outcomes)
 }
 

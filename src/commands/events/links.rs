@@ -203,10 +203,11 @@ async fn fork_once(
     };
     let queued =
         crate::commands::mirrors::intents::record(&services.db, &txn, &[change], clock.now).await?;
+    let announce = services.within(&txn);
+    announce.provider_writes_queued(&queued.accounts().collect::<Vec<_>>());
+    send_event(&announce, "event_created", &event, &readers);
     clock.check()?;
     txn.commit().await?;
-    services.provider_writes_queued(&queued.accounts().collect::<Vec<_>>());
-    send_event(services, "event_created", &event, &readers);
     let mut view = EventView::new(&event, vec![target]);
     view.provider_delivery = queued.delivery_of(event.id);
     Ok(view)

@@ -81,8 +81,8 @@ pub async fn disconnect_calendar(
     let now = txn.stamp().await?;
     remove_mirror_calendar(&txn, calendar_id, &mut removed, now).await?;
     mirrors::disable_mirror(&txn, mirror.id).await?;
+    removed.announce(&services.within(&txn));
     txn.commit().await?;
-    removed.announce(services);
     Ok(())
 }
 
@@ -126,8 +126,8 @@ pub async fn disconnect_caldav(
     let now = txn.stamp().await?;
     remove_account_mirrors(&txn, &key, &mut removed, now).await?;
     account_store::delete_caldav_account(&txn, account.id).await?;
+    removed.announce(&services.within(&txn));
     txn.commit().await?;
-    removed.announce(services);
     Ok(true)
 }
 
@@ -191,8 +191,8 @@ pub async fn disconnect_linked(
     } else {
         oauth_accounts::clear_tokens(&txn, &found.id).await?;
     }
+    removed.announce(&services.within(&txn));
     txn.commit().await?;
-    removed.announce(services);
     tracing::info!(provider = %provider, "sync.account_disconnected");
     Ok(Some(key))
 }

@@ -115,8 +115,8 @@ pub async fn pull<S: Source>(
         }
         let ids: Vec<Uuid> = vanished.iter().map(|m| m.id).collect();
         mirrors::delete_mirrors(&txn, &ids).await?;
+        removed.announce(&services.within(&txn));
         txn.commit().await?;
-        removed.announce(services);
     }
 
     for calendar in &remote {
@@ -214,10 +214,10 @@ async fn refresh_access(
         Some(calendar) => members::list(&txn, calendar.id).await?,
         None => Vec::new(),
     };
-    txn.commit().await?;
     if let Some(calendar) = calendar {
-        announce_calendar(services, &calendar, &members);
+        announce_calendar(&services.within(&txn), &calendar, &members);
     }
+    txn.commit().await?;
     Ok(())
 }
 

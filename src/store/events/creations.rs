@@ -87,12 +87,14 @@ pub async fn create_batch(
     remembered: &RememberedRoles,
     authorize: &mut (dyn FnMut(&CalendarRoles, &Creation<'_>) -> Result<(), AppError> + Send),
     mirrors: &MirrorTargets,
+    announce: &mut BeforeCommit<'_>,
 ) -> Result<Created, CreationsError> {
-    let outcome = match create_once(db, home, batch, remembered, authorize, mirrors).await {
+    let outcome = match create_once(db, home, batch, remembered, authorize, mirrors, announce).await
+    {
         Err(Attempt::MembersChanged) => {
             // With nothing remembered, the roles are read and there is no check to fail.
             remembered.forget();
-            create_once(db, home, batch, remembered, authorize, mirrors).await
+            create_once(db, home, batch, remembered, authorize, mirrors, announce).await
         }
         outcome => outcome,
     };
@@ -103,6 +105,12 @@ pub async fn create_batch(
         }
     })
 }
+
+/// Called once the rows of a batch are known, before its commit, with its write
+/// transaction (to announce into), the roles it was authorized by, and each row to insert
+/// with the index of its creation in the batch.
+pub type BeforeCommit<'a> =
+    dyn FnMut(&WriteTxn, &CalendarRoles, &[(usize, &events::Model)]) + Send + 'a;
 
 /// Why one attempt wrote nothing.
 enum Attempt {
@@ -126,6 +134,7 @@ async fn create_once(
     remembered: &RememberedRoles,
     authorize: &mut (dyn FnMut(&CalendarRoles, &Creation<'_>) -> Result<(), AppError> + Send),
     mirrors: &MirrorTargets,
+    announce: &mut BeforeCommit<'_>,
 ) -> Result<Created, Attempt> {
     let calendars: Vec<Uuid> = batch
         .iter()
@@ -192,7 +201,19 @@ async fn create_once(
             .map(|new| (new.input.id, new.input.calendars.as_slice())),
     );
     let also = outbox::insert_statement(&writes, now);
-    let inserted = match inserts::insert_many_and_commit(txn, &accepted, now, check, also).await {
+    let models = inserts::new_models(&accepted, now);
+    let indexed: Vec<(usize, &events::Model)> = outcomes
+        .iter()
+        .enumerate()
+        .filter(|(_, outcome)| outcome.is_ok())
+        .map(|(index, _)| index)
+        .zip(&models)
+        .collect();
+    announce(&txn, &roles, &indexed);
+    drop(indexed);
+    let inserted = match inserts::insert_models_and_commit(txn, models, &accepted, now, check, also)
+        .await
+    {
         Ok(inserted) => inserted,
         Err(InsertEventError::Duplicate) => return Err(Attempt::Failed(CreationsError::Duplicate)),
         Err(InsertEventError::MembersChanged) => return Err(Attempt::MembersChanged),

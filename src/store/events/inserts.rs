@@ -79,9 +79,22 @@ pub async fn insert_many_and_commit(
     check: Option<InsertStatement>,
     also: Option<InsertStatement>,
 ) -> Result<Vec<events::Model>, InsertEventError> {
+    let models = new_models(new, now);
+    insert_models_and_commit(write, models, new, now, check, also).await
+}
+
+/// [`insert_many_and_commit`] of `models`, the rows of `new` ([`new_models`]) built by the
+/// caller beforehand.
+pub async fn insert_models_and_commit(
+    write: impl Into<CommitWrite>,
+    models: Vec<events::Model>,
+    new: &[NewEvent<'_>],
+    now: DateTime<Utc>,
+    check: Option<InsertStatement>,
+    also: Option<InsertStatement>,
+) -> Result<Vec<events::Model>, InsertEventError> {
     let write = write.into();
     let backend = write.backend();
-    let models = new_models(new, now);
     let mut texts = chunk_texts(&models, new, now);
     if let Some(check) = check {
         match texts.first_mut() {
@@ -117,7 +130,7 @@ fn chunk_texts(
 }
 
 /// The rows of new events, at revision 1.
-fn new_models(new: &[NewEvent<'_>], now: DateTime<Utc>) -> Vec<events::Model> {
+pub fn new_models(new: &[NewEvent<'_>], now: DateTime<Utc>) -> Vec<events::Model> {
     new.iter()
         .map(|n| events::Model {
             id: n.input.id,
