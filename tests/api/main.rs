@@ -85,4 +85,5 @@ mod stored_values;
 mod stream;
 mod stream_credentials;
 mod stress;
+mod stress_instances;
 mod support;
