@@ -86,4 +86,5 @@ mod stored_values;
 mod stream;
 mod stream_credentials;
 mod stress;
+mod stress_instances;
 mod support;

@@ -257,6 +257,48 @@ impl Client {
     }
 }
 
+/// The clients of a run's bases (`--base`, given once per instance): setup goes through the
+/// first; the `n`th writer, reader or stream through the `n % len`th, so work is spread over
+/// the instances round robin.
+#[derive(Debug, Clone)]
+pub struct Bases {
+    clients: Vec<Client>,
+}
+
+impl Bases {
+    /// A client per base URL, each holding connections as `pool` says.
+    pub fn new(urls: &[String], pool: Pool) -> Result<Self, StressError> {
+        if urls.is_empty() {
+            return Err(StressError::Invalid("no --base given".into()));
+        }
+        let clients = urls
+            .iter()
+            .map(|url| Client::new(url, pool))
+            .collect::<Result<_, _>>()?;
+        Ok(Self { clients })
+    }
+
+    /// The client setup goes through (the first base).
+    pub fn first(&self) -> &Client {
+        &self.clients[0]
+    }
+
+    /// Which base the `n`th worker, reader or stream uses.
+    pub fn index(&self, n: usize) -> usize {
+        n % self.clients.len()
+    }
+
+    /// The client of the `n`th worker, reader or stream.
+    pub fn nth(&self, n: usize) -> &Client {
+        &self.clients[self.index(n)]
+    }
+
+    /// The base URLs, in order.
+    pub fn urls(&self) -> Vec<String> {
+        self.clients.iter().map(|c| c.base().to_owned()).collect()
+    }
+}
+
 /// The bearer token of a sign-up's answer: its `token`, or better-auth's `set-auth-token`
 /// header (the bearer plugin's, what its Expo client reads) when the body has none.
 pub fn session_token<'a>(answer: &'a Value, header: Option<&'a str>) -> Option<&'a str> {
@@ -291,6 +333,19 @@ pub fn error_chain(err: &dyn std::error::Error) -> String {
 mod tests {
     use super::*;
     use reqwest::header::{HeaderMap, HeaderValue};
+
+    #[test]
+    fn bases_hand_out_their_clients_round_robin_and_set_up_through_the_first() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let urls = ["http://a:1/".to_owned(), "http://b:2".to_owned()];
+        let bases = Bases::new(&urls, Pool::Shared).unwrap();
+        assert_eq!(bases.urls(), vec!["http://a:1", "http://b:2"]);
+        assert_eq!(bases.first().base(), "http://a:1");
+        assert_eq!(bases.nth(2).base(), "http://a:1");
+        assert_eq!(bases.nth(3).base(), "http://b:2");
+        assert_eq!(bases.index(5), 1);
+        assert!(Bases::new(&[], Pool::Shared).is_err());
+    }
 
     #[test]
     fn retry_after_prefers_better_auths_header_and_waits_at_least_a_second() {

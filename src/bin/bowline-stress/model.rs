@@ -161,6 +161,12 @@ impl Model {
         &self.frames
     }
 
+    /// Forgets the frames expected so far (the streams forgot what they had received: the
+    /// end of the setup phase); the events stay.
+    pub fn forget_frames(&mut self) {
+        self.frames.clear();
+    }
+
     /// Deleted events and the users who saw them then.
     pub fn deleted_for(&self) -> &HashMap<Uuid, Vec<usize>> {
         &self.deleted_for

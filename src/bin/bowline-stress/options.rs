@@ -31,13 +31,24 @@ use super::wire::Wire;
         --wire musubi runs every scenario against the original implementation's wire (no event\n\
         revision, no conflicts, metrics optional); the checks that need Bowline's extras are\n\
         weakened or skipped, and the report says which.\n\n\
+        Several instances: --base http://a:7531 --base http://b:7531 (or one comma-separated\n\
+        list) sets up through the first and spreads writers, readers and streams over all of\n\
+        them round robin; every check then holds across instances (a stream on one receives\n\
+        the frames of writes made through another). --metrics is the first instance's.\n\n\
         Exit code: 0 when every check passed, 1 when one failed, 2 when the run could not start.\n\
         Benchmark servers: start them with AUTH_RATE_LIMIT=false (sign-up is limited per address)."
 )]
 pub struct Options {
-    /// Base URL of the server under test.
-    #[arg(long, default_value = "http://127.0.0.1:7531")]
-    pub base: String,
+    /// Base URL of the server under test; give it several times (or comma-separated) for
+    /// several instances of one server: setup goes through the first, writers, readers and
+    /// streams are spread over all of them round robin.
+    #[arg(
+        long = "base",
+        value_name = "URL",
+        value_delimiter = ',',
+        default_value = "http://127.0.0.1:7531"
+    )]
+    pub bases: Vec<String>,
     /// What to run.
     #[arg(long, value_enum, default_value_t = Scenario::Mixed)]
     pub scenario: Scenario,
@@ -76,7 +87,7 @@ pub struct Options {
     #[arg(long, default_value_t = 50)]
     pub broadcasts: usize,
     /// The server's metrics listener, to report its resident memory,
-    /// e.g. http://127.0.0.1:9464/metrics.
+    /// e.g. http://127.0.0.1:9464/metrics (with several bases, the first base's instance).
     #[arg(long)]
     pub metrics: Option<String>,
     /// Also write the figures as JSON to this file.
@@ -156,8 +167,17 @@ impl Options {
         if self.duration.is_zero() {
             return Err("--duration must be positive".into());
         }
-        if !self.base.starts_with("http://") && !self.base.starts_with("https://") {
-            return Err("--base must be an http:// or https:// URL".into());
+        if self.bases.is_empty() {
+            return Err("--base needs at least one URL".into());
+        }
+        if let Some(bad) = self
+            .bases
+            .iter()
+            .find(|base| !base.starts_with("http://") && !base.starts_with("https://"))
+        {
+            return Err(format!(
+                "--base must be http:// or https:// URLs, not `{bad}`"
+            ));
         }
         Ok(())
     }
@@ -300,5 +320,31 @@ mod tests {
         assert_eq!(mixed.wire, Wire::Bowline);
         let original = Options::parse_from(["x", "--wire", "musubi"]);
         assert_eq!(original.wire, Wire::Musubi);
+    }
+
+    #[test]
+    fn bases_are_given_several_times_or_comma_separated_each_an_http_url() {
+        let one = Options::parse_from(["x"]);
+        assert_eq!(one.bases, vec!["http://127.0.0.1:7531"]);
+        let several = Options::parse_from([
+            "x",
+            "--base",
+            "http://a:7531,https://b.example",
+            "--base",
+            "http://c:7531",
+        ]);
+        assert_eq!(
+            several.bases,
+            vec!["http://a:7531", "https://b.example", "http://c:7531"]
+        );
+        assert!(several.validate().is_ok());
+        let twice = Options::parse_from(["x", "--base", "http://a:1", "--base", "http://a:1"]);
+        assert_eq!(twice.bases.len(), 2, "one instance may be named twice");
+        assert!(twice.validate().is_ok());
+        let bad = Options::parse_from(["x", "--base", "http://a:1,ftp://b"]);
+        let err = bad.validate().unwrap_err();
+        assert!(err.contains("`ftp://b`"), "{err}");
+        let empty = Options::parse_from(["x", "--base", "http://a:1,"]);
+        assert!(empty.validate().is_err(), "an empty URL is refused");
     }
 }

@@ -20,8 +20,8 @@ pub struct Report {
     pub scenario: Scenario,
     /// The server's wire.
     pub wire: Wire,
-    /// The server.
-    pub base: String,
+    /// The server's bases (one per instance) and what went through each.
+    pub bases: Vec<BaseFigures>,
     /// When the load started (UTC).
     pub started_at: String,
     /// How long the load ran, in seconds.
@@ -48,6 +48,53 @@ pub struct Report {
     pub notes: Vec<String>,
     /// Whether every check that ran passed (a skipped check never counts as passed).
     pub passed: bool,
+}
+
+/// What went through one base of a run (setup, the final reads and the barriers went
+/// through the first and are not counted).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct BaseFigures {
+    /// Its URL.
+    pub base: String,
+    /// Writers (mixed), connections (create, list) or broadcasts (fanout) sent through it.
+    pub workers: usize,
+    /// Answers it gave to them.
+    pub answers: u64,
+    /// Streams open on it.
+    pub streams: usize,
+    /// Frames its streams received.
+    pub frames: u64,
+}
+
+impl BaseFigures {
+    /// One row per base of `urls`: the `workers` (each its base's position and its answers)
+    /// and the `streams` (each its base's position and its frames).
+    pub fn rows(
+        urls: Vec<String>,
+        workers: impl IntoIterator<Item = (usize, u64)>,
+        streams: impl IntoIterator<Item = (usize, u64)>,
+    ) -> Vec<Self> {
+        let mut rows: Vec<Self> = urls
+            .into_iter()
+            .map(|base| Self {
+                base,
+                ..Self::default()
+            })
+            .collect();
+        for (base, answers) in workers {
+            if let Some(row) = rows.get_mut(base) {
+                row.workers += 1;
+                row.answers += answers;
+            }
+        }
+        for (base, frames) in streams {
+            if let Some(row) = rows.get_mut(base) {
+                row.streams += 1;
+                row.frames += frames;
+            }
+        }
+        rows
+    }
 }
 
 /// One operation's figures.
@@ -134,11 +181,12 @@ impl Report {
     /// The summary table.
     pub fn table(&self) -> String {
         let mut out = String::new();
+        let urls: Vec<&str> = self.bases.iter().map(|b| b.base.as_str()).collect();
         let _ = writeln!(
             out,
             "bowline-stress {} against {} ({} wire): {:.1} s, {} users, {} calendars, {} {}, {} streams",
             self.scenario_name(),
-            self.base,
+            urls.join(", "),
             self.wire.name(),
             self.seconds,
             self.users,
@@ -151,6 +199,25 @@ impl Report {
             },
             self.streams,
         );
+        if self.bases.len() > 1 {
+            let workers = match self.scenario {
+                Scenario::Mixed => "writers",
+                Scenario::Fanout => "broadcasts",
+                Scenario::Create | Scenario::List => "connections",
+            };
+            for (n, row) in self.bases.iter().enumerate() {
+                let _ = writeln!(
+                    out,
+                    "base {:<6}{}: {} {workers}, {} answers, {} streams, {} frames",
+                    n + 1,
+                    row.base,
+                    row.workers,
+                    row.answers,
+                    row.streams,
+                    row.frames
+                );
+            }
+        }
         if !self.operations.is_empty() {
             let _ = writeln!(
                 out,
@@ -290,7 +357,14 @@ mod tests {
         let report = Report {
             scenario: Scenario::Mixed,
             wire: Wire::Bowline,
-            base: "http://127.0.0.1:7531".into(),
+            bases: BaseFigures::rows(
+                vec![
+                    "http://127.0.0.1:7531".into(),
+                    "http://127.0.0.1:7532".into(),
+                ],
+                [(0, 6), (1, 4), (0, 2)],
+                [(1, 30)],
+            ),
             started_at: "2026-11-22T12:00:00.000Z".into(),
             seconds: 2.0,
             users: 3,
@@ -335,7 +409,25 @@ mod tests {
         assert!(table.contains("3.25"), "{table}");
         assert!(table.contains("12.0 MiB peak"), "{table}");
         assert!(table.contains("result: PASSED"), "{table}");
+        assert!(
+            table.contains("against http://127.0.0.1:7531, http://127.0.0.1:7532"),
+            "{table}"
+        );
+        assert!(
+            table.contains(
+                "base 1     http://127.0.0.1:7531: 2 writers, 8 answers, 0 streams, 0 frames"
+            ),
+            "{table}"
+        );
+        assert!(
+            table.contains(
+                "base 2     http://127.0.0.1:7532: 1 writers, 4 answers, 1 streams, 30 frames"
+            ),
+            "{table}"
+        );
         let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+        assert_eq!(json["bases"][1]["base"], "http://127.0.0.1:7532");
+        assert_eq!(json["bases"][1]["frames"], 30);
         assert_eq!(json["operations"][0]["op"], "create");
         assert_eq!(json["operations"][0]["latency"]["p99_ms"], 3.25);
         assert_eq!(json["scenario"], "mixed");
@@ -355,7 +447,7 @@ mod tests {
         let report = Report {
             scenario: Scenario::Mixed,
             wire: Wire::Musubi,
-            base: "http://127.0.0.1:7531".into(),
+            bases: BaseFigures::rows(vec!["http://127.0.0.1:7531".into()], [], []),
             started_at: "2026-11-22T12:00:00.000Z".into(),
             seconds: 1.0,
             users: 1,

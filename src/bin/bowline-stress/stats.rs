@@ -182,6 +182,11 @@ impl Recorder {
             .extend(other.failures.iter().take(room).cloned());
     }
 
+    /// Answers of every kind (transport errors included).
+    pub fn answers(&self) -> u64 {
+        self.statuses.values().sum()
+    }
+
     /// Answers with a 5xx status.
     pub fn server_errors(&self) -> u64 {
         self.statuses

@@ -17,7 +17,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use super::client::{Client, Reply, User};
+use super::client::{Bases, Client, Reply, User};
 use super::model::Model;
 use super::options::{Mix, Op};
 use super::stats::{Live, Outcome, Recorder};
@@ -30,8 +30,8 @@ const STATUSES: [&str; 4] = ["going", "maybe", "declined", "none"];
 /// What every writer shares.
 #[derive(Debug)]
 pub struct Writers {
-    /// HTTP.
-    pub client: Client,
+    /// HTTP, one client per base: writer `n` writes through base `n % bases`.
+    pub bases: Bases,
     /// The run's users.
     pub users: Vec<User>,
     /// The model.
@@ -69,6 +69,7 @@ pub fn event_body(id: Uuid, calendars: &[Uuid], title: &str) -> Value {
 
 struct Writer<'a> {
     shared: &'a Writers,
+    client: &'a Client,
     user: &'a User,
     number: usize,
     rng: StdRng,
@@ -76,13 +77,15 @@ struct Writer<'a> {
     written: u64,
 }
 
-/// Runs writer `number` (acting as user `number % users`) until the deadline.
+/// Runs writer `number` (acting as user `number % users`, through base `number % bases`)
+/// until the deadline.
 pub async fn run(shared: Arc<Writers>, number: usize, seed: u64) -> Recorder {
     let Some(user) = shared.users.get(number % shared.users.len().max(1)) else {
         return Recorder::default();
     };
     let mut writer = Writer {
         shared: &shared,
+        client: shared.bases.nth(number),
         user,
         number,
         rng: StdRng::seed_from_u64(seed ^ (number as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
@@ -150,7 +153,7 @@ impl Writer<'_> {
         let id = Uuid::new_v4();
         let title = self.title();
         let body = event_body(id, &self.calendar_ids(&[home]), &title);
-        let client = &self.shared.client;
+        let client = self.client;
         let reply = client
             .call(
                 client
@@ -190,7 +193,7 @@ impl Writer<'_> {
             if let Some(base) = base {
                 body["revision"] = json!(base);
             }
-            let client = &self.shared.client;
+            let client = self.client;
             let reply = client
                 .call(
                     client
@@ -238,7 +241,7 @@ impl Writer<'_> {
         let Some(target_id) = self.calendar_ids(&[target]).first().copied() else {
             return false;
         };
-        let client = &self.shared.client;
+        let client = self.client;
         let path = format!("/api/v1/events/{id}/link");
         let request = client.request(Method::POST, &path, self.user);
         let reply = client
@@ -270,7 +273,7 @@ impl Writer<'_> {
         let Some(status) = self.choose(&STATUSES) else {
             return false;
         };
-        let client = &self.shared.client;
+        let client = self.client;
         let path = format!("/api/v1/events/{id}/attendance");
         let request = client.request(Method::PUT, &path, self.user);
         let reply = client
@@ -299,7 +302,7 @@ impl Writer<'_> {
             return false;
         };
         let body = event_body(id, &self.calendar_ids(&event.links), "deleted");
-        let client = &self.shared.client;
+        let client = self.client;
         let reply = client
             .call(
                 client

@@ -8,6 +8,11 @@
 //! kept from setting up (the sign-ups' password hashing) goes back to the system once it is
 //! busy again, which happens while the first half opens, and would otherwise be taken off
 //! the streams' share.
+//!
+//! With several bases, setup goes through the first, stream `n` and broadcast `n` through
+//! base `n` mod the number of bases (so a broadcast reaches the streams of the other
+//! instances too). The setup phase is settled on the streams before the broadcasts
+//! ([`super::settle`]).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,12 +20,12 @@ use std::time::{Duration, Instant};
 use reqwest::{Method, StatusCode};
 use uuid::Uuid;
 
-use super::{MemoryProbe, StreamGrowth, open_streams, run_tag};
-use crate::client::{Client, Pool};
+use super::{MemoryProbe, StreamGrowth, open_streams, run_tag, settle};
+use crate::client::{Bases, Pool};
 use crate::model::Model;
 use crate::options::{Op, Options};
 use crate::progress::Console;
-use crate::report::{BroadcastFigures, Report};
+use crate::report::{BaseFigures, BroadcastFigures, Report};
 use crate::setup::{self, Layout, Role, Sharing};
 use crate::sse::{FrameKey, Hub};
 use crate::stats::{Live, Outcome, Recorder};
@@ -31,7 +36,8 @@ use crate::{StressError, verify};
 /// Runs the fan-out scenario.
 pub async fn run(options: &Options) -> Result<Report, StressError> {
     let console = Console::new(options.quiet);
-    let client = Client::new(&options.base, Pool::Shared)?;
+    let bases = Bases::new(&options.bases, Pool::Shared)?;
+    let client = bases.first().clone();
     let tag = run_tag();
     let count = options.connections();
     console.note(&format!(
@@ -56,29 +62,43 @@ pub async fn run(options: &Options) -> Result<Report, StressError> {
     console.note(&format!("opening {count} streams"));
     let live = Arc::new(Live::default());
     let hub = Arc::new(Hub::new(live.clone(), options.wire));
-    let streams = Client::new(&options.base, Pool::Streams)?;
+    let streams = Bases::new(&options.bases, Pool::Streams)?;
     let half = count / 2;
-    let mut connections = open_streams(&streams, &users, half, &hub).await?;
+    let mut connections = open_streams(&streams, &users, 0..half, &hub).await?;
     let at_half = match &memory {
         Some(memory) => Some(memory.now().await?),
         None => None,
     };
-    connections.extend(open_streams(&streams, &users, count - half, &hub).await?);
+    connections.extend(open_streams(&streams, &users, half..count, &hub).await?);
     let growth = match (&memory, at_half) {
         (Some(memory), Some(before)) => Some(StreamGrowth {
-            streams: count - half,
+            // `--metrics` is the first base's: only its streams count.
+            streams: (half..count).filter(|n| streams.index(*n) == 0).count(),
             before,
             after: memory.now().await?,
         }),
         _ => None,
     };
 
+    let mut model = Model::new(Arc::new(layout));
+    console.note("settling the setup's frames on every stream");
+    let wait = options.frame_wait;
+    settle(
+        &client,
+        &users,
+        &mut model,
+        &connections,
+        &hub,
+        wait,
+        &mut notes,
+    )
+    .await?;
     console.note(&format!(
         "{} broadcasts to {count} streams",
         options.broadcasts
     ));
-    let mut model = Model::new(Arc::new(layout));
     let mut record = Recorder::default();
+    let mut per_broadcast = Vec::new();
     let mut last = FrameLatency::default();
     let progress = console.progress("fanout", live.clone(), None);
     let started = Instant::now();
@@ -86,8 +106,10 @@ pub async fn run(options: &Options) -> Result<Report, StressError> {
     for n in 0..options.broadcasts {
         let id = Uuid::new_v4();
         let body = event_body(id, &[calendar], &format!("broadcast {n}"));
-        let request = client.request(Method::POST, "/api/v1/events", owner);
-        let reply = client.call(request.json(&body)).await;
+        let through = bases.nth(n);
+        let request = through.request(Method::POST, "/api/v1/events", owner);
+        let reply = through.call(request.json(&body)).await;
+        per_broadcast.push((bases.index(n), 1));
         let Some(mark) = reply.event_mark(StatusCode::CREATED, options.wire) else {
             record.record(&live, Op::Create, &reply, Outcome::Failed);
             model.taint(id);
@@ -122,6 +144,10 @@ pub async fn run(options: &Options) -> Result<Report, StressError> {
         verify::frames(&model, &connections, started, &mut latency, options.wire);
     let mut checks = verify::answers(&record, options.wire);
     checks.extend(frame_checks);
+    let per_stream: Vec<(usize, u64)> = connections
+        .iter()
+        .map(|c| (c.base, c.frame_count() as u64))
+        .collect();
     for connection in &connections {
         connection.close();
     }
@@ -129,7 +155,7 @@ pub async fn run(options: &Options) -> Result<Report, StressError> {
     Ok(Report {
         scenario: options.scenario,
         wire: options.wire,
-        base: client.base().to_owned(),
+        bases: BaseFigures::rows(bases.urls(), per_broadcast, per_stream),
         started_at,
         seconds: elapsed.as_secs_f64(),
         users: users.len(),

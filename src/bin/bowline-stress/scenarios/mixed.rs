@@ -4,6 +4,10 @@
 //! receives after every earlier frame, since a user's frames leave in order) and a wait for
 //! every expected frame, bounded by `--frame-wait`; then the verification (exact on
 //! Bowline's wire; on the original's, the checks say which are weakened or skipped).
+//!
+//! With several bases, setup goes through the first; writer `w`, and user `u`'s stream and
+//! reads, go through base `w` (`u`) mod the number of bases. With `--sse` the setup phase
+//! is settled on the streams before the writers start ([`super::settle`]).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -12,12 +16,12 @@ use parking_lot::Mutex;
 use reqwest::{Method, StatusCode};
 use uuid::Uuid;
 
-use super::{MemoryProbe, open_streams, run_tag, since_marks};
-use crate::client::{Client, Pool, User};
+use super::{MemoryProbe, open_streams, run_tag, settle, since_marks};
+use crate::client::{Bases, Client, Pool, User};
 use crate::model::Model;
 use crate::options::{Op, Options};
 use crate::progress::Console;
-use crate::report::{BroadcastFigures, Report};
+use crate::report::{BaseFigures, BroadcastFigures, Report};
 use crate::setup::{self, Layout, Sharing};
 use crate::sse::{Connection, Hub};
 use crate::stats::{Live, Outcome, Recorder};
@@ -29,7 +33,8 @@ use crate::{StressError, verify};
 /// Runs the mixed scenario.
 pub async fn run(options: &Options) -> Result<Report, StressError> {
     let console = Console::new(options.quiet);
-    let client = Client::new(&options.base, Pool::Shared)?;
+    let bases = Bases::new(&options.bases, Pool::Shared)?;
+    let client = bases.first().clone();
     let tag = run_tag();
     console.note(&format!(
         "setting up {} users and {} calendars (run {tag})",
@@ -40,20 +45,35 @@ pub async fn run(options: &Options) -> Result<Report, StressError> {
     let users = setup::users(&client, options.users(), &tag, &note).await?;
     let mut layout = Layout::plan(users.len(), options.calendars(), Sharing::Spread);
     setup::calendars(&client, &users, &mut layout, &tag).await?;
-    let since = since_marks(&client, &users).await?;
+    let since = since_marks(&bases, &users).await?;
     let live = Arc::new(Live::default());
     let hub = Arc::new(Hub::new(live.clone(), options.wire));
     let connections = if options.sse {
-        let streams = Client::new(&options.base, Pool::Streams)?;
-        open_streams(&streams, &users, users.len(), &hub).await?
+        let streams = Bases::new(&options.bases, Pool::Streams)?;
+        open_streams(&streams, &users, 0..users.len(), &hub).await?
     } else {
         Vec::new()
     };
     let mut notes = Vec::new();
+    let layout = Arc::new(layout);
+    let mut model = Model::new(layout.clone());
+    if options.sse {
+        console.note("settling the setup's frames on every stream");
+        let wait = options.frame_wait;
+        settle(
+            &client,
+            &users,
+            &mut model,
+            &connections,
+            &hub,
+            wait,
+            &mut notes,
+        )
+        .await?;
+    }
     let metrics = options.metrics.as_deref();
     let mut memory = MemoryProbe::start(&client, metrics, options.wire, &mut notes).await?;
-    let layout = Arc::new(layout);
-    let model = Arc::new(Mutex::new(Model::new(layout.clone())));
+    let model = Arc::new(Mutex::new(model));
     let seed = options.seed.unwrap_or_else(rand::random);
     console.note(&format!(
         "{} writers for {} (seed {seed})",
@@ -64,7 +84,7 @@ pub async fn run(options: &Options) -> Result<Report, StressError> {
     let started = Instant::now();
     let started_at = bowline::domain::time::format_timestamp(chrono::Utc::now());
     let shared = Arc::new(Writers {
-        client: client.clone(),
+        bases: bases.clone(),
         users: users.clone(),
         model: model.clone(),
         mix: options.mix.clone(),
@@ -80,11 +100,13 @@ pub async fn run(options: &Options) -> Result<Report, StressError> {
         .map(|number| tokio::spawn(writers::run(shared.clone(), number, seed)))
         .collect();
     let mut record = Recorder::default();
-    for handle in handles {
+    let mut per_writer = Vec::new();
+    for (number, handle) in handles.into_iter().enumerate() {
         let writer = handle
             .await
             .map_err(|err| StressError::Invalid(format!("a writer stopped: {err}")))?;
         record.merge(&writer);
+        per_writer.push((bases.index(number), writer.answers()));
     }
     let elapsed = started.elapsed();
     progress.stop();
@@ -118,7 +140,7 @@ pub async fn run(options: &Options) -> Result<Report, StressError> {
     everything.merge(&after);
     let mut checks = verify::answers(&everything, options.wire);
     checks.extend(verify::revisions(&model, options.wire));
-    checks.extend(verify::reads(&client, &users, &model, &since, options.wire).await);
+    checks.extend(verify::reads(&bases, &users, &model, &since, options.wire).await);
     let broadcast = options.sse.then(|| {
         let mut latency = FrameLatency::default();
         let (frame_checks, frames) =
@@ -133,6 +155,10 @@ pub async fn run(options: &Options) -> Result<Report, StressError> {
             last_connection_from_request: None,
         }
     });
+    let per_stream: Vec<(usize, u64)> = connections
+        .iter()
+        .map(|c| (c.base, c.frame_count() as u64))
+        .collect();
     for connection in &connections {
         connection.close();
     }
@@ -140,7 +166,7 @@ pub async fn run(options: &Options) -> Result<Report, StressError> {
     Ok(Report {
         scenario: options.scenario,
         wire: options.wire,
-        base: client.base().to_owned(),
+        bases: BaseFigures::rows(bases.urls(), per_writer, per_stream),
         started_at,
         seconds: elapsed.as_secs_f64(),
         users: users.len(),

@@ -2,7 +2,9 @@
 //! worker each, every worker with its own single-connection client), for `--duration`:
 //! `create` posts new events (spread over `--calendars` calendars that every user edits)
 //! and checks at the end that the full read lists exactly the acknowledged ones; `list`
-//! first creates `--events` events, then reads them all, checking each answer.
+//! first creates `--events` events, then reads them all, checking each answer. With several
+//! bases, setup and the final read go through the first, worker `n` through base `n` mod
+//! the number of bases.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -14,10 +16,10 @@ use uuid::Uuid;
 
 use super::{MemoryProbe, run_tag};
 use crate::StressError;
-use crate::client::{Client, Pool, User};
+use crate::client::{Bases, Client, Pool, User};
 use crate::options::{Op, Options, Scenario};
 use crate::progress::Console;
-use crate::report::Report;
+use crate::report::{BaseFigures, Report};
 use crate::setup::{self, Layout, Role, Sharing};
 use crate::stats::{Live, Outcome, Recorder};
 use crate::verify::{self, Check, Problems};
@@ -47,7 +49,8 @@ struct Done {
 /// Runs `create` or `list`.
 pub async fn run(options: &Options) -> Result<Report, StressError> {
     let console = Console::new(options.quiet);
-    let client = Client::new(&options.base, Pool::Shared)?;
+    let bases = Bases::new(&options.bases, Pool::Shared)?;
+    let client = bases.first().clone();
     let tag = run_tag();
     console.note(&format!(
         "setting up {} users and {} calendars (run {tag})",
@@ -77,9 +80,11 @@ pub async fn run(options: &Options) -> Result<Report, StressError> {
     let started_at = bowline::domain::time::format_timestamp(chrono::Utc::now());
     let deadline = started + options.duration;
     let mut workers = Vec::new();
+    let mut worker_bases = Vec::new();
     for n in 0..options.connections() {
+        worker_bases.push(bases.index(n));
         workers.push(Worker {
-            client: Client::new(&options.base, Pool::Single)?,
+            client: Client::new(bases.nth(n).base(), Pool::Single)?,
             user: users[n % users.len()].clone(),
             calendar: layout.calendars[n % layout.calendars.len()],
             deadline,
@@ -106,11 +111,13 @@ pub async fn run(options: &Options) -> Result<Report, StressError> {
     let mut record = Recorder::default();
     let mut created = HashSet::new();
     let mut problems = Problems::default();
-    for handle in handles {
+    let mut per_worker = Vec::new();
+    for (handle, base) in handles.into_iter().zip(worker_bases) {
         let done = handle
             .await
             .map_err(|err| StressError::Invalid(format!("a worker stopped: {err}")))?;
         record.merge(&done.record);
+        per_worker.push((base, done.record.answers()));
         created.extend(done.created);
         problems.extend(done.problems);
     }
@@ -136,7 +143,7 @@ pub async fn run(options: &Options) -> Result<Report, StressError> {
     Ok(Report {
         scenario: options.scenario,
         wire: options.wire,
-        base: client.base().to_owned(),
+        bases: BaseFigures::rows(bases.urls(), per_worker, []),
         started_at,
         seconds: elapsed.as_secs_f64(),
         users: users.len(),

@@ -122,6 +122,11 @@ impl Hub {
         }
     }
 
+    /// The wire the connections' frames are read for.
+    pub fn wire(&self) -> Wire {
+        self.wire
+    }
+
     /// Frames received on all connections so far.
     pub fn total(&self) -> u64 {
         self.live.frames.load(Ordering::Acquire)
@@ -156,6 +161,11 @@ impl Hub {
         held
     }
 
+    /// Takes `count` frames off the total (frames a connection no longer counts).
+    fn forget(&self, count: u64) {
+        self.live.frames.fetch_sub(count, Ordering::AcqRel);
+    }
+
     fn arrived(&self, count: u64) {
         let total = self.live.frames.fetch_add(count, Ordering::AcqRel) + count;
         if total >= self.wanted.load(Ordering::Acquire) {
@@ -169,14 +179,23 @@ impl Hub {
 pub struct Connection {
     /// The user's position among the run's users.
     pub user: usize,
+    /// The position of the base it was opened on among the run's bases.
+    pub base: usize,
     log: Arc<Log>,
+    hub: Arc<Hub>,
     task: JoinHandle<()>,
 }
 
 impl Connection {
-    /// Opens `/api/stream` as `user`; returns once the server answered 200 (from then on
-    /// the connection receives every frame sent to the user).
-    pub async fn open(client: &Client, user: &User, hub: Arc<Hub>) -> Result<Self, StressError> {
+    /// Opens `/api/stream` as `user` through `client`, the run's base number `base`;
+    /// returns once the server answered 200 (from then on the connection receives every
+    /// frame sent to the user).
+    pub async fn open(
+        client: &Client,
+        base: usize,
+        user: &User,
+        hub: Arc<Hub>,
+    ) -> Result<Self, StressError> {
         let response = client
             .request(reqwest::Method::GET, "/api/stream", user)
             .send()
@@ -199,10 +218,12 @@ impl Connection {
             frames: Mutex::new(Frames::new(hub.wire)),
             ended: Mutex::new(None),
         });
-        let task = tokio::spawn(read(response, log.clone(), hub));
+        let task = tokio::spawn(read(response, log.clone(), hub.clone()));
         Ok(Self {
             user: user.index,
+            base,
             log,
+            hub,
             task,
         })
     }
@@ -222,6 +243,17 @@ impl Connection {
         let mut frames = self.log.frames.lock();
         let keyed = frames.keyed();
         keyed.iter().rev().find(|f| f.key == *key).map(|f| f.at)
+    }
+
+    /// Forgets the frames received so far: from now on [`frames`](Self::frames) and
+    /// [`frame_count`](Self::frame_count) hold only those that arrive later (the end of the
+    /// setup phase).
+    pub fn forget_received(&self) {
+        let mut frames = self.log.frames.lock();
+        let count = frames.len() as u64;
+        frames.keyed.clear();
+        frames.unread.clear();
+        self.hub.forget(count);
     }
 
     /// How the stream ended, if it did on its own.
@@ -253,7 +285,10 @@ async fn read(mut response: reqwest::Response, log: Arc<Log>, hub: Arc<Hub>) {
                     continue;
                 }
                 let count = texts.len() as u64;
-                log.frames.lock().push(at, texts);
+                // Counted under the lock, so that forgetting the frames so far takes off
+                // exactly those counted.
+                let mut frames = log.frames.lock();
+                frames.push(at, texts);
                 hub.arrived(count);
             }
             Ok(None) => {

@@ -25,7 +25,7 @@ mod frames;
 
 pub use frames::{FrameCounts, FrameLatency, frames};
 
-use super::client::{Client, User};
+use super::client::{Bases, Client, User};
 use super::model::{EventState, Model};
 use super::stats::Recorder;
 use super::wire::Wire;
@@ -247,10 +247,11 @@ const DELTAS_WITHOUT_DELETIONS: &str = "a deletion missing from `deletedIds` is 
     failure (the original lists no event whose every link was removed there), a listed one \
     must have been deleted";
 
-/// Every user's full read and delta read against the model (each answer is compared as
-/// soon as it arrives, so the answers of all users are never held at once).
+/// Every user's full read and delta read, through the user's base, against the model
+/// (each answer is compared as soon as it arrives, so the answers of all users are never
+/// held at once).
 pub async fn reads(
-    client: &Client,
+    bases: &Bases,
     users: &[User],
     model: &Model,
     since: &[String],
@@ -259,6 +260,7 @@ pub async fn reads(
     let every_deletion_listed = wire.lists_full_deletions();
     let answers: Vec<UserReads> = stream::iter(users)
         .map(|user| async move {
+            let client = bases.nth(user.index);
             let mut seen = UserReads::default();
             match read(client, user, "").await {
                 Ok(full) => {
