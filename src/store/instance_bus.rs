@@ -26,6 +26,7 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use sea_orm::sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 use sea_orm::sqlx::{self, PgPool};
+use sea_orm::sea_query::{Alias, InsertStatement, PostgresQueryBuilder, Query};
 use sea_orm::{DbBackend, DbErr, RuntimeErr, Statement};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
@@ -240,6 +241,16 @@ impl InstanceBus {
     /// The statement that sends `frames` to every instance's streams when the transaction
     /// it runs in commits (`None` for no frames), and the notice to wait for after it.
     pub(crate) fn frames_statement(&self, frames: FrameBatch) -> Option<(Statement, OwnNotice)> {
+        let (insert, own) = self.frames_insert(frames)?;
+        let (sql, values) = insert.build(PostgresQueryBuilder);
+        Some((
+            Statement::from_sql_and_values(DbBackend::Postgres, sql, values),
+            own,
+        ))
+    }
+
+    /// [`Self::frames_statement`] as an insert, to go in a statement with others.
+    pub(crate) fn frames_insert(&self, frames: FrameBatch) -> Option<(InsertStatement, OwnNotice)> {
         let (n, payload) = self.numbered_payload(frames_notice(frames)?)?;
         let (tell, heard) = oneshot::channel();
         self.inner.waiting.lock().insert(n, tell);
@@ -248,9 +259,12 @@ impl InstanceBus {
             heard: Some(heard),
             waiting: self.inner.waiting.clone(),
         };
-        let statement =
-            Statement::from_sql_and_values(DbBackend::Postgres, INSERT, [payload.into()]);
-        Some((statement, own))
+        let insert = Query::insert()
+            .into_table(Alias::new("instance_notices"))
+            .columns([Alias::new("payload")])
+            .values_panic([payload.into()])
+            .to_owned();
+        Some((insert, own))
     }
 
     /// Queues `notice` for the sender task (sent after those queued before it). A failure

@@ -323,6 +323,9 @@ pub struct WriteTxn {
     in_flight: parking_lot::Mutex<Option<InFlight>>,
     /// What the transaction announces once it commits.
     outgoing: TxnOutgoing,
+    /// PostgreSQL: the frame notice already put in one of its statements
+    /// ([`WriteTxn::frames_insert`]), to hear once it committed.
+    own_notice: parking_lot::Mutex<Option<OwnNotice>>,
 }
 
 /// What a write transaction announces once it commits ([`WriteTxn::outgoing`]): its
@@ -416,6 +419,7 @@ impl WriteTxn {
             stamp: tokio::sync::OnceCell::new(),
             in_flight: parking_lot::Mutex::new(None),
             outgoing: TxnOutgoing::default(),
+            own_notice: parking_lot::Mutex::new(None),
         }
     }
 
@@ -452,6 +456,16 @@ impl WriteTxn {
         &self.outgoing
     }
 
+    /// PostgreSQL: the insert that sends the frames announced so far, for the caller to put
+    /// in one of the transaction's statements (sparing the commit a statement of its own);
+    /// the commit still waits to hear them. `None` on SQLite or without frames.
+    pub fn frames_insert(&self) -> Option<sea_orm::sea_query::InsertStatement> {
+        let bus = self.after_commit.bus.as_ref()?;
+        let (insert, own) = bus.frames_insert(self.outgoing.take_frames())?;
+        *self.own_notice.lock() = Some(own);
+        Some(insert)
+    }
+
     /// Whether other instances may share the database: frames then go to every instance
     /// through it, and a user may hold streams on another instance.
     pub fn crosses_instances(&self) -> bool {
@@ -460,13 +474,13 @@ impl WriteTxn {
 
     /// Commits the transaction.
     pub async fn commit(self) -> Result<(), DbErr> {
-        let (txn, announce) = self.split();
+        let (txn, mut announce) = self.split();
         match txn {
             Txn::Sqlite(txn) => txn.commit().await?,
             Txn::Pool(txn) => {
                 let own = announce.send_frames_in(&txn).await?;
                 txn.commit().await?;
-                if let Some(own) = own {
+                for own in own.into_iter().chain(announce.own_notice.take()) {
                     own.heard().await;
                 }
             }
@@ -480,14 +494,14 @@ impl WriteTxn {
     /// fails, nothing after it runs and the transaction rolls back when dropped); on
     /// PostgreSQL the two go one after the other.
     pub async fn commit_after(self, stmt: Statement) -> Result<(), DbErr> {
-        let (txn, announce) = self.split();
+        let (txn, mut announce) = self.split();
         match txn {
             Txn::Sqlite(txn) => txn.commit_after(stmt).await?,
             Txn::Pool(txn) => {
                 txn.execute_raw(stmt).await?;
                 let own = announce.send_frames_in(&txn).await?;
                 txn.commit().await?;
-                if let Some(own) = own {
+                for own in own.into_iter().chain(announce.own_notice.take()) {
                     own.heard().await;
                 }
             }
@@ -526,6 +540,7 @@ impl WriteTxn {
                 in_flight: self.in_flight.into_inner(),
                 horizon: self.horizon,
                 outgoing: self.outgoing,
+                own_notice: self.own_notice.into_inner(),
             },
         )
     }
@@ -541,6 +556,8 @@ struct Announcement {
     horizon: Arc<WriteHorizon>,
     /// The frames and steps of the transaction.
     outgoing: TxnOutgoing,
+    /// The frame notice sent in one of its statements, to hear after the commit.
+    own_notice: Option<OwnNotice>,
 }
 
 impl Announcement {

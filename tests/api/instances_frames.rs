@@ -46,21 +46,27 @@ async fn nothing_more(app: &TestApp, user: &str, stream: &mut SseClient) {
     );
 }
 
+/// An owner and an editor of a new calendar on `app`, and the calendar's id.
+async fn owner_and_editor(app: &TestApp, tag: &str) -> (TestUser, TestUser, String) {
+    let owner = app.sign_up(&format!("{tag}-owner@example.com")).await;
+    let editor = app.sign_up(&format!("{tag}-editor@example.com")).await;
+    let calendar = app.create_calendar(&owner, tag).await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    app.join_with_invite(&owner, &calendar, &editor).await;
+    let response = app.set_role(&owner, &calendar, &editor.id, "editor").await;
+    assert_eq!(response.status(), StatusCode::OK);
+    (owner, editor, calendar)
+}
+
 #[tokio::test]
 async fn a_stream_on_one_instance_gets_the_writes_made_through_the_others_once_and_in_order() {
     let a = spawn_app().await;
     let Some((b, c)) = two_more(&a).await else {
         return;
     };
-    let owner = a.sign_up("frames-owner@example.com").await;
-    let editor = a.sign_up("frames-editor@example.com").await;
-    let calendar = a.create_calendar(&owner, "Across").await["id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
-    a.join_with_invite(&owner, &calendar, &editor).await;
-    let response = a.set_role(&owner, &calendar, &editor.id, "editor").await;
-    assert_eq!(response.status(), StatusCode::OK);
+    let (owner, editor, calendar) = owner_and_editor(&a, "frames").await;
     let mut on_a = a.stream(&owner).await;
     let mut on_b = b.stream(&editor).await;
 
@@ -143,15 +149,7 @@ async fn concurrent_writers_on_two_instances_reach_a_third_with_each_event_in_re
     let Some((b, c)) = two_more(&a).await else {
         return;
     };
-    let owner = a.sign_up("race-owner@example.com").await;
-    let editor = a.sign_up("race-editor@example.com").await;
-    let calendar = a.create_calendar(&owner, "Race").await["id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
-    a.join_with_invite(&owner, &calendar, &editor).await;
-    let response = a.set_role(&owner, &calendar, &editor.id, "editor").await;
-    assert_eq!(response.status(), StatusCode::OK);
+    let (owner, editor, calendar) = owner_and_editor(&a, "race").await;
     let mut on_a = a.stream(&owner).await;
 
     tokio::join!(

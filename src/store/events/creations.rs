@@ -211,6 +211,8 @@ async fn create_once(
         .collect();
     announce(&txn, &roles, &indexed);
     drop(indexed);
+    // The frames go in the last statement too, not in one of their own before the commit.
+    let also = also.into_iter().chain(txn.frames_insert()).collect();
     let inserted = match inserts::insert_models_and_commit(txn, models, &accepted, now, check, also)
         .await
     {

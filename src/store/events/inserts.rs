@@ -80,18 +80,18 @@ pub async fn insert_many_and_commit(
     also: Option<InsertStatement>,
 ) -> Result<Vec<events::Model>, InsertEventError> {
     let models = new_models(new, now);
-    insert_models_and_commit(write, models, new, now, check, also).await
+    insert_models_and_commit(write, models, new, now, check, also.into_iter().collect()).await
 }
 
 /// [`insert_many_and_commit`] of `models`, the rows of `new` ([`new_models`]) built by the
-/// caller beforehand.
+/// caller beforehand, with every insert of `also` after the last.
 pub async fn insert_models_and_commit(
     write: impl Into<CommitWrite>,
     models: Vec<events::Model>,
     new: &[NewEvent<'_>],
     now: DateTime<Utc>,
     check: Option<InsertStatement>,
-    also: Option<InsertStatement>,
+    also: Vec<InsertStatement>,
 ) -> Result<Vec<events::Model>, InsertEventError> {
     let write = write.into();
     let backend = write.backend();
@@ -102,7 +102,7 @@ pub async fn insert_models_and_commit(
             None => texts.push(vec![check]),
         }
     }
-    if let Some(also) = also {
+    for also in also {
         match texts.last_mut() {
             Some(last) => last.push(also),
             None => texts.push(vec![also]),
