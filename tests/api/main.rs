@@ -56,6 +56,7 @@ mod ics_corpus_details;
 mod ics_export;
 mod ics_hostile;
 mod instances;
+mod instances_work;
 mod invite_links;
 mod invite_rules;
 mod invite_send;
