@@ -25,6 +25,8 @@ pub const EXTERNAL_SYNC_FAILURES_TOTAL: &str = "svc_external_sync_failures_total
 pub const SYNC_PROVIDERS: [&str; 3] = ["google", "microsoft", "caldav"];
 /// Provider writes waiting in the outbox, by provider.
 pub const OUTBOX_PENDING: &str = "svc_outbox_pending";
+/// Connected accounts whose sync this instance runs (holds the lease of).
+pub const PROVIDER_LEASES_HELD: &str = "svc_provider_leases_held";
 /// Age in seconds of the oldest provider write waiting in the outbox, by provider.
 pub const OUTBOX_OLDEST_AGE_SECONDS: &str = "svc_outbox_oldest_age_seconds";
 /// Ticks skipped because the task's previous run was still active, by task.
@@ -153,6 +155,10 @@ impl Metrics {
                 OUTBOX_OLDEST_AGE_SECONDS,
                 "Age of the oldest provider write waiting in the outbox."
             );
+            describe_gauge!(
+                PROVIDER_LEASES_HELD,
+                "Connected accounts whose sync this instance runs."
+            );
             describe_gauge!(SSE_CONNECTIONS, "Open /api/stream connections.");
             describe_gauge!(SSE_USERS, "Users with an open /api/stream connection.");
             describe_gauge!(HTTP_CONNECTIONS, "Open HTTP connections.");
@@ -248,6 +254,7 @@ impl Metrics {
             }
             counter!(DB_TRANSACTION_RETRIES_TOTAL).increment(0);
             gauge!(FEDERATED_UPSTREAM_STREAMS).increment(0.0);
+            gauge!(PROVIDER_LEASES_HELD).increment(0.0);
         });
     }
 
@@ -352,6 +359,11 @@ impl Metrics {
             gauge!(OUTBOX_PENDING, "provider" => provider).set(pending as f64);
             gauge!(OUTBOX_OLDEST_AGE_SECONDS, "provider" => provider).set(oldest_age_seconds);
         });
+    }
+
+    /// This instance took (`1.0`) or gave up (`-1.0`) an account's lease.
+    pub fn provider_lease_held(&self, delta: f64) {
+        self.scoped(|| gauge!(PROVIDER_LEASES_HELD).increment(delta));
     }
 
     /// A scheduled task's run finished with `outcome`.

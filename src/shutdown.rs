@@ -1,6 +1,7 @@
 //! [`Shutdown`]: one server's stop signal, shared by its listeners, streams and actors, and
 //! why it fired when the server cannot go on.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use tokio_util::sync::CancellationToken;
@@ -10,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 pub struct Shutdown {
     token: CancellationToken,
     fatal: Arc<OnceLock<String>>,
+    abandoned: Arc<AtomicBool>,
 }
 
 impl Shutdown {
@@ -28,6 +30,20 @@ impl Shutdown {
     pub fn escalate(&self, reason: String) {
         let _ = self.fatal.set(reason);
         self.token.cancel();
+    }
+
+    /// Stops the server as a killed process stops, as far as the other instances sharing
+    /// its database can tell: what it holds there (accounts' leases) is left to expire rather
+    /// than released (tests of takeover).
+    #[cfg(feature = "fault-injection")]
+    pub fn abandon(&self) {
+        self.abandoned.store(true, Ordering::SeqCst);
+        self.token.cancel();
+    }
+
+    /// Whether the server stops without releasing what it holds in the database.
+    pub fn is_abandoned(&self) -> bool {
+        self.abandoned.load(Ordering::SeqCst)
     }
 
     /// Resolves once shutdown has started.

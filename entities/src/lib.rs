@@ -21,6 +21,7 @@ pub mod member_tokens;
 pub mod pages;
 pub mod pending_notifications;
 pub mod prelude;
+pub mod provider_leases;
 pub mod provider_outbox;
 pub mod scheduled_tasks;
 pub mod server_secrets;

@@ -27,6 +27,7 @@ mod m20261125_000016_create_provider_mirrors;
 mod m20261126_000017_add_account_calendar_tokens;
 mod m20261126_000018_create_federation_connections;
 mod m20261126_000019_create_instance_notices_postgres;
+mod m20261126_000020_create_provider_leases;
 
 /// The ordered list of every migration Bowline has shipped.
 pub struct Migrator;
@@ -54,6 +55,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261126_000017_add_account_calendar_tokens::Migration),
             Box::new(m20261126_000018_create_federation_connections::Migration),
             Box::new(m20261126_000019_create_instance_notices_postgres::Migration),
+            Box::new(m20261126_000020_create_provider_leases::Migration),
         ]
     }
 }

@@ -2,6 +2,10 @@
 //! connected account (at start, and when an account connects), forwards sync requests to
 //! them, and restarts one that fails within its own restart budget, counting the failure
 //! and the restart like every supervisor. Other accounts' actors go on untouched.
+//!
+//! With several instances on one database it also looks for accounts connected through
+//! another instance every quarter of `PROVIDER_LEASE_MS`, so that their actors stand by here
+//! and can take them over (see [`super::provider_sync`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -49,6 +53,8 @@ pub enum ProvidersMsg {
     },
     /// Refresh the outbox gauges (`svc_outbox_pending`, `svc_outbox_oldest_age_seconds`).
     MeasureOutbox,
+    /// Start actors for accounts connected through another instance.
+    Discover,
     /// Make an account's actor panic (tests of supervision).
     #[cfg(feature = "fault-injection")]
     Panic {
@@ -137,6 +143,12 @@ impl Actor for ProviderSupervisor {
             policy,
         };
         myself.send_interval(OUTBOX_GAUGE_PERIOD, || ProvidersMsg::MeasureOutbox);
+        if state.shared.db.crosses_instances() {
+            let period =
+                std::time::Duration::from_millis(state.shared.settings.caldav.provider_lease_ms)
+                    / 4;
+            myself.send_interval(period, || ProvidersMsg::Discover);
+        }
         let accounts = state.shared.mirrors.all_accounts().await?;
         for account in &accounts {
             Self::start(&myself, &mut state, account).await;
@@ -221,6 +233,14 @@ impl Actor for ProviderSupervisor {
                     reply(port, outcome);
                 });
             }
+            ProvidersMsg::Discover => match state.shared.mirrors.all_accounts().await {
+                Ok(accounts) => {
+                    for account in &accounts {
+                        Self::start(&myself, state, account).await;
+                    }
+                }
+                Err(err) => tracing::warn!(error = %err, "sync.discover.failed"),
+            },
             ProvidersMsg::MeasureOutbox => {
                 let depth = outbox::outbox_depth(state.shared.db.conn()).await?;
                 let now = chrono::Utc::now();

@@ -106,6 +106,7 @@ const ENV_VARS: &[(&str, &str)] = &[
     ("OUTBOX_RETRY_MAX_MS", "caldav.outbox_retry_max_ms"),
     ("OUTBOX_GIVE_UP_MS", "caldav.outbox_give_up_ms"),
     ("OUTBOX_LEASE_MS", "caldav.outbox_lease_ms"),
+    ("PROVIDER_LEASE_MS", "caldav.provider_lease_ms"),
     (
         "FEDERATION_ALLOW_PRIVATE_HOSTS",
         "federation.allow_private_hosts",

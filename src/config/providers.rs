@@ -97,6 +97,9 @@ pub struct CaldavSettings {
     pub outbox_give_up_ms: u64,
     /// `OUTBOX_LEASE_MS`
     pub outbox_lease_ms: u64,
+    /// `PROVIDER_LEASE_MS`: the longest a connected account waits for another instance
+    /// after the one running its sync died.
+    pub provider_lease_ms: u64,
 }
 
 /// `[federation]`

@@ -6,6 +6,8 @@ use super::{ConfigError, Settings};
 /// The longest a session may be reused from the cache: better-auth's session cookie cache
 /// default (five minutes).
 const MAX_SESSION_CACHE_MS: u64 = 300_000;
+/// The shortest provider lease: it is renewed every quarter of it, over the network.
+const MIN_PROVIDER_LEASE_MS: u64 = 400;
 
 impl Settings {
     /// Rules beyond types: each failure names its key.
@@ -160,6 +162,12 @@ impl Settings {
             return invalid(
                 "auth.trusted_proxies",
                 "must name at least one network when auth.trust_proxy_headers is on".into(),
+            );
+        }
+        if self.caldav.provider_lease_ms < MIN_PROVIDER_LEASE_MS {
+            return invalid(
+                "caldav.provider_lease_ms",
+                format!("must be at least {MIN_PROVIDER_LEASE_MS} (renewed every quarter of it)"),
             );
         }
         if self.actors.restart_backoff_max_ms < self.actors.restart_backoff_ms {

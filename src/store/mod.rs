@@ -29,6 +29,7 @@ pub mod notifications;
 pub mod oauth_accounts;
 pub mod outbox;
 pub mod pages;
+pub mod provider_leases;
 pub mod reminders;
 pub mod scheduled_tasks;
 pub mod secrets;

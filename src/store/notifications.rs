@@ -14,7 +14,7 @@ use entities::pending_notifications::{self, Column, Entity};
 use sea_orm::sea_query::{Expr, ExprTrait, OnConflict};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter,
-    QueryOrder, QuerySelect,
+    QuerySelect,
 };
 use serde_json::Value;
 use uuid::Uuid;
@@ -92,20 +92,40 @@ pub async fn drop_for_events(txn: &impl ConnectionTrait, event_ids: &[Uuid]) -> 
     Ok(())
 }
 
-/// When the next row becomes sendable (due and not claimed).
+/// When the next row becomes sendable (due and not claimed): the earliest due time of
+/// rows free by then, or the earliest end of a claim that outlasts its row's due time (a
+/// batch another instance claimed — and perhaps died with — is sent once the claim ends).
 pub async fn next_wakeup(db: &Database) -> Result<Option<DateTime<Utc>>, DbErr> {
-    let rows = Entity::find()
-        .order_by_asc(Column::DueAt)
-        .limit(200)
-        .all(db.conn())
-        .await?;
-    Ok(rows
-        .into_iter()
-        .map(|row| {
-            row.claimed_until
-                .map_or(row.due_at, |claim| Ord::max(claim, row.due_at))
-        })
-        .min())
+    // Aggregates (always one row) read with `all()`, as in `queue`.
+    let earliest = |column: Column, condition: Condition| {
+        Entity::find()
+            .select_only()
+            .column_as(column.min(), "at")
+            .filter(condition)
+            .into_tuple::<Option<DateTime<Utc>>>()
+    };
+    let claim_outlasts_due = Expr::col(Column::ClaimedUntil).gt(Expr::col(Column::DueAt));
+    let free = earliest(
+        Column::DueAt,
+        Condition::any()
+            .add(Column::ClaimedUntil.is_null())
+            .add(claim_outlasts_due.clone().not()),
+    )
+    .all(db.conn())
+    .await?
+    .into_iter()
+    .next()
+    .flatten();
+    let claimed = earliest(
+        Column::ClaimedUntil,
+        Condition::all().add(claim_outlasts_due),
+    )
+    .all(db.conn())
+    .await?
+    .into_iter()
+    .next()
+    .flatten();
+    Ok(free.into_iter().chain(claimed).min())
 }
 
 /// Claims every row that is due and not claimed, until `lease` from now.

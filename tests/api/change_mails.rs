@@ -24,7 +24,12 @@ async fn mailing(sink: &SmtpSink, delay_ms: u64) -> TestApp {
 }
 
 /// Creates an event of the owner in the shared calendar that `attendees` go to.
-async fn attended(app: &TestApp, s: &Shared, title: &str, attendees: &[&TestUser]) -> Value {
+pub(crate) async fn attended(
+    app: &TestApp,
+    s: &Shared,
+    title: &str,
+    attendees: &[&TestUser],
+) -> Value {
     let body = event_body(&[&s.calendar], title, 9);
     assert_eq!(
         app.event_request(Method::POST, &s.owner, &body)
@@ -48,7 +53,7 @@ async fn attended(app: &TestApp, s: &Shared, title: &str, attendees: &[&TestUser
 }
 
 /// Moves `body` to start at `hour` (as the owner).
-async fn move_to(app: &TestApp, s: &Shared, body: &mut Value, hour: u32) {
+pub(crate) async fn move_to(app: &TestApp, s: &Shared, body: &mut Value, hour: u32) {
     body["start"] = json!(format!("2026-07-23T{hour:02}:00:00.000Z"));
     body["end"] = json!(format!("2026-07-23T{hour:02}:30:00.000Z"));
     assert_eq!(

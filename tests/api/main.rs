@@ -57,6 +57,7 @@ mod ics_export;
 mod ics_hostile;
 mod instances;
 mod instances_frames;
+mod instances_work;
 mod invite_links;
 mod invite_rules;
 mod invite_send;

@@ -234,6 +234,19 @@ impl TestApp {
     }
 }
 
+impl TestApp {
+    /// Stops the server as `kill -9` looks to the other instances on its database: what it
+    /// holds there (accounts' leases) is left to expire, not released. The handle (and the
+    /// database it may own) stays for the others.
+    pub async fn kill_in_place(&mut self) {
+        self.ctx.shutdown.abandon();
+        let run = self.run.take().expect("running");
+        let _ = tokio::time::timeout(WAIT, run)
+            .await
+            .expect("server stops within the wait");
+    }
+}
+
 impl Drop for TestApp {
     fn drop(&mut self) {
         self.ctx.shutdown.trigger();
