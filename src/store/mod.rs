@@ -28,6 +28,7 @@ pub mod mirrors;
 pub mod notifications;
 pub mod oauth_accounts;
 pub mod outbox;
+mod outgoing;
 pub mod pages;
 pub mod provider_leases;
 pub mod reminders;
@@ -67,10 +68,11 @@ use events::read_cache::{EventReadCache, StreamLimits};
 use file_lock::FileLock;
 use instance_bus::InstanceBus;
 pub use instance_bus::InstanceEvents;
+pub use outgoing::TxnOutgoing;
 use session_cache::SessionCache;
 use unpinged_connections::UnpingedConnections;
 use writer::SqliteWriter;
-pub use writer::{TxnOutgoing, WriteTxn};
+pub use writer::WriteTxn;
 
 /// Which database Bowline is running on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
