@@ -23,7 +23,7 @@ use super::{Database, WriteTxn};
 pub enum CommitWrite {
     /// A write transaction already begun: the statements run in it, then it commits (on
     /// SQLite with the last statement, [`WriteTxn::commit_after`]).
-    Txn(WriteTxn),
+    Txn(Box<WriteTxn>),
     /// PostgreSQL, nothing begun, on a connection taken from the pool: one statement runs
     /// on its own and commits as it ends; several run in a transaction.
     Alone(PoolConnection<Postgres>),
@@ -36,7 +36,7 @@ impl Database {
     /// here, so a timestamp taken after this call is not delayed by the pool.
     pub async fn begin_commit_write(&self) -> Result<CommitWrite, DbErr> {
         match &self.writer {
-            Some(_) => Ok(CommitWrite::Txn(self.begin_write().await?)),
+            Some(_) => Ok(CommitWrite::Txn(Box::new(self.begin_write().await?))),
             None => {
                 let conn = self
                     .conn
@@ -52,7 +52,7 @@ impl Database {
 
 impl From<WriteTxn> for CommitWrite {
     fn from(txn: WriteTxn) -> Self {
-        Self::Txn(txn)
+        Self::Txn(Box::new(txn))
     }
 }
 

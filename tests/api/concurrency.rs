@@ -231,14 +231,14 @@ async fn an_update_based_on_a_stale_revision_is_a_conflict_with_the_current_even
 /// first). Commands sent meanwhile queue up in the calendar's actor.
 #[expect(dead_code, reason = "held until dropped, never read")]
 enum WriteHold {
-    Sqlite(bowline::store::WriteTxn),
+    Sqlite(Box<bowline::store::WriteTxn>),
     Postgres(sea_orm::DatabaseTransaction),
 }
 
 async fn hold_writes(app: &TestApp, calendar: &str) -> WriteHold {
     use sea_orm::{ConnectionTrait, TransactionTrait};
     if app.ctx().db.backend() != bowline::store::Backend::Postgres {
-        return WriteHold::Sqlite(app.ctx().db.begin_write().await.expect("writer"));
+        return WriteHold::Sqlite(Box::new(app.ctx().db.begin_write().await.expect("writer")));
     }
     let holder = app.db_connection().await.begin().await.expect("begin");
     holder
