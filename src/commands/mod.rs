@@ -63,6 +63,10 @@ pub trait Announce: Send + Sync + std::fmt::Debug {
     /// Rows were committed to the outbox of these accounts (`(provider, account)`): their
     /// sync actors deliver them now.
     fn provider_writes_queued(&self, accounts: &[(String, String)]);
+    /// Announcements into a transaction: where they go once it committed.
+    fn committed_target(&self) -> Option<Arc<dyn Announce>> {
+        None
+    }
 }
 
 impl Services {
@@ -70,13 +74,19 @@ impl Services {
     /// once `txn` commits (on PostgreSQL the frames inside it, so every instance hears
     /// them in commit order), and not at all if it does not.
     pub fn within(&self, txn: &WriteTxn) -> Services {
+        // Services already within a transaction announce, once it committed, where theirs
+        // would have.
+        let committed = self
+            .announce
+            .committed_target()
+            .unwrap_or_else(|| self.announce.clone());
         let outgoing = txn.outgoing().clone();
-        let local = self.announce.clone();
+        let local = committed.clone();
         outgoing.deliver_with(move |frames| local.deliver(frames));
         Services {
             announce: Arc::new(InTransaction {
                 outgoing,
-                committed: self.announce.clone(),
+                committed,
                 crosses_instances: txn.crosses_instances(),
             }),
             ..self.clone()
@@ -138,6 +148,10 @@ impl Announce for InTransaction {
         let accounts = accounts.to_vec();
         self.outgoing
             .after_commit(move || committed.provider_writes_queued(&accounts));
+    }
+
+    fn committed_target(&self) -> Option<Arc<dyn Announce>> {
+        Some(self.committed.clone())
     }
 }
 

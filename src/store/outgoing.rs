@@ -41,9 +41,13 @@ impl TxnOutgoing {
         self.0.lock().frames.append(batch);
     }
 
-    /// Where the frames go after the commit when the database does not carry them.
+    /// Where the frames go after the commit when the database does not carry them (the
+    /// first place given is kept).
     pub fn deliver_with(&self, deliver: impl FnOnce(FrameBatch) + Send + 'static) {
-        self.0.lock().deliver = Some(Box::new(deliver));
+        let mut outgoing = self.0.lock();
+        if outgoing.deliver.is_none() {
+            outgoing.deliver = Some(Box::new(deliver));
+        }
     }
 
     /// Runs `step` after the commit.
