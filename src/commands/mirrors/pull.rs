@@ -227,18 +227,24 @@ pub async fn announce_external_sync(env: &Mirrors, changed: &[Uuid]) -> Result<(
     if changed.is_empty() {
         return Ok(());
     }
-    let by_calendar = members::ids_by_calendar(env.services.db.conn(), changed).await?;
+    // In a transaction of its own, so the frames leave as a committed change's do: on
+    // PostgreSQL after the changes before them, and on this instance's streams before the
+    // pull is answered.
+    let txn = env.services.db.begin_write().await?;
+    let by_calendar = members::ids_by_calendar(&txn, changed).await?;
     let mut by_user: HashMap<String, Vec<Uuid>> = HashMap::new();
     for calendar in changed {
         for user in by_calendar.get(calendar).into_iter().flatten() {
             by_user.entry(user.clone()).or_default().push(*calendar);
         }
     }
+    let announce = env.services.within(&txn);
     for (user, calendars) in by_user {
-        env.services.broadcast(
+        announce.broadcast(
             [user.as_str()],
             &Frame::new("external_sync", json!({ "calendars": calendars })),
         );
     }
+    txn.commit().await?;
     Ok(())
 }
