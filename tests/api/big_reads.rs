@@ -287,7 +287,8 @@ async fn a_big_read_is_one_snapshot_and_a_stalled_one_is_cut_off() {
     // which waited, is answered in full.
     let slow = spawn_app_sharing_database_with(&app, |s| {
         s.storage.max_connections = 2;
-        s.storage.events_stream_timeout_ms = 500;
+        // Long enough for the next read to be written whole on a busy machine.
+        s.storage.events_stream_timeout_ms = 2_000;
     })
     .await;
     let mut stalled = slow
