@@ -397,7 +397,10 @@ async fn report_delivery(
     state: &'static str,
     reason: Option<&str>,
 ) -> Result<(), AppError> {
-    let users = members::member_ids(env.services.db.conn(), calendar_id).await?;
+    // In a transaction of its own, as `external_sync` ([`announce_external_sync`]): the two
+    // leave in the order they are sent.
+    let txn = env.services.db.begin_write().await?;
+    let users = members::member_ids(&txn, calendar_id).await?;
     let frame = Frame::new(
         "provider_delivery",
         json!({
@@ -408,7 +411,9 @@ async fn report_delivery(
         }),
     );
     env.services
+        .within(&txn)
         .broadcast(users.iter().map(String::as_str), &frame);
+    txn.commit().await?;
     Ok(())
 }
 
