@@ -93,3 +93,7 @@ async fn download_handler(
     headers.insert(CACHE_CONTROL, http::HeaderValue::from_static(cache));
     Ok(response)
 }
+
+/// This resource's operations in the OpenAPI document (see [`crate::http::openapi`]).
+#[derive(utoipa::OpenApi)]
+pub struct Api;

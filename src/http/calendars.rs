@@ -375,3 +375,7 @@ async fn delete_calendar_handler(
         .await?;
     Ok(warp::reply::json(&view).into_response())
 }
+
+/// This resource's operations in the OpenAPI document (see [`crate::http::openapi`]).
+#[derive(utoipa::OpenApi)]
+pub struct Api;

@@ -341,3 +341,7 @@ mod tests {
             .expect("told");
     }
 }
+
+/// This resource's operations in the OpenAPI document (see [`crate::http::openapi`]).
+#[derive(utoipa::OpenApi)]
+pub struct Api;

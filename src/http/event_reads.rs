@@ -266,3 +266,7 @@ impl Stream for StreamedBody {
 fn json_text(body: String) -> Response {
     warp::reply::with_header(body, CONTENT_TYPE, "application/json").into_response()
 }
+
+/// This resource's operations in the OpenAPI document (see [`crate::http::openapi`]).
+#[derive(utoipa::OpenApi)]
+pub struct Api;

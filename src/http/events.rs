@@ -352,3 +352,7 @@ async fn set_attendance_handler(
         .await?;
     Ok(warp::reply::json(&attendees).into_response())
 }
+
+/// This resource's operations in the OpenAPI document (see [`crate::http::openapi`]).
+#[derive(utoipa::OpenApi)]
+pub struct Api;

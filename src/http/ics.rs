@@ -275,3 +275,7 @@ mod tests {
         assert!(import_color(Some("#12345")).is_err());
     }
 }
+
+/// This resource's operations in the OpenAPI document (see [`crate::http::openapi`]).
+#[derive(utoipa::OpenApi)]
+pub struct Api;

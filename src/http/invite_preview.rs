@@ -168,3 +168,7 @@ async fn preview_handler(ctx: &Ctx, rctx: &RequestCtx, token: &str) -> Result<Re
     };
     Ok(warp::reply::json(&response).into_response())
 }
+
+/// This resource's operations in the OpenAPI document (see [`crate::http::openapi`]).
+#[derive(utoipa::OpenApi)]
+pub struct Api;

@@ -213,3 +213,7 @@ async fn remove_member_handler(
     .await?;
     Ok(ok_text())
 }
+
+/// This resource's operations in the OpenAPI document (see [`crate::http::openapi`]).
+#[derive(utoipa::OpenApi)]
+pub struct Api;

@@ -35,6 +35,7 @@ pub mod invites;
 pub mod json_text;
 pub mod members;
 pub mod metrics_endpoint;
+pub mod openapi;
 pub mod pages;
 pub mod pipeline;
 pub mod preface;
@@ -105,6 +106,8 @@ pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
             &["api", "v1", "server"],
             server_info::routes(ctx.clone()),
         ))
+        .unify()
+        .or(under(&["api", "v1", "openapi.json"], openapi::routes()))
         .unify()
         .or(under(&["api", "stream"], stream::routes(ctx.clone())))
         .unify()

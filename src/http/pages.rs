@@ -7,6 +7,7 @@ use crate::http::endpoint::endpoint;
 use http::StatusCode;
 use serde::Deserialize;
 use serde_json::Value;
+use utoipa::{OpenApi, ToSchema};
 use uuid::Uuid;
 use warp::filters::BoxedFilter;
 use warp::reply::Response;
@@ -19,6 +20,17 @@ use crate::context::Ctx;
 use crate::domain::ids::canonical_uuid;
 use crate::domain::pages::{MAX_PAGES, parse_config, parse_name};
 use crate::error::AppError;
+use crate::http::openapi::schemas::{ErrorBody, StaleRevision};
+use crate::views::pages::PageDocument;
+
+/// The Page operations of the OpenAPI document.
+#[derive(OpenApi)]
+#[openapi(
+    paths(list_pages, create_page, reorder_pages, read_page, save_page, delete_page),
+    components(schemas(CreateRequest, ReorderRequest, SaveRequest, PageDocument, RemovedPage)),
+    tags((name = "pages", description = "Pages: the owner's private view profiles."))
+)]
+pub struct Api;
 
 /// The Page routes (the static `reorder` before `:id`).
 pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
@@ -57,6 +69,18 @@ fn name_and_config(
 }
 
 /// GET /api/v1/pages — active Pages by position.
+#[utoipa::path(
+    get,
+    path = "/api/v1/pages",
+    tag = "pages",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    params(("If-None-Match" = Option<String>, Header, description = "The `ETag` of a listing the client holds.")),
+    responses(
+        (status = 200, description = "Active Pages ordered by position; the default Page is created or repaired first.",
+         body = Vec<PageDocument>, headers(("ETag" = String, description = "The listing's version."))),
+        (status = 304, description = "The client's listing is current."),
+    )
+)]
 fn list_pages(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "pages")
         .and(warp::get())
@@ -95,14 +119,29 @@ fn page_versions(pages: &[crate::views::pages::PageDocument]) -> String {
 }
 
 /// `POST /api/v1/pages` body.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct CreateRequest {
+    /// 1 to 80 characters.
+    #[schema(value_type = String, min_length = 1, max_length = 80)]
     name: Value,
+    /// A `PageConfigV1` document.
+    #[schema(value_type = Object)]
     config: Value,
 }
 
 /// POST /api/v1/pages — 201 PageDocument.
+#[utoipa::path(
+    post,
+    path = "/api/v1/pages",
+    tag = "pages",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    request_body = CreateRequest,
+    responses(
+        (status = 201, description = "The new Page, placed last.", body = PageDocument),
+        (status = 409, description = "The owner already has the most Pages allowed.", body = ErrorBody),
+    )
+)]
 fn create_page(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "pages")
         .and(warp::post())
@@ -125,15 +164,29 @@ fn create_page(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection
 }
 
 /// `PUT /api/v1/pages/reorder` body.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct ReorderRequest {
+    /// Every active Page of the owner, once each, in the new order.
+    #[schema(value_type = Vec<uuid::Uuid>, min_items = 1, max_items = 100)]
     page_ids: Vec<String>,
+    /// The new default Page (one of `pageIds`); absent keeps the current default.
     #[serde(default)]
+    #[schema(value_type = Option<uuid::Uuid>)]
     default_page_id: Option<String>,
 }
 
 /// PUT /api/v1/pages/reorder — all active Pages in the new order.
+#[utoipa::path(
+    put,
+    path = "/api/v1/pages/reorder",
+    tag = "pages",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    request_body = ReorderRequest,
+    responses(
+        (status = 200, description = "All active Pages in their new order.", body = Vec<PageDocument>),
+    )
+)]
 fn reorder_pages(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "pages" / "reorder")
         .and(warp::put())
@@ -176,6 +229,16 @@ async fn reorder_handler(
 }
 
 /// GET /api/v1/pages/:id.
+#[utoipa::path(
+    get,
+    path = "/api/v1/pages/{id}",
+    tag = "pages",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    params(("id" = String, Path, description = "The Page's id.")),
+    responses(
+        (status = 200, description = "The Page.", body = PageDocument),
+    )
+)]
 fn read_page(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "pages" / {id: String})
         .and(warp::get())
@@ -193,15 +256,34 @@ fn read_page(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> 
 }
 
 /// `PATCH /api/v1/pages/:id` body.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct SaveRequest {
+    /// The revision the change was made on.
+    #[schema(minimum = 1)]
     base_revision: i64,
+    /// 1 to 80 characters.
+    #[schema(value_type = String, min_length = 1, max_length = 80)]
     name: Value,
+    /// A `PageConfigV1` document.
+    #[schema(value_type = Object)]
     config: Value,
 }
 
 /// PATCH /api/v1/pages/:id — compare-and-swap save.
+#[utoipa::path(
+    patch,
+    path = "/api/v1/pages/{id}",
+    tag = "pages",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    params(("id" = String, Path, description = "The Page's id.")),
+    request_body = SaveRequest,
+    responses(
+        (status = 200, description = "The saved Page.", body = PageDocument),
+        (status = 409, description = "The Page changed since `baseRevision`; `current` is the Page now.",
+         body = StaleRevision<PageDocument>),
+    )
+)]
 fn save_page(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "pages" / {id: String})
         .and(warp::patch())
@@ -235,7 +317,24 @@ fn save_page(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> 
         )
 }
 
+/// `DELETE /api/v1/pages/:id` answer.
+#[derive(Debug, serde::Serialize, ToSchema)]
+struct RemovedPage {
+    /// The removed Page.
+    id: Uuid,
+}
+
 /// DELETE /api/v1/pages/:id — soft delete, 200 `{id}`.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/pages/{id}",
+    tag = "pages",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    params(("id" = String, Path, description = "The Page's id.")),
+    responses(
+        (status = 200, description = "The Page is removed (the default may have moved).", body = RemovedPage),
+    )
+)]
 fn delete_page(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "pages" / {id: String})
         .and(warp::delete())
@@ -246,7 +345,7 @@ fn delete_page(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection
                 async {
                     let id = page_id(&id)?;
                     commands::delete(&ctx.services, user.id(), id).await?;
-                    Ok(warp::reply::json(&serde_json::json!({ "id": id })))
+                    Ok(warp::reply::json(&RemovedPage { id }))
                 }
                 .await,
             )

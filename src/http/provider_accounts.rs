@@ -304,3 +304,7 @@ fn disconnect_mirror(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rej
             )
         })
 }
+
+/// This resource's operations in the OpenAPI document (see [`crate::http::openapi`]).
+#[derive(utoipa::OpenApi)]
+pub struct Api;

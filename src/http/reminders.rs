@@ -175,3 +175,7 @@ fn clear_event_rule(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Reje
             )
         })
 }
+
+/// This resource's operations in the OpenAPI document (see [`crate::http::openapi`]).
+#[derive(utoipa::OpenApi)]
+pub struct Api;

@@ -101,3 +101,7 @@ fn server_info_handler(ctx: &Ctx) -> ServerInfoResponse {
         push_public_key: None,
     }
 }
+
+/// This resource's operations in the OpenAPI document (see [`crate::http::openapi`]).
+#[derive(utoipa::OpenApi)]
+pub struct Api;

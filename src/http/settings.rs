@@ -156,3 +156,7 @@ async fn patch_handler(
         commands::write(&ctx.services, user.id(), Some(body.base_revision), &changes).await?;
     Ok(warp::reply::json(&document(&saved)).into_response())
 }
+
+/// This resource's operations in the OpenAPI document (see [`crate::http::openapi`]).
+#[derive(utoipa::OpenApi)]
+pub struct Api;

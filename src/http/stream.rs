@@ -164,3 +164,7 @@ impl Stream for EventStream {
         Poll::Ready(Some(Ok(next)))
     }
 }
+
+/// This resource's operations in the OpenAPI document (see [`crate::http::openapi`]).
+#[derive(utoipa::OpenApi)]
+pub struct Api;

@@ -87,3 +87,7 @@ async fn delete_confirm_handler(
         )),
     }
 }
+
+/// This resource's operations in the OpenAPI document (see [`crate::http::openapi`]).
+#[derive(utoipa::OpenApi)]
+pub struct Api;

@@ -12,7 +12,7 @@ use uuid::Uuid;
 use crate::domain::pages::without_inaccessible;
 
 /// One Page.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PageDocument {
     /// Id.
@@ -24,6 +24,7 @@ pub struct PageDocument {
     /// The default Page.
     pub is_default: bool,
     /// `PageConfigV1`.
+    #[schema(value_type = Object)]
     pub config: Value,
     /// Revision (compare-and-swap).
     pub revision: i64,

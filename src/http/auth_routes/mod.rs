@@ -219,3 +219,7 @@ async fn handle(endpoint: Endpoint, req: &AuthRequest, path: &str) -> Result<Aut
         DeleteUserCallback => user::delete_user_callback(req).await,
     }
 }
+
+/// This resource's operations in the OpenAPI document (see [`crate::http::openapi`]).
+#[derive(utoipa::OpenApi)]
+pub struct Api;

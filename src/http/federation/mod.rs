@@ -76,3 +76,7 @@ fn relay(answer: PeerAnswer, content_type: Option<&'static str>) -> Response {
     }
     response
 }
+
+/// This resource's operations in the OpenAPI document (see [`crate::http::openapi`]).
+#[derive(utoipa::OpenApi)]
+pub struct Api;
