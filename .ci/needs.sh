@@ -77,3 +77,16 @@ ensure_caldav_servers() {
     caldav_venv "$tools/xandikos-venv" "xandikos==$XANDIKOS_PIN"
   fi
 }
+
+# The API fuzzer .ci/schemathesis/run drives (PyPI), in its own venv.
+SCHEMATHESIS_PIN=4.32.5
+SCHEMATHESIS_VENV=${BOWLINE_TOOLS_DIR:-$HOME/.cache/bowline}/schemathesis-venv
+
+ensure_schemathesis() {
+  if [ "$("$SCHEMATHESIS_VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("schemathesis"))' 2>/dev/null)" = "$SCHEMATHESIS_PIN" ]; then
+    return 0
+  fi
+  echo "installing schemathesis $SCHEMATHESIS_PIN into $SCHEMATHESIS_VENV"
+  mkdir -p "$(dirname "$SCHEMATHESIS_VENV")"
+  caldav_venv "$SCHEMATHESIS_VENV" "schemathesis==$SCHEMATHESIS_PIN"
+}
