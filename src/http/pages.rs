@@ -27,7 +27,7 @@ use crate::views::pages::PageDocument;
 #[derive(OpenApi)]
 #[openapi(
     paths(list_pages, create_page, reorder_pages, read_page, save_page, delete_page),
-    components(schemas(CreateRequest, ReorderRequest, SaveRequest, PageDocument, RemovedPage)),
+    components(schemas(CreateRequest, ReorderRequest, SaveRequest, PageDocument, RemovedPage, crate::views::page_config::PageConfigV1)),
     tags((name = "pages", description = "Pages: the owner's private view profiles."))
 )]
 pub struct Api;
@@ -126,7 +126,7 @@ struct CreateRequest {
     #[schema(value_type = String, min_length = 1, max_length = 80)]
     name: Value,
     /// A `PageConfigV1` document.
-    #[schema(value_type = Object)]
+    #[schema(value_type = crate::views::page_config::PageConfigV1)]
     config: Value,
 }
 
@@ -266,7 +266,7 @@ struct SaveRequest {
     #[schema(value_type = String, min_length = 1, max_length = 80)]
     name: Value,
     /// A `PageConfigV1` document.
-    #[schema(value_type = Object)]
+    #[schema(value_type = crate::views::page_config::PageConfigV1)]
     config: Value,
 }
 

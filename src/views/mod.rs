@@ -4,6 +4,7 @@
 pub mod calendars;
 pub mod event_list;
 pub mod events;
+pub mod page_config;
 pub mod pages;
 pub mod settings;
 

@@ -24,7 +24,7 @@ pub struct PageDocument {
     /// The default Page.
     pub is_default: bool,
     /// `PageConfigV1`.
-    #[schema(value_type = Object)]
+    #[schema(value_type = super::page_config::PageConfigV1)]
     pub config: Value,
     /// Revision (compare-and-swap).
     pub revision: i64,
