@@ -191,4 +191,18 @@ fn a_frame_that_breaks_its_schema_is_refused() {
         "type": "event_removed",
         "payload": { "id": "not-a-uuid", "calendars": [], "removed": true }
     })));
+    // `error` is always written, `null` for a conflict.
+    let delivery = validator(&document, frame_schema(&document, "provider_delivery"));
+    let ids = (uuid::Uuid::new_v4(), uuid::Uuid::new_v4());
+    let conflict = json!({
+        "type": "provider_delivery",
+        "payload": { "calendarID": ids.0, "eventID": ids.1, "state": "conflict", "error": null }
+    });
+    assert!(delivery.is_valid(&conflict));
+    let mut without_error = conflict.clone();
+    without_error["payload"]
+        .as_object_mut()
+        .expect("object")
+        .remove("error");
+    assert!(!delivery.is_valid(&without_error));
 }

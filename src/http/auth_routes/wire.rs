@@ -39,6 +39,7 @@ pub struct User {
     /// Display name (at most 200 characters).
     pub name: String,
     /// Avatar URL, if any.
+    #[schema(required = true)]
     pub image: Option<String>,
     /// Whether the address has been verified.
     pub email_verified: bool,
@@ -167,6 +168,7 @@ pub fn account(account: &accounts::Model) -> Account {
 #[schema(as = AuthTokenAndUser)]
 pub struct TokenAndUser {
     /// The new session token (also in `set-auth-token` and the session cookie).
+    #[schema(required = true)]
     pub token: Option<String>,
     /// The user.
     pub user: User,
@@ -243,6 +245,7 @@ pub struct Verified {
     /// Always `true`.
     pub status: bool,
     /// The user with the new address, after an email change; `null` otherwise.
+    #[schema(required = true)]
     pub user: Option<User>,
 }
 

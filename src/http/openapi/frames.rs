@@ -50,6 +50,7 @@ pub struct FrameAttendee {
     /// Name.
     pub name: String,
     /// Avatar URL.
+    #[schema(required = true)]
     pub image: Option<String>,
     /// The answer.
     pub status: AttendanceStatus,
@@ -138,6 +139,7 @@ pub struct ProviderDeliveryPayload {
     /// What happened.
     pub state: DeliveryState,
     /// Why, for people (`null` for a conflict).
+    #[schema(required = true)]
     pub error: Option<String>,
 }
 
