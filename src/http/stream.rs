@@ -34,8 +34,51 @@ use crate::actors::{ActorKind, ask_slot};
 use crate::auth::principal::Identity;
 use crate::context::Ctx;
 use crate::error::AppError;
+use crate::http::openapi::frames;
 
-/// The stream route.
+/// The stream operation and the frame schemas of the OpenAPI document.
+#[derive(utoipa::OpenApi)]
+#[openapi(
+    paths(routes),
+    components(schemas(
+        frames::StreamFrame,
+        frames::EventCreatedFrame,
+        frames::EventUpdatedFrame,
+        frames::EventRemovedFrame,
+        frames::CalendarUpdatedFrame,
+        frames::CalendarRemovedFrame,
+        frames::AttendanceChangedFrame,
+        frames::ExternalSyncFrame,
+        frames::SettingsUpdatedFrame,
+        frames::RemindersUpdatedFrame,
+        frames::PageCreatedFrame,
+        frames::PageUpdatedFrame,
+        frames::PageRemovedFrame,
+        frames::FederatedSyncFrame,
+        frames::ProviderDeliveryFrame,
+    )),
+    tags((name = "stream", description = "The live stream of changes (Server-Sent Events)."))
+)]
+pub struct Api;
+
+/// GET /api/stream — the caller's live frames.
+#[utoipa::path(
+    get,
+    path = "/api/stream",
+    tag = "stream",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    responses(
+        (status = 200,
+         description = "A `text/event-stream` that stays open: `retry: 3000` first, then one \
+                        `data: <json>` line and a blank line per frame, each frame a \
+                        `StreamFrame` (`#/components/schemas/StreamFrame`: `{type, payload}`), \
+                        and a `: ping` comment when idle. It ends when the session or member \
+                        token it was opened with ends, when the connection falls too far \
+                        behind, or at shutdown.",
+         body = String, content_type = "text/event-stream",
+         headers(("Cache-Control" = String, description = "`no-cache, no-transform`."))),
+    )
+)]
 pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
     endpoint!("api" / "stream")
         .and(warp::get())
@@ -164,7 +207,3 @@ impl Stream for EventStream {
         Poll::Ready(Some(Ok(next)))
     }
 }
-
-/// This resource's operations in the OpenAPI document (see [`crate::http::openapi`]).
-#[derive(utoipa::OpenApi)]
-pub struct Api;

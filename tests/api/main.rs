@@ -87,6 +87,7 @@ mod storage;
 mod stored_values;
 mod stream;
 mod stream_credentials;
+mod stream_frames_schema;
 mod stress;
 mod stress_instances;
 mod support;

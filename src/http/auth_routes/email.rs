@@ -1,18 +1,33 @@
 //! `POST /sign-up/email` and `POST /sign-in/email`.
 
-use serde_json::json;
-
 use super::AuthRequest;
-use super::wire;
+use super::bodies;
+use super::wire::{self, SignedIn, TokenAndUser};
 use crate::auth::error::AuthError;
 use crate::auth::password::{MAX_PASSWORD_LENGTH, check_length};
 use crate::auth::session::{AuthReply, issue};
 use crate::domain::profile;
 use crate::error::AppError;
+use crate::http::openapi::schemas::AuthErrorBody;
 use crate::store::accounts::{self, CREDENTIAL};
 use crate::store::users::{self, CreateUserError, NewAccount, NewUser};
 
 /// Creates a password user (with its personal calendar and settings) and signs it in.
+#[utoipa::path(
+    post,
+    path = "/api/auth/sign-up/email",
+    tag = "auth",
+    request_body(content(
+        (bodies::SignUpEmail = "application/json"),
+        (bodies::SignUpEmail = "application/x-www-form-urlencoded"),
+    )),
+    responses(
+        (status = 200, description = "Signed up and signed in: the session token and the new user; the session cookie is set.",
+         body = TokenAndUser, headers(("set-auth-token" = String, description = "The signed session token, for bearer clients."))),
+        (status = 403, description = "The request's origin is not trusted (`INVALID_ORIGIN`, `MISSING_OR_NULL_ORIGIN`, `CROSS_SITE_NAVIGATION_LOGIN_BLOCKED`) or a URL in it is not (`INVALID_CALLBACK_URL`...).", body = AuthErrorBody),
+        (status = 422, description = "A user with this address exists (`USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL`).", body = AuthErrorBody),
+    )
+)]
 pub async fn sign_up(req: &AuthRequest) -> Result<AuthReply, AppError> {
     let name = req.required_str("name")?.to_owned();
     let email = req.required_email("email")?;
@@ -52,17 +67,33 @@ pub async fn sign_up(req: &AuthRequest) -> Result<AuthReply, AppError> {
     req.rctx.set_user(&user.id);
     tracing::info!("auth.signed_up");
     let issued = issue(ctx.db.conn(), &user.id, remember, &req.client(), req.now).await?;
-    Ok(
-        AuthReply::json(json!({ "token": issued.token, "user": wire::user(&user) })).with_session(
-            &ctx.auth,
-            &issued.token,
-            remember,
-        ),
-    )
+    let body = TokenAndUser {
+        token: Some(issued.token.clone()),
+        user: wire::user(&user),
+    };
+    Ok(wire::reply(&body)?.with_session(&ctx.auth, &issued.token, remember))
 }
 
 /// Signs a password user in. Unknown email, missing password account and wrong password all
 /// answer alike, after the same hashing work.
+#[utoipa::path(
+    post,
+    path = "/api/auth/sign-in/email",
+    tag = "auth",
+    request_body(content(
+        (bodies::SignInEmail = "application/json"),
+        (bodies::SignInEmail = "application/x-www-form-urlencoded"),
+    )),
+    responses(
+        (status = 200, description = "Signed in: the session token and the user; the session cookie is set, and with a `callbackURL` also `Location`.",
+         body = SignedIn, headers(
+            ("set-auth-token" = String, description = "The signed session token, for bearer clients."),
+            ("Location" = Option<String>, description = "The `callbackURL`, when one was given."),
+         )),
+        (status = 401, description = "Unknown address or wrong password (`INVALID_EMAIL_OR_PASSWORD`).", body = AuthErrorBody),
+        (status = 403, description = "The request's origin is not trusted, or its `callbackURL` is not.", body = AuthErrorBody),
+    )
+)]
 pub async fn sign_in(req: &AuthRequest) -> Result<AuthReply, AppError> {
     let email = req
         .required_email("email")
@@ -92,15 +123,13 @@ pub async fn sign_in(req: &AuthRequest) -> Result<AuthReply, AppError> {
     }
     req.rctx.set_user(&user.id);
     let issued = issue(ctx.db.conn(), &user.id, remember, &req.client(), req.now).await?;
-    let mut body = json!({
-        "redirect": callback.is_some(),
-        "token": issued.token,
-        "user": wire::user(&user),
-    });
-    if let Some(callback) = callback {
-        body["url"] = callback.into();
-    }
-    let mut reply = AuthReply::json(body).with_session(&ctx.auth, &issued.token, remember);
+    let body = SignedIn {
+        redirect: callback.is_some(),
+        token: issued.token.clone(),
+        user: wire::user(&user),
+        url: callback.map(str::to_owned),
+    };
+    let mut reply = wire::reply(&body)?.with_session(&ctx.auth, &issued.token, remember);
     if let Some(callback) = callback {
         reply = reply.with_location(callback);
     }

@@ -6,6 +6,7 @@
 //! request passes the checks better-auth's router applies: rate limit, content type, origin
 //! (CSRF) and callback-URL rules.
 
+mod bodies;
 mod email;
 mod oauth_link;
 mod password;
@@ -30,6 +31,7 @@ use crate::auth::session::AuthReply;
 use crate::context::Ctx;
 use crate::error::AppError;
 use crate::http::extract::{JSON_BODY_LIMIT, body_bytes, request_ctx, with_ctx};
+use crate::http::openapi::schemas::AuthErrorBody;
 use crate::http::rejection::reject;
 use crate::http::request::RequestCtx;
 use crate::rate_limit::{self, Rule};
@@ -185,19 +187,20 @@ async fn dispatch(
 async fn handle(endpoint: Endpoint, req: &AuthRequest, path: &str) -> Result<AuthReply, AppError> {
     use Endpoint::*;
     match endpoint {
-        Ok => Result::Ok(AuthReply::json(serde_json::json!({ "ok": true }))),
+        Ok => ok(),
         Error => Result::Ok(user::error_page(req)),
         SignUpEmail => email::sign_up(req).await,
         SignInEmail => email::sign_in(req).await,
         SignInSocial => social::sign_in(req).await,
         GetSession => session::get_session(req).await,
-        PostGetSession => Err(AuthError::method_not_allowed_defer_session().into()),
+        PostGetSession => Err(post_get_session()),
         SignOut => session::sign_out(req).await,
         ListSessions => session::list_sessions(req).await,
         RevokeSession => session::revoke_session(req).await,
-        RevokeSessions => session::revoke_sessions(req, false).await,
-        RevokeOtherSessions => session::revoke_sessions(req, true).await,
+        RevokeSessions => session::revoke_sessions(req).await,
+        RevokeOtherSessions => session::revoke_other_sessions(req).await,
         ChangePassword => password::change_password(req).await,
+        RequestPasswordReset if path == "forget-password" => password::forget_password(req).await,
         RequestPasswordReset => password::request_reset(req).await,
         ResetPasswordCallback => {
             password::reset_callback(req, reset_token_of(path).unwrap_or_default()).await
@@ -209,8 +212,7 @@ async fn handle(endpoint: Endpoint, req: &AuthRequest, path: &str) -> Result<Aut
         UpdateUser => user::update_user(req).await,
         ListAccounts => user::list_accounts(req).await,
         UnlinkAccount => user::unlink_account(req).await,
-        LinkSocial if req.body.contains_key("idToken") => social::link_social(req).await,
-        LinkSocial => oauth_link::start(req).await,
+        LinkSocial => link_social(req).await,
         OAuthCallback => {
             oauth_link::callback(req, path.strip_prefix("callback/").unwrap_or_default()).await
         }
@@ -220,6 +222,119 @@ async fn handle(endpoint: Endpoint, req: &AuthRequest, path: &str) -> Result<Aut
     }
 }
 
+/// `GET /ok`: the subsystem answers.
+#[utoipa::path(
+    get,
+    path = "/api/auth/ok",
+    tag = "auth",
+    responses((status = 200, description = "The authentication subsystem answers.", body = wire::Alive))
+)]
+fn ok() -> Result<AuthReply, AppError> {
+    wire::reply(&wire::Alive { ok: true })
+}
+
+/// `POST /get-session`: better-auth answers it only with deferred session refresh, which
+/// Bowline does not use.
+#[utoipa::path(
+    post,
+    path = "/api/auth/get-session",
+    tag = "auth",
+    responses(
+        (status = 405, description = "Always: `METHOD_NOT_ALLOWED_DEFER_SESSION_REQUIRED` (use `GET`).", body = AuthErrorBody),
+    )
+)]
+fn post_get_session() -> AppError {
+    AuthError::method_not_allowed_defer_session().into()
+}
+
+/// `POST /link-social`: an `idToken` links that identity at once
+/// ([`social::link_social`]); without one, the calendar-link redirect flow starts
+/// ([`oauth_link::start`]).
+#[utoipa::path(
+    post,
+    path = "/api/auth/link-social",
+    tag = "auth",
+    security(("bearer" = []), ("cookie" = [])),
+    request_body = bodies::LinkSocial,
+    responses(
+        (status = 200, description = "With `idToken`: linked (`status: true`, `url` empty). Without: the provider's authorization URL to open (the `better-auth.state` cookie is set, and `Location` too unless `disableRedirect`). 401 `INVALID_TOKEN`, `LINKING_NOT_ALLOWED`; 404 for a provider not configured.",
+         body = wire::LinkSocial, headers(("Location" = Option<String>, description = "The authorization URL (redirect flow, without `disableRedirect`)."))),
+        (status = 409, description = "The identity is linked to another user (`SOCIAL_ACCOUNT_ALREADY_LINKED`).", body = AuthErrorBody),
+    )
+)]
+async fn link_social(req: &AuthRequest) -> Result<AuthReply, AppError> {
+    if req.body.contains_key("idToken") {
+        social::link_social(req).await
+    } else {
+        oauth_link::start(req).await
+    }
+}
+
 /// This resource's operations in the OpenAPI document (see [`crate::http::openapi`]).
 #[derive(utoipa::OpenApi)]
+#[openapi(
+    paths(
+        ok,
+        user::error_page,
+        email::sign_up,
+        email::sign_in,
+        social::sign_in,
+        session::get_session,
+        post_get_session,
+        session::sign_out,
+        session::list_sessions,
+        session::revoke_session,
+        session::revoke_sessions,
+        session::revoke_other_sessions,
+        password::change_password,
+        password::request_reset,
+        password::forget_password,
+        password::reset_callback,
+        password::reset_password,
+        verification::send_verification_email,
+        verification::verify_email,
+        verification::change_email,
+        user::update_user,
+        user::list_accounts,
+        user::unlink_account,
+        link_social,
+        oauth_link::callback,
+        oauth_link::expo_proxy,
+        user::delete_user,
+        user::delete_user_callback,
+    ),
+    components(schemas(
+        wire::User,
+        wire::Session,
+        wire::Account,
+        wire::TokenAndUser,
+        wire::SignedIn,
+        wire::SessionAndUser,
+        wire::Status,
+        wire::StatusMessage,
+        wire::Success,
+        wire::SuccessMessage,
+        wire::Verified,
+        wire::LinkSocial,
+        wire::Alive,
+        bodies::SignUpEmail,
+        bodies::SignInEmail,
+        bodies::SignInSocial,
+        bodies::SocialProvider,
+        bodies::IdToken,
+        bodies::AppleUser,
+        bodies::AppleName,
+        bodies::RevokeSession,
+        bodies::ChangePassword,
+        bodies::RequestPasswordReset,
+        bodies::ResetPassword,
+        bodies::SendVerificationEmail,
+        bodies::ChangeEmail,
+        bodies::UpdateUser,
+        bodies::UnlinkAccount,
+        bodies::LinkSocial,
+        bodies::DeleteUser,
+    )),
+    tags((name = "auth", description = "better-auth 1.7.25's wire: sign-up and sign-in (password, native id tokens), sessions, passwords, email verification, profile and linked accounts. Errors are `{message, code}`."))
+)]
 pub struct Api;

@@ -12,10 +12,11 @@
 //! the URL is one of the configured providers' authorization endpoints (never an open
 //! redirect).
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::AuthRequest;
 use super::request::with_query;
+use super::wire::{self, LinkSocial};
 use crate::actors::providers::ProvidersMsg;
 use crate::auth::cookies;
 use crate::auth::error::AuthError;
@@ -75,8 +76,12 @@ pub async fn start(req: &AuthRequest) -> Result<AuthReply, AppError> {
         &scopes,
     )
     .await?;
-    let reply = AuthReply::json(json!({ "url": url.as_str(), "redirect": !disable_redirect }))
-        .with_cookie(ctx.auth.cookies.state(&state));
+    let reply = wire::reply(&LinkSocial {
+        url: url.as_str().to_owned(),
+        status: None,
+        redirect: !disable_redirect,
+    })?
+    .with_cookie(ctx.auth.cookies.state(&state));
     Ok(if disable_redirect {
         reply
     } else {
@@ -90,6 +95,21 @@ fn state_id_of<'a>(req: &AuthRequest, signed_state: &'a str) -> Option<&'a str> 
 }
 
 /// `GET /callback/:provider`.
+#[utoipa::path(
+    get,
+    path = "/api/auth/callback/{id}",
+    tag = "auth",
+    params(
+        ("id" = String, Path, description = "The provider: `google` or `microsoft` (others are 404)."),
+        ("state" = Option<String>, Query, description = "The signed state the link started with (it must be the one the browser's `better-auth.state` cookie carries)."),
+        ("code" = Option<String>, Query, description = "The provider's authorization code."),
+        ("error" = Option<String>, Query, description = "The provider's error, when consent failed."),
+    ),
+    responses(
+        (status = 302, description = "To the link's `callbackURL` (the server's root by default) once linked; on failure to its `errorCallbackURL` or `/api/auth/error`, with `?error=CODE`. The state cookie is cleared.",
+         headers(("Location" = String, description = "Where the browser goes next."))),
+    )
+)]
 pub async fn callback(req: &AuthRequest, provider_name: &str) -> Result<AuthReply, AppError> {
     let ctx = &req.ctx;
     let default_error = format!("{}/api/auth/error", ctx.base_url);
@@ -140,6 +160,19 @@ pub async fn callback(req: &AuthRequest, provider_name: &str) -> Result<AuthRepl
 }
 
 /// `GET /expo-authorization-proxy?authorizationURL=…&oauthState=…`.
+#[utoipa::path(
+    get,
+    path = "/api/auth/expo-authorization-proxy",
+    tag = "auth",
+    params(
+        ("authorizationURL" = String, Query, description = "A configured provider's authorization URL (anything else is 400)."),
+        ("oauthState" = Option<String>, Query, description = "The signed state to keep in the browser's `better-auth.state` cookie."),
+    ),
+    responses(
+        (status = 302, description = "To the provider's authorization URL, with the state cookie set.",
+         headers(("Location" = String, description = "The `authorizationURL`."))),
+    )
+)]
 pub fn expo_proxy(req: &AuthRequest) -> Result<AuthReply, AppError> {
     let ctx = &req.ctx;
     let target = req

@@ -5,15 +5,15 @@
 //! when the client passed `redirectTo`, through better-auth's callback to that target.
 
 use chrono::Duration;
-use serde_json::json;
 
-use super::wire;
-use super::{AuthRequest, with_query};
+use super::wire::{self, DONE, StatusMessage, TokenAndUser};
+use super::{AuthRequest, bodies, with_query};
 use crate::auth::error::AuthError;
 use crate::auth::password::{MAX_PASSWORD_LENGTH, check_length};
 use crate::auth::session::{AuthReply, issue};
 use crate::auth::tokens::{random_alphanumeric, sha256_hex};
 use crate::error::AppError;
+use crate::http::openapi::schemas::AuthErrorBody;
 use crate::mail::templates;
 use crate::store::{accounts, sessions as session_store, users, verifications};
 
@@ -26,6 +26,17 @@ fn identifier(token: &str) -> String {
 
 /// Changes the caller's password after checking the current one; with
 /// `revokeOtherSessions`, every session ends and a new one is handed back.
+#[utoipa::path(
+    post,
+    path = "/api/auth/change-password",
+    tag = "auth",
+    security(("bearer" = []), ("cookie" = [])),
+    request_body = bodies::ChangePassword,
+    responses(
+        (status = 200, description = "The password changed. `token` is `null`, or with `revokeOtherSessions` the new session's token (every other session ended; the cookie is set). 400 `INVALID_PASSWORD` for a wrong current password, `CREDENTIAL_ACCOUNT_NOT_FOUND` without a password account.",
+         body = TokenAndUser),
+    )
+)]
 pub async fn change_password(req: &AuthRequest) -> Result<AuthReply, AppError> {
     let current = req.session().await?;
     let new_password = req.required_str("newPassword")?;
@@ -52,9 +63,10 @@ pub async fn change_password(req: &AuthRequest) -> Result<AuthReply, AppError> {
     accounts::set_password(ctx.db.conn(), &current.user.id, &hash, req.now).await?;
     tracing::info!("auth.password_changed");
     if !revoke {
-        return Ok(AuthReply::json(
-            json!({ "token": null, "user": wire::user(&current.user) }),
-        ));
+        return wire::reply(&TokenAndUser {
+            token: None,
+            user: wire::user(&current.user),
+        });
     }
     session_store::end_all_for_user(&ctx.db, &current.user.id, None).await?;
     let remember = current.session.remember;
@@ -66,13 +78,24 @@ pub async fn change_password(req: &AuthRequest) -> Result<AuthReply, AppError> {
         req.now,
     )
     .await?;
-    Ok(
-        AuthReply::json(json!({ "token": issued.token, "user": wire::user(&current.user) }))
-            .with_session(&ctx.auth, &issued.token, remember),
-    )
+    let body = TokenAndUser {
+        token: Some(issued.token.clone()),
+        user: wire::user(&current.user),
+    };
+    Ok(wire::reply(&body)?.with_session(&ctx.auth, &issued.token, remember))
 }
 
 /// Mails a reset link to a known address; answers the same for unknown ones.
+#[utoipa::path(
+    post,
+    path = "/api/auth/request-password-reset",
+    tag = "auth",
+    request_body = bodies::RequestPasswordReset,
+    responses(
+        (status = 200, description = "A reset link was mailed if the address belongs to a user; the answer is the same either way.", body = StatusMessage),
+        (status = 403, description = "The request's origin, or its `redirectTo`, is not trusted.", body = AuthErrorBody),
+    )
+)]
 pub async fn request_reset(req: &AuthRequest) -> Result<AuthReply, AppError> {
     let email = req.required_email("email")?;
     let redirect_to = req.str_field("redirectTo")?.filter(|r| !r.is_empty());
@@ -99,14 +122,43 @@ pub async fn request_reset(req: &AuthRequest) -> Result<AuthReply, AppError> {
         ctx.actors
             .send_mail(templates::password_reset(&server, &user.email, &link));
     }
-    Ok(AuthReply::json(json!({
-        "status": true,
-        "message": "If this email exists in our system, check your email for the reset link",
-    })))
+    wire::reply(&StatusMessage {
+        status: true,
+        message: "If this email exists in our system, check your email for the reset link",
+    })
+}
+
+/// better-auth's older name of [`request_reset`].
+#[utoipa::path(
+    post,
+    path = "/api/auth/forget-password",
+    tag = "auth",
+    request_body = bodies::RequestPasswordReset,
+    responses(
+        (status = 200, description = "As `POST /api/auth/request-password-reset`.", body = StatusMessage),
+        (status = 403, description = "The request's origin, or its `redirectTo`, is not trusted.", body = AuthErrorBody),
+    )
+)]
+pub async fn forget_password(req: &AuthRequest) -> Result<AuthReply, AppError> {
+    request_reset(req).await
 }
 
 /// The mailed link of a client-supplied `redirectTo`: checks the token and sends the browser
 /// on with `?token=` or `?error=INVALID_TOKEN` (the token is not used up here).
+#[utoipa::path(
+    get,
+    path = "/api/auth/reset-password/{token}",
+    tag = "auth",
+    params(
+        ("token" = String, Path, description = "The mailed reset token."),
+        ("callbackURL" = String, Query, description = "Where the browser goes next (a trusted origin)."),
+    ),
+    responses(
+        (status = 302, description = "To `callbackURL` with `?token=<token>`, or `?error=INVALID_TOKEN` when the token is unknown or expired.",
+         headers(("Location" = String, description = "The `callbackURL` with `token` or `error`."))),
+        (status = 403, description = "The `callbackURL` is not a trusted origin (`INVALID_CALLBACK_URL`).", body = AuthErrorBody),
+    )
+)]
 pub async fn reset_callback(req: &AuthRequest, token: &str) -> Result<AuthReply, AppError> {
     let callback = req
         .query("callbackURL")
@@ -129,6 +181,17 @@ pub async fn reset_callback(req: &AuthRequest, token: &str) -> Result<AuthReply,
 }
 
 /// Sets a new password with a reset token (single use) and ends the user's sessions.
+#[utoipa::path(
+    post,
+    path = "/api/auth/reset-password",
+    tag = "auth",
+    params(("token" = Option<String>, Query, description = "The reset token, when the body has none.")),
+    request_body = bodies::ResetPassword,
+    responses(
+        (status = 200, description = "The password is set and every session of the user ended. 400 `INVALID_TOKEN` for an unknown, used or expired token.", body = wire::Status),
+        (status = 403, description = "The request's origin is not trusted.", body = AuthErrorBody),
+    )
+)]
 pub async fn reset_password(req: &AuthRequest) -> Result<AuthReply, AppError> {
     let new_password = req.required_str("newPassword")?;
     let token = match req.str_field("token")? {
@@ -157,5 +220,5 @@ pub async fn reset_password(req: &AuthRequest) -> Result<AuthReply, AppError> {
     session_store::delete_all_for_user(&txn, &user_id, None).await?;
     txn.commit().await?;
     tracing::info!("auth.password_reset");
-    Ok(AuthReply::json(json!({ "status": true })))
+    wire::reply(&DONE)
 }

@@ -1,10 +1,11 @@
 //! Sessions: `GET /get-session`, `POST /sign-out`, `GET /list-sessions`,
 //! `POST /revoke-session`, `POST /revoke-sessions`, `POST /revoke-other-sessions`.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::AuthRequest;
-use super::wire::{self, REVOKE_HANDLE_PREFIX};
+use super::bodies;
+use super::wire::{self, DONE, REVOKE_HANDLE_PREFIX, SessionAndUser, Status, Success};
 use crate::auth::cookies::{self, DONT_REMEMBER};
 use crate::auth::principal::{Identity, Resolution};
 use crate::auth::session::{AuthReply, SESSION_TTL, needs_refresh};
@@ -14,6 +15,20 @@ use crate::store::sessions as session_store;
 
 /// The caller's session and user, `null` without one. Slides a remembered session's expiry
 /// once a day (re-setting the cookie, so bearer clients get `set-auth-token`).
+#[utoipa::path(
+    get,
+    path = "/api/auth/get-session",
+    tag = "auth",
+    security(("bearer" = []), ("cookie" = []), ()),
+    params(("disableRefresh" = Option<bool>, Query, description = "`true`: do not extend the session's expiry.")),
+    responses(
+        (status = 200, description = "The caller's session and user, or `null` without a session (a stale cookie is cleared). Never cached.",
+         body = Option<SessionAndUser>, headers(
+            ("set-auth-token" = Option<String>, description = "The session token again, when its expiry was extended."),
+            ("Cache-Control" = String, description = "`no-store`."),
+         )),
+    )
+)]
 pub async fn get_session(req: &AuthRequest) -> Result<AuthReply, AppError> {
     let ctx = &req.ctx;
     match req.resolve().await? {
@@ -35,11 +50,11 @@ pub async fn get_session(req: &AuthRequest) -> Result<AuthReply, AppError> {
                 )
                 .await?;
             }
-            let body = json!({
-                "session": wire::session(&session, &current.token),
-                "user": wire::user(&current.user),
-            });
-            let mut reply = AuthReply::json(body).no_store();
+            let body = SessionAndUser {
+                session: wire::session(&session, &current.token),
+                user: wire::user(&current.user),
+            };
+            let mut reply = wire::reply(&body)?.no_store();
             if refresh {
                 reply = reply.with_session(&ctx.auth, &current.token, true);
             }
@@ -60,20 +75,39 @@ pub async fn get_session(req: &AuthRequest) -> Result<AuthReply, AppError> {
 }
 
 /// Ends the caller's session (if any) and clears the cookies; always succeeds.
+#[utoipa::path(
+    post,
+    path = "/api/auth/sign-out",
+    tag = "auth",
+    security(("bearer" = []), ("cookie" = []), ()),
+    responses(
+        (status = 200, description = "The caller's session (if any) ended; the session cookies are cleared.", body = Success),
+    )
+)]
 pub async fn sign_out(req: &AuthRequest) -> Result<AuthReply, AppError> {
     if let Resolution::Authenticated(Identity::Session(current)) = req.resolve().await? {
         req.rctx.set_user(&current.user.id);
         session_store::delete(&req.ctx.db, &current.user.id, &current.session.id).await?;
     }
-    Ok(AuthReply::json(json!({ "success": true })).clearing_cookies(&req.ctx.auth))
+    Ok(wire::reply(&Success { success: true })?.clearing_cookies(&req.ctx.auth))
 }
 
 /// The caller's live sessions. Only token hashes are stored, so other sessions carry a
 /// revocation handle in `token` instead of their token; `/revoke-session` takes either.
+#[utoipa::path(
+    get,
+    path = "/api/auth/list-sessions",
+    tag = "auth",
+    security(("bearer" = []), ("cookie" = [])),
+    responses(
+        (status = 200, description = "The caller's live sessions; others than the caller's own carry a `revoke_<id>` handle as `token`. 403 `SESSION_NOT_FRESH` when the caller's session is a day old or more.",
+         body = Vec<wire::Session>),
+    )
+)]
 pub async fn list_sessions(req: &AuthRequest) -> Result<AuthReply, AppError> {
     let current = req.fresh_session().await?;
     let sessions = session_store::list_active(&req.ctx.db, &current.user.id, req.now).await?;
-    let listed: Vec<Value> = sessions
+    let listed: Vec<wire::Session> = sessions
         .iter()
         .map(|session| {
             if session.id == current.session.id {
@@ -83,10 +117,20 @@ pub async fn list_sessions(req: &AuthRequest) -> Result<AuthReply, AppError> {
             }
         })
         .collect();
-    Ok(AuthReply::json(Value::Array(listed)))
+    wire::reply(&listed)
 }
 
 /// Ends one of the caller's sessions, named by its token or revocation handle.
+#[utoipa::path(
+    post,
+    path = "/api/auth/revoke-session",
+    tag = "auth",
+    security(("bearer" = []), ("cookie" = [])),
+    request_body = bodies::RevokeSession,
+    responses(
+        (status = 200, description = "The session ended (an unknown one too); the cookies are cleared when it was the caller's.", body = Status),
+    )
+)]
 pub async fn revoke_session(req: &AuthRequest) -> Result<AuthReply, AppError> {
     let current = req.session().await?;
     let token = req.required_str("token")?;
@@ -102,7 +146,7 @@ pub async fn revoke_session(req: &AuthRequest) -> Result<AuthReply, AppError> {
             hash == current.session.token_hash
         }
     };
-    let reply = AuthReply::json(json!({ "status": true }));
+    let reply = wire::reply(&DONE)?;
     Ok(if own {
         reply.clearing_cookies(&req.ctx.auth)
     } else {
@@ -110,12 +154,40 @@ pub async fn revoke_session(req: &AuthRequest) -> Result<AuthReply, AppError> {
     })
 }
 
+/// Ends all of the caller's sessions.
+#[utoipa::path(
+    post,
+    path = "/api/auth/revoke-sessions",
+    tag = "auth",
+    security(("bearer" = []), ("cookie" = [])),
+    responses(
+        (status = 200, description = "Every session of the caller ended; the cookies are cleared.", body = Status),
+    )
+)]
+pub async fn revoke_sessions(req: &AuthRequest) -> Result<AuthReply, AppError> {
+    end_sessions(req, false).await
+}
+
+/// Ends all of the caller's sessions but the current one.
+#[utoipa::path(
+    post,
+    path = "/api/auth/revoke-other-sessions",
+    tag = "auth",
+    security(("bearer" = []), ("cookie" = [])),
+    responses(
+        (status = 200, description = "Every other session of the caller ended.", body = Status),
+    )
+)]
+pub async fn revoke_other_sessions(req: &AuthRequest) -> Result<AuthReply, AppError> {
+    end_sessions(req, true).await
+}
+
 /// Ends all of the caller's sessions, or all but the current one.
-pub async fn revoke_sessions(req: &AuthRequest, keep_current: bool) -> Result<AuthReply, AppError> {
+async fn end_sessions(req: &AuthRequest, keep_current: bool) -> Result<AuthReply, AppError> {
     let current = req.session().await?;
     let keep = keep_current.then_some(current.session.id.as_str());
     session_store::end_all_for_user(&req.ctx.db, &current.user.id, keep).await?;
-    let reply = AuthReply::json(json!({ "status": true }));
+    let reply = wire::reply(&DONE)?;
     Ok(if keep_current {
         reply
     } else {

@@ -8,16 +8,17 @@
 //! (Google, Apple, Microsoft) or the token says the email is verified; otherwise a new user
 //! is created. Explicit linking allows a different email.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::AuthRequest;
-use super::wire;
+use super::wire::{self, LinkSocial, SignedIn};
+use super::{AuthRequest, bodies};
 use crate::auth::error::AuthError;
 use crate::auth::id_token::{ProviderSpec, VerifiedToken};
 use crate::auth::session::{AuthReply, issue};
 use crate::context::Ctx;
 use crate::domain::profile;
 use crate::error::AppError;
+use crate::http::openapi::schemas::AuthErrorBody;
 use crate::store::accounts;
 use crate::store::users::{self, CreateUserError, NewAccount, NewUser};
 
@@ -121,6 +122,18 @@ fn display_name(req: &AuthRequest, verified: &VerifiedToken) -> String {
 }
 
 /// Signs in (creating or linking the user as needed) with a provider id token.
+#[utoipa::path(
+    post,
+    path = "/api/auth/sign-in/social",
+    tag = "auth",
+    request_body = bodies::SignInSocial,
+    responses(
+        (status = 200, description = "Signed in (a new user is created, or the identity linked to the user with its verified address): the session token and the user; the session cookie is set.",
+         body = SignedIn, headers(("set-auth-token" = String, description = "The signed session token, for bearer clients."))),
+        (status = 401, description = "The id token is invalid (`INVALID_TOKEN`), has no email (`USER_EMAIL_NOT_FOUND`), or its address belongs to a user it may not be linked to (`OAUTH_LINK_ERROR`).", body = AuthErrorBody),
+        (status = 403, description = "The request's origin, or a URL in it, is not trusted.", body = AuthErrorBody),
+    )
+)]
 pub async fn sign_in(req: &AuthRequest) -> Result<AuthReply, AppError> {
     let (provider_id, verified) = verified_token(req).await?;
     let email = verified
@@ -172,12 +185,13 @@ pub async fn sign_in(req: &AuthRequest) -> Result<AuthReply, AppError> {
     };
     req.rctx.set_user(&user.id);
     let issued = issue(ctx.db.conn(), &user.id, true, &req.client(), req.now).await?;
-    Ok(AuthReply::json(json!({
-        "redirect": false,
-        "token": issued.token,
-        "user": wire::user(&user),
-    }))
-    .with_session(&ctx.auth, &issued.token, true))
+    let body = SignedIn {
+        redirect: false,
+        token: issued.token.clone(),
+        user: wire::user(&user),
+        url: None,
+    };
+    Ok(wire::reply(&body)?.with_session(&ctx.auth, &issued.token, true))
 }
 
 /// Links a provider identity to the signed-in user (a different email is allowed).
@@ -185,12 +199,16 @@ pub async fn link_social(req: &AuthRequest) -> Result<AuthReply, AppError> {
     let current = req.session().await?;
     let (provider_id, verified) = verified_token(req).await?;
     let ctx = &req.ctx;
-    let linked = json!({ "url": "", "status": true, "redirect": false });
+    let linked = LinkSocial {
+        url: String::new(),
+        status: Some(true),
+        redirect: false,
+    };
     if let Some((account, _)) =
         accounts::find_by_provider(&ctx.db, provider_id, &verified.sub).await?
     {
         if account.user_id == current.user.id {
-            return Ok(AuthReply::json(linked));
+            return wire::reply(&linked);
         }
         return Err(AuthError::social_account_already_linked().into());
     }
@@ -209,5 +227,5 @@ pub async fn link_social(req: &AuthRequest) -> Result<AuthReply, AppError> {
         return Err(AuthError::social_account_already_linked().into());
     }
     tracing::info!(provider = provider_id, "auth.account_linked");
-    Ok(AuthReply::json(linked))
+    wire::reply(&linked)
 }

@@ -3,10 +3,10 @@
 //! `GET /error` page.
 
 use http::StatusCode;
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::AuthRequest;
-use super::wire;
+use super::wire::{self, DONE, SuccessMessage};
+use super::{AuthRequest, bodies};
 use crate::actors::providers::ProvidersMsg;
 use crate::auth::deletion;
 use crate::auth::error::AuthError;
@@ -16,9 +16,20 @@ use crate::domain::ids::UserId;
 use crate::domain::profile;
 use crate::domain::providers::Provider;
 use crate::error::AppError;
+use crate::http::openapi::schemas::AuthErrorBody;
 use crate::store::{accounts, users};
 
 /// Changes `name` and/or `image`; the email cannot change here.
+#[utoipa::path(
+    post,
+    path = "/api/auth/update-user",
+    tag = "auth",
+    security(("bearer" = []), ("cookie" = [])),
+    request_body = bodies::UpdateUser,
+    responses(
+        (status = 200, description = "The profile changed (the session cookie is set again).", body = wire::Status),
+    )
+)]
 pub async fn update_user(req: &AuthRequest) -> Result<AuthReply, AppError> {
     let current = req.session().await?;
     if req.body.contains_key("email") {
@@ -48,24 +59,39 @@ pub async fn update_user(req: &AuthRequest) -> Result<AuthReply, AppError> {
     }
     let ctx = &req.ctx;
     users::update_profile(&ctx.db, &current.user.id, name, image, req.now).await?;
-    Ok(AuthReply::json(json!({ "status": true })).with_session(
-        &ctx.auth,
-        &current.token,
-        current.session.remember,
-    ))
+    Ok(wire::reply(&DONE)?.with_session(&ctx.auth, &current.token, current.session.remember))
 }
 
 /// The caller's sign-in accounts, without secrets.
+#[utoipa::path(
+    get,
+    path = "/api/auth/list-accounts",
+    tag = "auth",
+    security(("bearer" = []), ("cookie" = [])),
+    responses(
+        (status = 200, description = "The caller's sign-in accounts (password, providers), without secrets.", body = Vec<wire::Account>),
+    )
+)]
 pub async fn list_accounts(req: &AuthRequest) -> Result<AuthReply, AppError> {
     let current = req.session().await?;
     let listed = accounts::list_for_user(&req.ctx.db, &current.user.id).await?;
-    Ok(AuthReply::json(Value::Array(
-        listed.iter().map(wire::account).collect(),
-    )))
+    let listed: Vec<wire::Account> = listed.iter().map(wire::account).collect();
+    wire::reply(&listed)
 }
 
 /// Removes one sign-in account (never the last). Takes the account row id (`accountId`,
 /// 1.7) or the older `{providerId, accountId?}` shape.
+#[utoipa::path(
+    post,
+    path = "/api/auth/unlink-account",
+    tag = "auth",
+    security(("bearer" = []), ("cookie" = [])),
+    request_body = bodies::UnlinkAccount,
+    responses(
+        (status = 200, description = "The account is gone (a calendar-linked one with its mirrors). 400 `ACCOUNT_NOT_FOUND`, or `FAILED_TO_UNLINK_LAST_ACCOUNT` for the last one; 403 `SESSION_NOT_FRESH` when the session is a day old or more.",
+         body = wire::Status),
+    )
+)]
 pub async fn unlink_account(req: &AuthRequest) -> Result<AuthReply, AppError> {
     let current = req.fresh_session().await?;
     let db = &req.ctx.db;
@@ -111,15 +137,26 @@ pub async fn unlink_account(req: &AuthRequest) -> Result<AuthReply, AppError> {
             accounts::delete_for_user(db, &current.user.id, &target).await?;
         }
     }
-    Ok(AuthReply::json(json!({ "status": true })))
+    wire::reply(&DONE)
 }
 
 /// Deletes the caller's account: at once with the right password or a mailed token,
 /// otherwise by mailing a confirmation link.
+#[utoipa::path(
+    post,
+    path = "/api/auth/delete-user",
+    tag = "auth",
+    security(("bearer" = []), ("cookie" = [])),
+    request_body = Option<bodies::DeleteUser>,
+    responses(
+        (status = 200, description = "`User deleted` (the cookies are cleared), or `Verification email sent` when neither a password nor a token was given. 400 `INVALID_PASSWORD`; 404 `INVALID_TOKEN` for a bad deletion token.",
+         body = SuccessMessage),
+    )
+)]
 pub async fn delete_user(req: &AuthRequest) -> Result<AuthReply, AppError> {
     let current = req.session().await?;
     let ctx = &req.ctx;
-    let deleted = AuthReply::json(json!({ "success": true, "message": "User deleted" }));
+    let deleted = wire::reply(&USER_DELETED)?;
     if let Some(password) = req.str_field("password")? {
         let stored = accounts::find_credential(&ctx.db, &current.user.id)
             .await?
@@ -139,12 +176,35 @@ pub async fn delete_user(req: &AuthRequest) -> Result<AuthReply, AppError> {
         };
     }
     deletion::start(ctx, &current.user).await?;
-    Ok(AuthReply::json(
-        json!({ "success": true, "message": "Verification email sent" }),
-    ))
+    wire::reply(&SuccessMessage {
+        success: true,
+        message: "Verification email sent",
+    })
 }
 
+/// `{success: true, message: "User deleted"}`.
+const USER_DELETED: SuccessMessage = SuccessMessage {
+    success: true,
+    message: "User deleted",
+};
+
 /// The deletion link opened while signed in: deletes, then redirects to `callbackURL`.
+#[utoipa::path(
+    get,
+    path = "/api/auth/delete-user/callback",
+    tag = "auth",
+    security(("bearer" = []), ("cookie" = [])),
+    params(
+        ("token" = String, Query, description = "The mailed deletion token."),
+        ("callbackURL" = Option<String>, Query, description = "Where the browser goes after the deletion (a trusted origin)."),
+    ),
+    responses(
+        (status = 200, description = "Without `callbackURL`: the account is deleted; the cookies are cleared.", body = SuccessMessage),
+        (status = 302, description = "With `callbackURL`: the account is deleted and the browser sent there; the cookies are cleared.",
+         headers(("Location" = String, description = "The `callbackURL`."))),
+        (status = 404, description = "No session (`FAILED_TO_GET_USER_INFO`), or a bad token (`INVALID_TOKEN`).", body = AuthErrorBody),
+    )
+)]
 pub async fn delete_user_callback(req: &AuthRequest) -> Result<AuthReply, AppError> {
     let current = req
         .session()
@@ -160,12 +220,20 @@ pub async fn delete_user_callback(req: &AuthRequest) -> Result<AuthReply, AppErr
     }
     Ok(match req.query("callbackURL").filter(|c| !c.is_empty()) {
         Some(callback) => AuthReply::redirect(callback).clearing_cookies(&ctx.auth),
-        None => AuthReply::json(json!({ "success": true, "message": "User deleted" }))
-            .clearing_cookies(&ctx.auth),
+        None => wire::reply(&USER_DELETED)?.clearing_cookies(&ctx.auth),
     })
 }
 
 /// better-auth's error page: the code, readable, as HTML.
+#[utoipa::path(
+    get,
+    path = "/api/auth/error",
+    tag = "auth",
+    params(("error" = Option<String>, Query, description = "The error code to show (letters, digits, `_`, `'`, `-`; at most 64 shown).")),
+    responses(
+        (status = 200, description = "An HTML page naming the error.", body = String, content_type = "text/html"),
+    )
+)]
 pub fn error_page(req: &AuthRequest) -> AuthReply {
     let code: String = req
         .query("error")

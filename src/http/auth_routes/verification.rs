@@ -2,16 +2,15 @@
 //! `POST /change-email` (the new address is verified before it replaces the old one).
 //! Links land on `{base_url}/email-verified` unless the client names another target.
 
-use serde_json::{Value, json};
-
-use super::wire;
-use super::{AuthRequest, with_query};
+use super::wire::{self, DONE, Verified};
+use super::{AuthRequest, bodies, with_query};
 use crate::auth::error::AuthError;
 use crate::auth::jwt::{self, EMAIL_VERIFICATION_TTL_SECS, TokenProblem, VerificationClaims};
 use crate::auth::principal::{Identity, Resolution};
 use crate::auth::session::AuthReply;
 use crate::context::Ctx;
 use crate::error::AppError;
+use crate::http::openapi::schemas::AuthErrorBody;
 use crate::mail::templates;
 use crate::store::users;
 
@@ -55,6 +54,17 @@ fn claims_for(email: &str, user_id: &str, update_to: Option<&str>) -> Verificati
 
 /// Sends a verification mail: to the signed-in user's own unverified address, or (anonymous)
 /// to an address that belongs to an unverified user, answering alike either way.
+#[utoipa::path(
+    post,
+    path = "/api/auth/send-verification-email",
+    tag = "auth",
+    security(("bearer" = []), ("cookie" = []), ()),
+    request_body = bodies::SendVerificationEmail,
+    responses(
+        (status = 200, description = "A verification link was mailed if the address needs one (anonymous callers get the same answer either way). Signed in: 400 `EMAIL_MISMATCH` for another address, `EMAIL_ALREADY_VERIFIED`.",
+         body = wire::Status),
+    )
+)]
 pub async fn send_verification_email(req: &AuthRequest) -> Result<AuthReply, AppError> {
     let email = req.required_email("email")?;
     let callback = req.str_field("callbackURL")?.filter(|c| !c.is_empty());
@@ -83,11 +93,28 @@ pub async fn send_verification_email(req: &AuthRequest) -> Result<AuthReply, App
             }
         }
     }
-    Ok(AuthReply::json(json!({ "status": true })))
+    wire::reply(&DONE)
 }
 
 /// The mailed link: marks the address verified (or applies an email change), then sends the
 /// browser to the callback, with `?error=<CODE>` when the token is bad.
+#[utoipa::path(
+    get,
+    path = "/api/auth/verify-email",
+    tag = "auth",
+    params(
+        ("token" = String, Query, description = "The mailed verification token."),
+        ("callbackURL" = Option<String>, Query, description = "Where the browser goes next (a trusted origin)."),
+    ),
+    responses(
+        (status = 200, description = "Without `callbackURL`: the address is verified (or the email change applied: `user` is the changed user).", body = Verified),
+        (status = 302, description = "With `callbackURL`: to it, with `?error=<CODE>` when the token is bad.",
+         headers(("Location" = String, description = "The `callbackURL`, perhaps with `error`."))),
+        (status = 401, description = "Without `callbackURL`: the token is invalid (`INVALID_TOKEN`) or expired (`TOKEN_EXPIRED`), or its user is gone (`USER_NOT_FOUND`).", body = AuthErrorBody),
+        (status = 403, description = "The `callbackURL` is not a trusted origin.", body = AuthErrorBody),
+        (status = 422, description = "Without `callbackURL`: the new address of an email change is taken (`USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL`).", body = AuthErrorBody),
+    )
+)]
 pub async fn verify_email(req: &AuthRequest) -> Result<AuthReply, AppError> {
     let callback = req.query("callbackURL").filter(|c| !c.is_empty());
     let fail = |error: AuthError| -> Result<AuthReply, AppError> {
@@ -112,7 +139,7 @@ pub async fn verify_email(req: &AuthRequest) -> Result<AuthReply, AppError> {
         error.status = http::StatusCode::UNAUTHORIZED;
         return fail(error);
     };
-    let mut changed_user = Value::Null;
+    let mut changed_user = None;
     match claims.update_to.as_deref() {
         Some(new_email) => {
             if !users::set_email(&ctx.db, &user.id, new_email, req.now).await? {
@@ -120,7 +147,7 @@ pub async fn verify_email(req: &AuthRequest) -> Result<AuthReply, AppError> {
             }
             users::set_email_verified(&ctx.db, &user.id, req.now).await?;
             if let Some(updated) = users::find(ctx.db.conn(), &user.id).await? {
-                changed_user = wire::user(&updated);
+                changed_user = Some(wire::user(&updated));
             }
             tracing::info!("auth.email_changed");
         }
@@ -132,12 +159,25 @@ pub async fn verify_email(req: &AuthRequest) -> Result<AuthReply, AppError> {
     }
     Ok(match callback {
         Some(callback) => AuthReply::redirect(callback),
-        None => AuthReply::json(json!({ "status": true, "user": changed_user })),
+        None => wire::reply(&Verified {
+            status: true,
+            user: changed_user,
+        })?,
     })
 }
 
 /// Starts an email change: a verification link goes to the new address; the change applies
 /// when it is opened. A taken address answers the same as a free one.
+#[utoipa::path(
+    post,
+    path = "/api/auth/change-email",
+    tag = "auth",
+    security(("bearer" = []), ("cookie" = [])),
+    request_body = bodies::ChangeEmail,
+    responses(
+        (status = 200, description = "A verification link went to the new address (a taken address answers the same). 400 when it is the current address.", body = wire::Status),
+    )
+)]
 pub async fn change_email(req: &AuthRequest) -> Result<AuthReply, AppError> {
     let current = req.session().await?;
     let new_email = req.required_email("newEmail")?;
@@ -152,5 +192,5 @@ pub async fn change_email(req: &AuthRequest) -> Result<AuthReply, AppError> {
         let claims = claims_for(&current.user.email, &current.user.id, Some(&new_email));
         send_link(ctx, &new_email, &claims, callback)?;
     }
-    Ok(AuthReply::json(json!({ "status": true })))
+    wire::reply(&DONE)
 }

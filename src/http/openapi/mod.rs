@@ -7,6 +7,7 @@
 //! adds the security schemes, and gives every operation the error answers any route can
 //! give (`{error, requestId}`), so a resource module lists only its own statuses.
 
+pub mod frames;
 pub mod schemas;
 
 use bytes::Bytes;
