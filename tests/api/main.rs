@@ -68,6 +68,7 @@ mod microsoft_mirrors_pull;
 mod microsoft_mirrors_push;
 mod musubi_wire;
 mod notifications;
+mod operations_kit;
 mod origin_checks;
 mod outbound_guard;
 mod pages;
