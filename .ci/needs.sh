@@ -90,3 +90,23 @@ ensure_schemathesis() {
   mkdir -p "$(dirname "$SCHEMATHESIS_VENV")"
   caldav_venv "$SCHEMATHESIS_VENV" "schemathesis==$SCHEMATHESIS_PIN"
 }
+
+ensure_promtool() {
+  # promtool (Debian's prometheus package) checks the alert rules, the dashboard's queries and
+  # a live scrape (.ci/check-operations, .ci/check-scrape). The package also ships a
+  # Prometheus server; its start at install is refused, so nothing listens on its ports.
+  if command -v promtool >/dev/null 2>&1; then return 0; fi
+  echo "installing prometheus (for promtool)"
+  export DEBIAN_FRONTEND=noninteractive
+  local guard=/usr/sbin/policy-rc.d added=""
+  if [ ! -e "$guard" ]; then
+    printf '#!/bin/sh\nexit 101\n' >"$guard" && chmod +x "$guard" && added=yes
+  fi
+  local status=0
+  apt-get install -y -q --no-install-recommends prometheus >/dev/null ||
+    { apt-get update -q >/dev/null &&
+      apt-get install -y -q --no-install-recommends prometheus >/dev/null; } ||
+    status=$?
+  if [ -n "$added" ]; then rm -f "$guard"; fi
+  return $status
+}

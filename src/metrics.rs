@@ -5,7 +5,7 @@
 //! in one process (federation tests) never mix their counters; recording goes through the
 //! typed methods below, which install the registry as the local recorder for the call.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use metrics::{counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
 use metrics_exporter_prometheus::{
@@ -62,9 +62,45 @@ pub const HTTP_CONNECTIONS: &str = "svc_http_connections";
 /// for the idle timeout; `evicted`: the oldest idle one, to make room; `refused`: every
 /// connection was busy).
 pub const HTTP_CONNECTIONS_CLOSED_TOTAL: &str = "svc_http_connections_closed_total";
+/// The `reason` labels of [`HTTP_CONNECTIONS_CLOSED_TOTAL`].
+pub const HTTP_CLOSE_REASONS: [&str; 3] = ["idle", "evicted", "refused"];
+/// The `reason` labels of [`FEDERATED_UPSTREAM_FAILURES_TOTAL`].
+pub const UPSTREAM_FAILURE_REASONS: [&str; 5] =
+    ["closed", "refused", "unreachable", "status", "panic"];
 /// Counter: transactions the database aborted to break a deadlock or a serialization
 /// conflict and that ran again (writes take their locks in one order, so this stays at zero).
 pub const DB_TRANSACTION_RETRIES_TOTAL: &str = "svc_db_transaction_retries_total";
+/// Histogram: time a message waited in an actor's mailbox, from being sent through the
+/// actor's handle until its handler started, by `actor` kind. Measured for the messages
+/// that arrive from outside the actor: commands to the calendar supervisor and (from the
+/// supervisor's forward) to a calendar actor, frame deliveries to a stream session, mails
+/// and batch notices to the mailer. Timers and messages an actor sends itself are not
+/// measured.
+pub const ACTOR_MAILBOX_WAIT_SECONDS: &str = "svc_actor_mailbox_wait_seconds";
+/// The actor kinds whose mailbox wait [`ACTOR_MAILBOX_WAIT_SECONDS`] measures.
+pub const MAILBOX_WAIT_KINDS: [&str; 4] = ["calendar_supervisor", "calendar", "session", "mailer"];
+/// Gauge: change-notification mail batches waiting to be sent (one per recipient with
+/// pending rows), sampled every few seconds.
+pub const MAIL_BATCHES_PENDING: &str = "svc_mail_batches_pending";
+/// Gauge: seconds the most overdue change-notification batch has waited past its due time
+/// (0 when no batch is overdue), sampled every few seconds. A batch is sent at its due time,
+/// so a value that keeps growing means mail is not going out.
+pub const MAIL_OLDEST_BATCH_AGE_SECONDS: &str = "svc_mail_oldest_batch_age_seconds";
+/// Gauge: database connections by `pool` (`main`: sea-orm's pool; `writer`: SQLite's one
+/// write connection) and `state` (`in_use`, `idle`), sampled every few seconds.
+pub const DB_POOL_CONNECTIONS: &str = "svc_db_pool_connections";
+/// The `pool` labels of [`DB_POOL_CONNECTIONS`].
+pub const DB_POOLS: [&str; 2] = ["main", "writer"];
+/// Histogram: time to obtain the connection a transaction runs on, by `mode` (`read`,
+/// `write`): a pooled connection (PostgreSQL: with its `BEGIN`), or for an SQLite write,
+/// the writer connection. Statements outside transactions are not timed.
+pub const DB_POOL_ACQUIRE_SECONDS: &str = "svc_db_pool_acquire_seconds";
+/// Counter: `/api/stream` connections the server dropped, by `reason` (`slow`: its bounded
+/// queue was full when a frame came; `credentials`: its session or member token ended;
+/// `closed`: the server closed every stream of the user, e.g. at shutdown).
+pub const SSE_DROPPED_TOTAL: &str = "svc_sse_dropped_total";
+/// The `reason` labels of [`SSE_DROPPED_TOTAL`].
+pub const SSE_DROP_REASONS: [&str; 3] = ["slow", "credentials", "closed"];
 /// Prefix of the standard process metrics (`svc_process_cpu_seconds_total`, ...).
 pub const PROCESS_PREFIX: &str = "svc_";
 
@@ -78,6 +114,9 @@ const HTTP_BUCKETS: &[f64] = &[
 ];
 const ACTOR_BUCKETS: &[f64] = &[
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0,
+];
+const WAIT_BUCKETS: &[f64] = &[
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
 ];
 const BATCH_BUCKETS: &[f64] = &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0];
 
@@ -118,6 +157,18 @@ impl Metrics {
                 b.set_buckets_for_metric(
                     Matcher::Full(EVENT_COMMIT_BATCH_SIZE.into()),
                     BATCH_BUCKETS,
+                )
+            })
+            .and_then(|b| {
+                b.set_buckets_for_metric(
+                    Matcher::Full(ACTOR_MAILBOX_WAIT_SECONDS.into()),
+                    WAIT_BUCKETS,
+                )
+            })
+            .and_then(|b| {
+                b.set_buckets_for_metric(
+                    Matcher::Full(DB_POOL_ACQUIRE_SECONDS.into()),
+                    WAIT_BUCKETS,
                 )
             });
         // The bucket lists are non-empty constants, so the builder cannot refuse them.
@@ -191,6 +242,30 @@ impl Metrics {
                 EVENT_COMMIT_BATCH_SIZE,
                 "Event creations committed in one transaction by a calendar actor."
             );
+            describe_histogram!(
+                ACTOR_MAILBOX_WAIT_SECONDS,
+                metrics::Unit::Seconds,
+                "Time a message waited in an actor's mailbox before its handler started."
+            );
+            describe_gauge!(
+                MAIL_BATCHES_PENDING,
+                "Change-notification mail batches waiting to be sent."
+            );
+            describe_gauge!(
+                MAIL_OLDEST_BATCH_AGE_SECONDS,
+                metrics::Unit::Seconds,
+                "Seconds the most overdue mail batch has waited past its due time."
+            );
+            describe_gauge!(DB_POOL_CONNECTIONS, "Database connections in use and idle.");
+            describe_histogram!(
+                DB_POOL_ACQUIRE_SECONDS,
+                metrics::Unit::Seconds,
+                "Time to obtain the connection a transaction runs on."
+            );
+            describe_counter!(
+                SSE_DROPPED_TOTAL,
+                "Stream connections dropped by the server (slow client, credentials, closed)."
+            );
             metrics.process.describe();
         });
         metrics
@@ -237,7 +312,9 @@ impl Metrics {
 
     /// Exports at zero the counters dashboards and alerts watch, for every label value they
     /// can take, so that a healthy server has the series too: restarts and failures per
-    /// actor kind, skipped ticks per scheduled task, sync failures per provider.
+    /// actor kind, skipped ticks per scheduled task, sync failures per provider, dropped
+    /// streams and closed connections per reason; and the mail gauges and the mailbox-wait
+    /// and acquire histograms (buckets at zero).
     pub fn export_zeros(&self, actor_kinds: &[&'static str], tasks: &[&'static str]) {
         self.scoped(|| {
             for kind in actor_kinds {
@@ -253,6 +330,24 @@ impl Metrics {
                 gauge!(OUTBOX_OLDEST_AGE_SECONDS, "provider" => provider).set(0.0);
             }
             counter!(DB_TRANSACTION_RETRIES_TOTAL).increment(0);
+            for kind in MAILBOX_WAIT_KINDS {
+                // Registered without a sample: the scrape shows its buckets at zero.
+                let _ = histogram!(ACTOR_MAILBOX_WAIT_SECONDS, "actor" => kind);
+            }
+            for reason in SSE_DROP_REASONS {
+                counter!(SSE_DROPPED_TOTAL, "reason" => reason).increment(0);
+            }
+            for reason in HTTP_CLOSE_REASONS {
+                counter!(HTTP_CONNECTIONS_CLOSED_TOTAL, "reason" => reason).increment(0);
+            }
+            for reason in UPSTREAM_FAILURE_REASONS {
+                counter!(FEDERATED_UPSTREAM_FAILURES_TOTAL, "reason" => reason).increment(0);
+            }
+            gauge!(MAIL_BATCHES_PENDING).increment(0.0);
+            gauge!(MAIL_OLDEST_BATCH_AGE_SECONDS).increment(0.0);
+            for mode in ["read", "write"] {
+                let _ = histogram!(DB_POOL_ACQUIRE_SECONDS, "mode" => mode);
+            }
             gauge!(FEDERATED_UPSTREAM_STREAMS).increment(0.0);
             gauge!(PROVIDER_LEASES_HELD).increment(0.0);
         });
@@ -371,5 +466,45 @@ impl Metrics {
         self.scoped(|| {
             counter!(SCHEDULED_TASK_RUNS_TOTAL, "task" => task, "outcome" => outcome).increment(1)
         });
+    }
+
+    /// A message sent to an actor of `kind` at `sent` reached its handler now.
+    pub fn actor_mailbox_wait(&self, kind: &'static str, sent: Instant) {
+        let waited = sent.elapsed();
+        self.scoped(|| {
+            histogram!(ACTOR_MAILBOX_WAIT_SECONDS, "actor" => kind).record(waited.as_secs_f64());
+        });
+    }
+
+    /// Sets the mail queue gauges: `pending` batches, the most overdue `overdue_seconds`
+    /// past its due time.
+    pub fn mail_queue(&self, pending: u64, overdue_seconds: f64) {
+        self.scoped(|| {
+            gauge!(MAIL_BATCHES_PENDING).set(pending as f64);
+            gauge!(MAIL_OLDEST_BATCH_AGE_SECONDS).set(overdue_seconds);
+        });
+    }
+
+    /// Sets the connection gauges of `pool` (one of [`DB_POOLS`]).
+    pub fn db_pool(&self, pool: &'static str, in_use: u32, idle: u32) {
+        self.scoped(|| {
+            gauge!(DB_POOL_CONNECTIONS, "pool" => pool, "state" => "in_use").set(f64::from(in_use));
+            gauge!(DB_POOL_CONNECTIONS, "pool" => pool, "state" => "idle").set(f64::from(idle));
+        });
+    }
+
+    /// A transaction of `mode` (`read`, `write`) waited `elapsed` for its connection.
+    pub fn db_acquired(&self, mode: &'static str, elapsed: Duration) {
+        self.scoped(|| {
+            histogram!(DB_POOL_ACQUIRE_SECONDS, "mode" => mode).record(elapsed.as_secs_f64());
+        });
+    }
+
+    /// The server dropped `count` stream connections for `reason` (one of
+    /// [`SSE_DROP_REASONS`]).
+    pub fn sse_dropped(&self, reason: &'static str, count: u64) {
+        if count > 0 {
+            self.scoped(|| counter!(SSE_DROPPED_TOTAL, "reason" => reason).increment(count));
+        }
     }
 }

@@ -119,7 +119,10 @@ impl ApplicationBuilder {
             .map(|l| local_addr("metrics.port", l, http_addr))
             .transpose()?;
 
-        let db = Database::connect_sharing(&settings.storage, self.sharing.as_ref()).await?;
+        let metrics = Arc::new(Metrics::new());
+        let db = Database::connect_sharing(&settings.storage, self.sharing.as_ref())
+            .await?
+            .with_metrics(metrics.clone());
         db.migrate().await?;
 
         let base_url = settings
@@ -133,7 +136,6 @@ impl ApplicationBuilder {
         let auth = Auth::new(&settings, &base_url, &db, http_client.clone()).await?;
         let mail = MailService::new(&settings).await?;
         let actors = Arc::new(Actors::default());
-        let metrics = Arc::new(Metrics::new());
         let actor_kinds = ActorKind::ALL.map(ActorKind::label);
         let task_names: Vec<&'static str> = tasks.iter().map(TaskSpec::name).collect();
         metrics.export_zeros(&actor_kinds, &task_names);

@@ -355,7 +355,17 @@ impl Actor for CalendarActor {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         let _timer = MessageTimer::start(&state.shared.metrics, ActorKind::Calendar);
+        let message = match message {
+            CalendarMsg::Forwarded { message, sent } => {
+                let kind = ActorKind::Calendar.label();
+                state.shared.metrics.actor_mailbox_wait(kind, sent);
+                *message
+            }
+            message => message,
+        };
         match message {
+            // The supervisor wraps each command once: nothing is left inside.
+            CalendarMsg::Forwarded { .. } => {}
             CalendarMsg::IdleCheck { handled } => state.idle_check(&myself, handled),
             CalendarMsg::FlushEvents => {
                 state.flush_queued = false;

@@ -2,6 +2,8 @@
 //! clients ([`CalendarCommand`], each with the reply port its caller waits on) and its own
 //! messages ([`CalendarMsg`]).
 
+use std::time::Instant;
+
 use chrono::{DateTime, Utc};
 use ractor::RpcReplyPort;
 
@@ -37,6 +39,14 @@ pub enum CalendarMsg {
     IdleCheck {
         /// The count when the check was scheduled.
         handled: u64,
+    },
+    /// A client's command (`Command` or `Event`) forwarded by the supervisor at `sent`
+    /// (`svc_actor_mailbox_wait_seconds`); never nested.
+    Forwarded {
+        /// The command.
+        message: Box<CalendarMsg>,
+        /// When the supervisor forwarded it.
+        sent: Instant,
     },
     /// Panic inside the handler, to exercise supervision (test builds only).
     #[cfg(feature = "fault-injection")]

@@ -47,6 +47,7 @@ impl Calendars {
             .send_message(CalendarsMsg::Forward {
                 calendar_id,
                 message: Box::new(build(port.into())),
+                sent: Instant::now(),
             })
             .map_err(|_| AppError::Unavailable("calendar supervisor is not running".into()))?;
         match tokio::time::timeout(timeout, answer).await {
@@ -79,6 +80,8 @@ pub enum CalendarsMsg {
         calendar_id: Uuid,
         /// The command (boxed: commands carry whole events).
         message: Box<CalendarMsg>,
+        /// When it was sent (`svc_actor_mailbox_wait_seconds`).
+        sent: Instant,
     },
     /// A calendar actor has handled `handled` commands and nothing since.
     Idle {
@@ -197,7 +200,11 @@ impl Actor for CalendarSupervisor {
             CalendarsMsg::Forward {
                 calendar_id,
                 message,
+                sent,
             } => {
+                shared
+                    .metrics
+                    .actor_mailbox_wait(ActorKind::CalendarSupervisor.label(), sent);
                 let actor = match state.entries.get(&calendar_id) {
                     Some(entry) => entry.actor.clone(),
                     None => match Self::spawn(&myself, state, calendar_id).await {
@@ -212,7 +219,11 @@ impl Actor for CalendarSupervisor {
                 if let Some(entry) = state.entries.get_mut(&calendar_id) {
                     entry.forwarded += 1;
                 }
-                if let Err(err) = actor.send_message(*message) {
+                let forwarded = CalendarMsg::Forwarded {
+                    message,
+                    sent: Instant::now(),
+                };
+                if let Err(err) = actor.send_message(forwarded) {
                     tracing::warn!(calendar = %calendar_id, error = %err, "calendar.forward_failed");
                 }
             }

@@ -10,7 +10,7 @@
 
 use super::Shared;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use ractor::concurrency::JoinHandle;
@@ -73,6 +73,8 @@ pub enum MailerMsg {
     Send {
         /// The mail.
         mail: Mail,
+        /// When it was sent (`svc_actor_mailbox_wait_seconds`).
+        sent: Instant,
     },
     /// Send once and answer whether the server accepted it.
     Deliver {
@@ -85,6 +87,8 @@ pub enum MailerMsg {
     BatchQueued {
         /// When the batch is due.
         due_at: DateTime<Utc>,
+        /// When the notice was sent (`svc_actor_mailbox_wait_seconds`).
+        sent: Instant,
     },
     /// Send the batches that are due (the timer).
     DrainBatches,
@@ -123,7 +127,10 @@ impl Actor for MailerActor {
         let _timer = MessageTimer::start(&shared.metrics, ActorKind::Mailer);
         let permits = state.permits.clone();
         match message {
-            MailerMsg::Send { mail } => {
+            MailerMsg::Send { mail, sent } => {
+                shared
+                    .metrics
+                    .actor_mailbox_wait(ActorKind::Mailer.label(), sent);
                 tokio::spawn(async move {
                     let Ok(_permit) = permits.acquire().await else {
                         return;
@@ -147,7 +154,12 @@ impl Actor for MailerActor {
                     reply(port, result);
                 });
             }
-            MailerMsg::BatchQueued { due_at } => state.wake_at(&myself, due_at),
+            MailerMsg::BatchQueued { due_at, sent } => {
+                shared
+                    .metrics
+                    .actor_mailbox_wait(ActorKind::Mailer.label(), sent);
+                state.wake_at(&myself, due_at);
+            }
             MailerMsg::DrainBatches => {
                 state.wakeup = None;
                 if state.draining {

@@ -196,7 +196,10 @@ impl Actors {
         let kind = mail.kind;
         let sent = self.mailer.get().is_some_and(|mailer| {
             mailer
-                .send_message(mailer::MailerMsg::Send { mail })
+                .send_message(mailer::MailerMsg::Send {
+                    mail,
+                    sent: Instant::now(),
+                })
                 .is_ok()
         });
         if !sent {
@@ -208,7 +211,10 @@ impl Actors {
     /// if the mailer is down, it finds them in the database when it restarts).
     pub fn notify_batch(&self, due_at: chrono::DateTime<chrono::Utc>) {
         if let Some(mailer) = self.mailer.get() {
-            let _ = mailer.send_message(mailer::MailerMsg::BatchQueued { due_at });
+            let _ = mailer.send_message(mailer::MailerMsg::BatchQueued {
+                due_at,
+                sent: Instant::now(),
+            });
         }
     }
 }

@@ -24,7 +24,7 @@ use tracing::Instrument;
 use super::{ActorKind, MessageTimer, reply};
 use crate::config::Settings;
 use crate::error::AppError;
-use crate::store::{maintenance, scheduled_tasks, wal};
+use crate::store::{maintenance, notifications, scheduled_tasks, wal};
 
 /// Error type of a task run.
 pub type TaskError = Box<dyn std::error::Error + Send + Sync>;
@@ -139,6 +139,16 @@ pub fn builtin_tasks(settings: &Settings) -> Vec<TaskSpec> {
             TaskScope::Instance,
             |shared: Arc<Shared>| async move {
                 shared.metrics.run_upkeep();
+                // Gauges sampled here: the database's connections and the mail queue.
+                for (pool, in_use, idle) in shared.db.pool_usage() {
+                    shared.metrics.db_pool(pool, in_use, idle);
+                }
+                let now = chrono::Utc::now();
+                let (batches, overdue) = notifications::queue_state(&shared.db, now).await?;
+                let overdue = overdue.map_or(0.0, |due| {
+                    (now - due).num_milliseconds().max(0) as f64 / 1000.0
+                });
+                shared.metrics.mail_queue(batches, overdue);
                 Ok(())
             },
         ),

@@ -17,7 +17,7 @@
 use super::Shared;
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
@@ -109,6 +109,8 @@ pub enum SessionMsg {
     Deliver {
         /// One frame, or one change's frames, as the stream writes them.
         frames: Bytes,
+        /// When it was sent (`svc_actor_mailbox_wait_seconds`).
+        sent: Instant,
     },
     /// The user's credentials changed, or one expired: drop the connections whose
     /// credential is gone.
@@ -181,15 +183,32 @@ impl Actor for SessionActor {
             SessionMsg::Detach { connection } => {
                 state.connections.retain(|c| c.id != connection);
             }
-            SessionMsg::Deliver { frames } => {
-                state.drop_where(|c| c.queue.try_send(frames.clone()).is_err());
+            SessionMsg::Deliver { frames, sent } => {
+                shared
+                    .metrics
+                    .actor_mailbox_wait(ActorKind::Session.label(), sent);
+                let mut slow = 0;
+                state.drop_where(|c| match c.queue.try_send(frames.clone()) {
+                    Ok(()) => false,
+                    Err(mpsc::error::TrySendError::Full(_)) => {
+                        slow += 1;
+                        true
+                    }
+                    // The client went away; its stream is ending already.
+                    Err(mpsc::error::TrySendError::Closed(_)) => true,
+                });
+                shared.metrics.sse_dropped("slow", slow);
             }
             SessionMsg::CheckCredentials => {
                 state.next_check = None;
                 state.check_credentials().await;
                 state.schedule_check(&myself);
             }
-            SessionMsg::CloseAll => state.drop_where(|_| true),
+            SessionMsg::CloseAll => {
+                let open = state.connections.len() as u64;
+                state.drop_where(|_| true);
+                shared.metrics.sse_dropped("closed", open);
+            }
             SessionMsg::RefreshUpstreams => state.read_connections(&myself),
             SessionMsg::HoldUpstreams { read, connections } => {
                 // An older read answering after a newer one is out of date.
@@ -254,7 +273,10 @@ impl SessionState {
                 connection.expires_at = *expires_at;
             }
         }
+        let before = self.connections.len();
         self.drop_where(|c| !live.iter().any(|(id, _)| id == c.credential.key()));
+        let ended = (before - self.connections.len()) as u64;
+        self.shared.metrics.sse_dropped("credentials", ended);
     }
 
     /// Reads the user's federated connections off the actor (a stop is never held up by
@@ -290,7 +312,10 @@ impl SessionState {
             }
             let actor = myself.clone();
             let sink: upstream::Sink = Arc::new(move |frames: Bytes| {
-                let _ = actor.send_message(SessionMsg::Deliver { frames });
+                let _ = actor.send_message(SessionMsg::Deliver {
+                    frames,
+                    sent: Instant::now(),
+                });
             });
             let context = UpstreamContext {
                 federation: self.shared.federation.clone(),

@@ -9,6 +9,7 @@
 use super::Shared;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
@@ -54,6 +55,7 @@ impl Sessions {
             {
                 let _ = actor.send_message(SessionMsg::Deliver {
                     frames: block.clone(),
+                    sent: Instant::now(),
                 });
             }
         }
@@ -68,7 +70,10 @@ impl Sessions {
         let live = self.live.read();
         for (user, frames) in batch.into_blocks() {
             if let Some(actor) = live.get(&user) {
-                let _ = actor.send_message(SessionMsg::Deliver { frames });
+                let _ = actor.send_message(SessionMsg::Deliver {
+                    frames,
+                    sent: Instant::now(),
+                });
             }
         }
     }
@@ -79,7 +84,10 @@ impl Sessions {
         let live = self.live.read();
         for (user, frames) in blocks {
             if let Some(actor) = live.get(&user) {
-                let _ = actor.send_message(SessionMsg::Deliver { frames });
+                let _ = actor.send_message(SessionMsg::Deliver {
+                    frames,
+                    sent: Instant::now(),
+                });
             }
         }
     }

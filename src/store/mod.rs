@@ -45,7 +45,7 @@ mod writer;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use migration::{Migrator, MigratorTrait};
@@ -62,6 +62,7 @@ use sea_orm::{
 
 use crate::config::StorageSettings;
 use crate::domain::frames::FrameBatch;
+use crate::metrics::Metrics;
 pub use commit_write::CommitWrite;
 use credentials::CredentialChanges;
 use events::read_cache::{EventReadCache, StreamLimits};
@@ -122,6 +123,8 @@ pub struct Database {
     /// This process's write clock and writes in flight ([`horizon`]); shared by the servers
     /// of one process on one SQLite file.
     write_horizon: Arc<horizon::WriteHorizon>,
+    /// Where the time to begin a transaction is recorded (the server's registry).
+    metrics: Option<Arc<Metrics>>,
     backend: Backend,
 }
 
@@ -286,8 +289,46 @@ impl Database {
             file_lock,
             bus,
             write_horizon,
+            metrics: None,
             backend,
         })
+    }
+
+    /// Records in `metrics` how long each transaction waits for its connection
+    /// (`svc_db_pool_acquire_seconds`).
+    #[must_use]
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    /// Connections `(pool, in_use, idle)`: sea-orm's pool (`main`) and, on SQLite, the
+    /// writer connection (`writer`: in use while a write transaction holds it).
+    pub fn pool_usage(&self) -> Vec<(&'static str, u32, u32)> {
+        let (size, idle) = match self.backend {
+            Backend::Sqlite => {
+                let pool = self.conn.get_sqlite_connection_pool();
+                (pool.size(), pool.num_idle())
+            }
+            Backend::Postgres => {
+                let pool = self.conn.get_postgres_connection_pool();
+                (pool.size(), pool.num_idle())
+            }
+        };
+        let idle = u32::try_from(idle).unwrap_or(u32::MAX).min(size);
+        let mut usage = vec![("main", size - idle, idle)];
+        if let Some(writer) = &self.writer {
+            let busy = u32::from(writer.busy());
+            usage.push(("writer", busy, 1 - busy));
+        }
+        usage
+    }
+
+    /// Records the wait for a transaction's connection, if metrics are attached.
+    fn acquired(&self, mode: &'static str, started: Instant) {
+        if let Some(metrics) = &self.metrics {
+            metrics.db_acquired(mode, started.elapsed());
+        }
     }
 
     /// Applies every pending migration.
@@ -319,10 +360,12 @@ impl Database {
     /// PostgreSQL a plain `BEGIN`, read committed and read-write by the connection's
     /// defaults).
     pub async fn begin_write(&self) -> Result<WriteTxn, DbErr> {
+        let started = Instant::now();
         let txn = match &self.writer {
             Some(writer) => writer.begin().await?,
             None => writer::Txn::Pool(self.conn.begin().await?),
         };
+        self.acquired("write", started);
         Ok(WriteTxn::new(
             txn,
             self.credential_hooks(),
@@ -364,7 +407,10 @@ impl Database {
                 ..Default::default()
             },
         };
-        self.conn.begin_with_options(options).await
+        let started = Instant::now();
+        let txn = self.conn.begin_with_options(options).await?;
+        self.acquired("read", started);
+        Ok(txn)
     }
 
     /// A change to `user_id` or their credentials (sessions, member tokens) was committed:

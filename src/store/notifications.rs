@@ -128,6 +128,35 @@ pub async fn next_wakeup(db: &Database) -> Result<Option<DateTime<Utc>>, DbErr> 
     Ok(free.into_iter().chain(claimed).min())
 }
 
+/// The mail queue at `now`: how many batches wait (one per recipient with pending rows),
+/// and the due time of the most overdue one (`None` when none is past its due time).
+pub async fn queue_state(
+    db: &Database,
+    now: DateTime<Utc>,
+) -> Result<(u64, Option<DateTime<Utc>>), DbErr> {
+    // Aggregates (always one row) read with `all()`, as in `queue`.
+    let batches = Entity::find()
+        .select_only()
+        .column_as(Expr::col(Column::UserId).count_distinct(), "batches")
+        .into_tuple::<i64>()
+        .all(db.conn())
+        .await?
+        .into_iter()
+        .next()
+        .unwrap_or(0);
+    let overdue = Entity::find()
+        .select_only()
+        .column_as(Column::DueAt.min(), "at")
+        .filter(Column::DueAt.lte(now))
+        .into_tuple::<Option<DateTime<Utc>>>()
+        .all(db.conn())
+        .await?
+        .into_iter()
+        .next()
+        .flatten();
+    Ok((u64::try_from(batches).unwrap_or(0), overdue))
+}
+
 /// Claims every row that is due and not claimed, until `lease` from now.
 pub async fn claim_due(
     db: &Database,

@@ -122,6 +122,11 @@ impl SqliteWriter {
         Ok(Txn::Sqlite(SqliteTxn { locked }))
     }
 
+    /// Whether a transaction (or a checkpoint) holds the connection now.
+    pub(crate) fn busy(&self) -> bool {
+        self.slot.try_lock().is_err()
+    }
+
     /// Closes the connection, waiting for the transaction in progress, if any.
     pub(crate) async fn close(&self) -> Result<(), DbErr> {
         let mut slot = self.slot.lock().await;

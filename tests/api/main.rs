@@ -69,6 +69,7 @@ mod microsoft_mirrors_push;
 mod musubi_wire;
 mod notifications;
 mod openapi_document;
+mod operations_kit;
 mod origin_checks;
 mod outbound_guard;
 mod pages;

@@ -122,7 +122,8 @@ fn add_security_schemes(doc: &mut Document) {
 /// Gives every operation the error answers any route can give, where it does not describe
 /// them itself: 400 (malformed parameters or body), 404, 408, 413, 415, 429 and 503 always;
 /// 401 and 403 on operations that take a credential. Application routes answer
-/// `{error, requestId}`; `/api/auth/*` answers better-auth's `{message, code}`.
+/// `{error, requestId}`; `/api/auth/*` answers better-auth's `{message, code}`, except for
+/// the refusals of the pipeline in front of it (408, 413, 503).
 fn add_error_answers(doc: &mut Document) {
     let components = doc.components.get_or_insert_with(Default::default);
     for (name, schema, description) in [
@@ -152,11 +153,7 @@ fn add_error_answers(doc: &mut Document) {
         );
     }
     for (path, item) in doc.paths.paths.iter_mut() {
-        let response = if path.starts_with("/api/auth/") {
-            AUTH_ERROR_RESPONSE
-        } else {
-            ERROR_RESPONSE
-        };
+        let auth = path.starts_with("/api/auth/");
         for operation in operations(item) {
             let secured = operation
                 .security
@@ -167,6 +164,13 @@ fn add_error_answers(doc: &mut Document) {
                 statuses.extend(["401", "403"]);
             }
             for status in statuses {
+                // A body that came too slowly or too big, or a server that is not ready, is
+                // refused before the authentication subsystem sees the request.
+                let response = if auth && !["408", "413", "503"].contains(&status) {
+                    AUTH_ERROR_RESPONSE
+                } else {
+                    ERROR_RESPONSE
+                };
                 operation
                     .responses
                     .responses
