@@ -5,7 +5,10 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, OneOfBuilder, SchemaFormat, Type};
+use utoipa::openapi::{RefOr, Schema};
 use uuid::Uuid;
 
 use super::event_content::EventContent;
@@ -74,6 +77,41 @@ enum TimestampInput {
     Millis(i64),
 }
 
+impl utoipa::PartialSchema for TimestampInput {
+    fn schema() -> RefOr<Schema> {
+        OneOfBuilder::new()
+            .item(
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .format(Some(SchemaFormat::KnownFormat(KnownFormat::DateTime)))
+                    .description(Some(
+                        "An RFC 3339 date-time (any offset, any fraction); a date \
+                         (`2026-07-23`, UTC midnight) or a date-time without offset (read as \
+                         UTC) is taken too.",
+                    )),
+            )
+            .item(
+                ObjectBuilder::new()
+                    .schema_type(Type::Integer)
+                    .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+                    .description(Some(
+                        "Milliseconds since the epoch (a JavaScript time value).",
+                    )),
+            )
+            .description(Some(
+                "A timestamp in the years 1 to 9999 (UTC); answers always write \
+                 `2026-07-23T12:00:00.000Z`.",
+            ))
+            .into()
+    }
+}
+
+impl ToSchema for TimestampInput {
+    fn name() -> std::borrow::Cow<'static, str> {
+        "TimestampInput".into()
+    }
+}
+
 impl TimestampInput {
     fn parse(&self) -> Option<DateTime<Utc>> {
         match self {
@@ -84,33 +122,64 @@ impl TimestampInput {
 }
 
 /// An Event body as clients send it (`POST` and `PUT /api/v1/events`); [`EventInput`] is
-/// what it must convert into.
-#[derive(Debug, Deserialize)]
+/// what it must convert into. Fields it does not know (`creatorID`, `createdAt`, ...) are
+/// accepted and ignored.
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EventBody {
+    /// The event's id, chosen by the client on create (a canonical hyphenated UUID).
+    #[schema(value_type = Uuid)]
     id: String,
+    /// Organizer, at most 1,000 characters.
+    #[schema(max_length = 1000)]
     organizer: String,
+    /// Title, at most 1,000 characters.
+    #[schema(max_length = 1000)]
     title: String,
+    /// Colour, at most 32 characters.
+    #[schema(max_length = 32)]
     color: String,
+    /// Start: not after `end`.
     start: TimestampInput,
+    /// End.
     end: TimestampInput,
+    /// The calendars the event is in (duplicates collapse), at least one; the caller must
+    /// be allowed to edit events in each one added.
+    #[schema(value_type = Vec<Uuid>, min_items = 1)]
     calendars: Vec<String>,
+    /// The home calendar, one of `calendars` (on create: by default the first; it cannot
+    /// change on update).
     #[serde(rename = "originCalendarID", default)]
+    #[schema(value_type = Option<Uuid>)]
     origin_calendar_id: Option<String>,
+    /// Cancelled.
     is_canceled: bool,
+    /// All-day.
     is_all_day: bool,
+    /// Shows attendance (clients' UI only; absent or null is false).
     #[serde(default)]
     has_attendees: Option<bool>,
+    /// Description, at most 50,000 characters.
     #[serde(default)]
+    #[schema(max_length = 50000)]
     description: Option<String>,
+    /// Location, at most 2,000 characters.
     #[serde(default)]
+    #[schema(max_length = 2000)]
     location: Option<String>,
+    /// Recurrence: RRULE/RDATE/EXDATE lines the server can expand, at most 20,000
+    /// characters (blank is none).
     #[serde(default)]
+    #[schema(max_length = 20000)]
     recurrence: Option<String>,
+    /// URL, at most 2,048 characters.
     #[serde(default)]
+    #[schema(max_length = 2048)]
     url: Option<String>,
-    /// The revision the client last saw (read by updates only).
+    /// The revision the client last saw (read by updates only): older than the current one,
+    /// the update is a 409 with `current`; absent, the update overwrites.
     #[serde(default)]
+    #[schema(value_type = Option<i64>)]
     revision: Option<Lenient<i64>>,
 }
 
@@ -229,7 +298,8 @@ impl EventInput {
 }
 
 /// An attendance answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
 pub enum Attendance {
     /// Going.
     Going,
@@ -264,12 +334,17 @@ impl Attendance {
     }
 }
 
-/// The body of `PUT …/attendance`: `{status}`, or the older `{attending: bool}`.
-#[derive(Debug, Default, Deserialize)]
+/// The body of `PUT …/attendance`: `{status}`, or the older `{attending: bool}` (one of
+/// the two is required; `status` wins when both are sent).
+#[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct AttendanceBody {
+    /// The answer.
     #[serde(default)]
+    #[schema(value_type = Attendance)]
     status: Field<String>,
+    /// The older form: `true` is `going`, `false` is `none`.
     #[serde(default)]
+    #[schema(value_type = bool, deprecated)]
     attending: Option<Lenient<bool>>,
 }
 

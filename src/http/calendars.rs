@@ -7,6 +7,7 @@ use crate::domain::providers::Provider;
 use crate::http::endpoint::endpoint;
 use http::StatusCode;
 use serde::Deserialize;
+use utoipa::{OpenApi, ToSchema};
 use warp::filters::BoxedFilter;
 use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
@@ -25,10 +26,27 @@ use crate::context::Ctx;
 use crate::domain::ids::{CalendarId, UserId, require_uuid};
 use crate::domain::roles::Role;
 use crate::error::AppError;
+use crate::http::openapi::schemas::ErrorBody;
 use crate::store::calendars::{self as calendar_store, NewCalendar};
 use crate::store::{members, mirrors};
 use crate::views::calendars::CalendarView;
 use std::time::Duration;
+
+/// The calendar operations of the OpenAPI document.
+#[derive(OpenApi)]
+#[openapi(
+    paths(
+        legacy_sync,
+        list_calendars,
+        get_calendar,
+        create_calendar,
+        update_calendar,
+        delete_calendar
+    ),
+    components(schemas(CalendarRequest, CalendarView)),
+    tags((name = "calendars", description = "Calendars, their members and invites, import and export."))
+)]
+pub struct Api;
 
 /// The calendar routes (static paths first).
 pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
@@ -47,18 +65,28 @@ pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
 }
 
 /// The body of calendar create, update and delete: the Calendar document. Fields the server
-/// owns (`creatorID`, `members`, `isDefault`) are accepted and ignored.
-#[derive(Debug, Deserialize)]
+/// owns (`creatorID`, `members`, `isDefault`) are accepted and ignored. A create needs
+/// `name` and `color`, an update `id`, `name` and `color`, a delete `id`.
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 struct CalendarRequest {
+    /// The calendar (update and delete).
     #[serde(default)]
+    #[schema(value_type = Option<uuid::Uuid>)]
     id: Option<String>,
+    /// 1 to 200 characters once trimmed (create and update).
     #[serde(default)]
+    #[schema(min_length = 1, max_length = 200)]
     name: Option<String>,
+    /// 1 to 32 characters once trimmed (create and update).
     #[serde(default)]
+    #[schema(min_length = 1, max_length = 32)]
     color: Option<String>,
+    /// Create only: make the calendar in this connected account's provider (`google`,
+    /// `microsoft` or `caldav`), with `accountId`.
     #[serde(default)]
     provider: Option<String>,
+    /// Create only: the connected account, with `provider`.
     #[serde(default)]
     account_id: Option<String>,
 }
@@ -92,6 +120,16 @@ impl CalendarRequest {
 
 /// GET /api/v1/calendars/google — the legacy "sync my providers" trigger: delivers and
 /// pulls every account of the caller now, and answers once they are done.
+#[utoipa::path(
+    get,
+    path = "/api/v1/calendars/google",
+    tag = "calendars",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    responses(
+        (status = 200, description = "Every connected account of the caller was delivered and pulled.",
+         body = String, content_type = "text/plain", example = "OK"),
+    )
+)]
 fn legacy_sync(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "calendars" / "google")
         .and(warp::get())
@@ -125,6 +163,18 @@ async fn sync_now(ctx: &Ctx, user: &AuthUser) -> Result<(), AppError> {
 }
 
 /// GET /api/v1/calendars — the caller's calendars with their role.
+#[utoipa::path(
+    get,
+    path = "/api/v1/calendars",
+    tag = "calendars",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    params(("If-None-Match" = Option<String>, Header, description = "The `ETag` of a listing the client holds.")),
+    responses(
+        (status = 200, description = "The caller's calendars with their role, members and provider fields.",
+         body = Vec<CalendarView>, headers(("ETag" = String, description = "The listing's version."))),
+        (status = 304, description = "The client's listing is current."),
+    )
+)]
 fn list_calendars(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "calendars")
         .and(warp::get())
@@ -206,6 +256,17 @@ fn calendar_versions(views: &[CalendarView]) -> String {
 }
 
 /// GET /api/v1/calendars/:id — one calendar with its members (members only).
+#[utoipa::path(
+    get,
+    path = "/api/v1/calendars/{id}",
+    tag = "calendars",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    params(("id" = uuid::Uuid, Path, description = "The calendar's id.")),
+    responses(
+        (status = 200, description = "The calendar with its members and the caller's role.", body = CalendarView),
+        (status = 403, description = "The caller is not a member.", body = ErrorBody),
+    )
+)]
 fn get_calendar(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "calendars" / {id: String})
         .and(warp::get())
@@ -229,6 +290,20 @@ async fn get_calendar_handler(ctx: &Ctx, user: &AuthUser, id: &str) -> Result<Re
 }
 
 /// POST /api/v1/calendars — creates a calendar owned by the caller (201).
+#[utoipa::path(
+    post,
+    path = "/api/v1/calendars",
+    tag = "calendars",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    request_body = CalendarRequest,
+    responses(
+        (status = 201, description = "The new calendar, owned by the caller (with `provider`, made there first, then mirrored).",
+         body = CalendarView),
+        (status = 400, description = "Invalid fields, or the provider refused the new calendar.", body = ErrorBody),
+        (status = 403, description = "The account is not the caller's.", body = ErrorBody),
+        (status = 503, description = "The provider could not be reached (or the server is busy).", body = ErrorBody),
+    )
+)]
 fn create_calendar(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "calendars")
         .and(warp::post())
@@ -298,6 +373,20 @@ pub(super) fn destination<'a>(
 }
 
 /// PUT /api/v1/calendars — owner-only rename and recolor.
+#[utoipa::path(
+    put,
+    path = "/api/v1/calendars",
+    tag = "calendars",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    request_body = CalendarRequest,
+    responses(
+        (status = 200, description = "The renamed and recoloured calendar (a mirror's change is made at the provider first).",
+         body = CalendarView),
+        (status = 400, description = "Invalid fields, or the provider refused the change.", body = ErrorBody),
+        (status = 403, description = "Only the owner may (a mirror: only the account's owner).", body = ErrorBody),
+        (status = 503, description = "The provider could not be reached (or the server is busy).", body = ErrorBody),
+    )
+)]
 fn update_calendar(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "calendars")
         .and(warp::put())
@@ -340,6 +429,19 @@ async fn update_calendar_handler(
 }
 
 /// DELETE /api/v1/calendars — owner-only; never the personal calendar.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/calendars",
+    tag = "calendars",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    request_body = CalendarRequest,
+    responses(
+        (status = 200, description = "The removed calendar (a mirror is deleted at the provider first).", body = CalendarView),
+        (status = 400, description = "Invalid id, the personal calendar, or the provider refused.", body = ErrorBody),
+        (status = 403, description = "Only the owner may.", body = ErrorBody),
+        (status = 503, description = "The provider could not be reached (or the server is busy).", body = ErrorBody),
+    )
+)]
 fn delete_calendar(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "calendars")
         .and(warp::delete())
@@ -375,7 +477,3 @@ async fn delete_calendar_handler(
         .await?;
     Ok(warp::reply::json(&view).into_response())
 }
-
-/// This resource's operations in the OpenAPI document (see [`crate::http::openapi`]).
-#[derive(utoipa::OpenApi)]
-pub struct Api;

@@ -34,7 +34,16 @@ use crate::error::AppError;
 use crate::store::events::history as event_history;
 use crate::store::events::reads::{self as event_reads, Window};
 use crate::store::events::streamed::{self, StreamBroken, StreamRefused, StreamedRead};
-use crate::views::event_list::{self, StreamedResponse};
+use crate::views::event_list::{self, EventsResponse, StreamedResponse};
+
+/// The events read of the OpenAPI document.
+#[derive(utoipa::OpenApi)]
+#[openapi(
+    paths(list_events),
+    components(schemas(EventsResponse)),
+    tags((name = "events", description = "Events: reads, changes, links, forks and attendance."))
+)]
+pub struct Api;
 
 /// What a read asked for.
 enum ReadQuery {
@@ -91,6 +100,29 @@ fn parse_read_query(raw: &str) -> Result<ReadQuery, AppError> {
 }
 
 /// GET /api/v1/events — everything visible, a delta since `since`, or a `start`–`end` range.
+#[utoipa::path(
+    get,
+    path = "/api/v1/events",
+    tag = "events",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    params(
+        ("since" = Option<DateTime<Utc>>, Query,
+         description = "A delta: the changes after this time (the `serverTime` of an earlier read). \
+                        Not with `start`/`end`. Also taken: a date, or a date-time without offset (UTC)."),
+        ("start" = Option<DateTime<Utc>>, Query,
+         description = "A range read's start (with `end`; before it, at most 1,098 days apart)."),
+        ("end" = Option<DateTime<Utc>>, Query, description = "A range read's end (with `start`)."),
+        ("If-None-Match" = Option<String>, Header,
+         description = "The `ETag` of a full read the client holds (full reads only)."),
+    ),
+    responses(
+        (status = 200, description = "A full read (every live event the caller can see; large ones are \
+                                      streamed, same document), a delta (with `deletedIds`) or a range read.",
+         body = EventsResponse,
+         headers(("ETag" = String, description = "Full reads only: the version of the caller's events."))),
+        (status = 304, description = "Full reads only: the client's copy is current."),
+    )
+)]
 pub(super) fn list_events(
     ctx: Ctx,
 ) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
@@ -266,7 +298,3 @@ impl Stream for StreamedBody {
 fn json_text(body: String) -> Response {
     warp::reply::with_header(body, CONTENT_TYPE, "application/json").into_response()
 }
-
-/// This resource's operations in the OpenAPI document (see [`crate::http::openapi`]).
-#[derive(utoipa::OpenApi)]
-pub struct Api;

@@ -8,6 +8,7 @@
 use crate::http::endpoint::endpoint;
 use http::StatusCode;
 use serde::Deserialize;
+use utoipa::{OpenApi, ToSchema};
 use uuid::Uuid;
 use warp::filters::BoxedFilter;
 use warp::reply::Response;
@@ -21,7 +22,35 @@ use crate::domain::events::{Attendance, AttendanceBody, EventBody, EventInput, E
 use crate::domain::ids::{CalendarId, EventId, canonical_uuid, require_uuid};
 use crate::domain::input::Lenient;
 use crate::error::AppError;
+use crate::http::openapi::schemas::{ErrorBody, StaleRevision};
 use crate::store::events as event_store;
+use crate::views::events::{AttendeeView, DeletedEventView, EventView};
+
+/// The event operations of the OpenAPI document (the reads are in
+/// [`super::event_reads::Api`]).
+#[derive(OpenApi)]
+#[openapi(
+    paths(
+        create_event,
+        update_event,
+        delete_event,
+        link_event,
+        fork_event,
+        list_attendees,
+        set_attendance
+    ),
+    components(schemas(
+        EventBody,
+        EventView,
+        DeletedEventView,
+        DeleteBody,
+        TargetBody,
+        AttendanceBody,
+        AttendeeView
+    )),
+    tags((name = "events", description = "Events: reads, changes, links, forks and attendance."))
+)]
+pub struct Api;
 
 /// The event routes.
 pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
@@ -70,6 +99,19 @@ async fn home_of(ctx: &Ctx, event_id: Uuid) -> Result<Uuid, AppError> {
 }
 
 /// POST /api/v1/events — creates the event (client-chosen id), 201.
+#[utoipa::path(
+    post,
+    path = "/api/v1/events",
+    tag = "events",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    request_body = EventBody,
+    responses(
+        (status = 201, description = "The new event, as the caller sees it.", body = EventView),
+        (status = 403, description = "The caller may not edit events in one of `calendars` (or is not a member).", body = ErrorBody),
+        (status = 409, description = "`EVENT_EXISTS`: an event with this id exists; or `EVENT_CONFLICT`: a write raced this one (try again). `current` is null.",
+         body = ErrorBody),
+    )
+)]
 fn create_event(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "events")
         .and(warp::post())
@@ -101,6 +143,19 @@ async fn create_event_handler(
 
 /// PUT /api/v1/events — replaces the event (its home calendar governs editing); with a
 /// `revision` older than the current one, a 409 with `current` instead.
+#[utoipa::path(
+    put,
+    path = "/api/v1/events",
+    tag = "events",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    request_body(content = EventBody, description = "The complete event (`creatorID` and `originCalendarID` cannot change)."),
+    responses(
+        (status = 200, description = "The updated event.", body = EventView),
+        (status = 403, description = "The caller may not edit the event (its home calendar governs) or a calendar added or removed.", body = ErrorBody),
+        (status = 409, description = "`EVENT_CONFLICT`: the event changed since `revision`, and `current` is the event now; or a write raced this one (`current` null, try again).",
+         body = StaleRevision<EventView>),
+    )
+)]
 fn update_event(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "events")
         .and(warp::put())
@@ -135,6 +190,18 @@ async fn update_event_handler(
 }
 
 /// DELETE /api/v1/events — deletes, or with `unlinkCalendarID` removes from one calendar.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/events",
+    tag = "events",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    request_body = DeleteBody,
+    responses(
+        (status = 200, description = "The event is deleted, or taken out of `unlinkCalendarID`.", body = DeletedEventView),
+        (status = 403, description = "The caller may not delete the event or unlink it from that calendar.", body = ErrorBody),
+        (status = 409, description = "`EVENT_CONFLICT`: a write raced this one (try again; `current` is null).", body = ErrorBody),
+    )
+)]
 fn delete_event(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "events")
         .and(warp::delete())
@@ -148,12 +215,17 @@ fn delete_event(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejectio
         )
 }
 
-/// `DELETE /api/v1/events` body: `{id, unlinkCalendarID?}`.
-#[derive(Debug, Default, Deserialize)]
+/// `DELETE /api/v1/events` body: `{id, unlinkCalendarID?}` (the Event document may be sent
+/// whole; its other fields are ignored).
+#[derive(Debug, Default, Deserialize, ToSchema)]
 struct DeleteBody {
+    /// The event.
     #[serde(default)]
+    #[schema(value_type = Uuid, required = true)]
     id: Option<Lenient<String>>,
+    /// Only take the event out of this calendar (it is deleted when no calendar keeps it).
     #[serde(rename = "unlinkCalendarID", default)]
+    #[schema(value_type = Option<Uuid>)]
     unlink: Option<Lenient<String>>,
 }
 
@@ -205,9 +277,11 @@ async fn delete_event_handler(
 }
 
 /// `{calendarID}`: the body of link and fork.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 struct TargetBody {
+    /// The target calendar.
     #[serde(rename = "calendarID", default)]
+    #[schema(value_type = Uuid, required = true)]
     calendar: Option<Lenient<String>>,
 }
 
@@ -224,6 +298,19 @@ impl TryFrom<TargetBody> for CalendarId {
 }
 
 /// POST /api/v1/events/:eventId/link — the same event, also in the target calendar.
+#[utoipa::path(
+    post,
+    path = "/api/v1/events/{eventId}/link",
+    tag = "events",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    params(("eventId" = Uuid, Path, description = "The event's id (an occurrence id `<eventId>_<millis>` is a 400).")),
+    request_body = TargetBody,
+    responses(
+        (status = 200, description = "The same event, now also in the target calendar.", body = EventView),
+        (status = 403, description = "The caller cannot see the event or may not edit events in the target.", body = ErrorBody),
+        (status = 409, description = "`EVENT_CONFLICT`: a write raced this one (try again; `current` is null).", body = ErrorBody),
+    )
+)]
 fn link_event(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "events" / {eventId: String} / "link")
         .and(warp::post())
@@ -261,6 +348,19 @@ async fn link_event_handler(
 }
 
 /// POST /api/v1/events/:eventId/fork — an independent copy in the target calendar, 201.
+#[utoipa::path(
+    post,
+    path = "/api/v1/events/{eventId}/fork",
+    tag = "events",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    params(("eventId" = Uuid, Path, description = "The event's id (an occurrence id `<eventId>_<millis>` is a 400).")),
+    request_body = TargetBody,
+    responses(
+        (status = 201, description = "The independent copy (new id, the caller as creator, the target as home).", body = EventView),
+        (status = 403, description = "The caller cannot see the event or may not edit events in the target.", body = ErrorBody),
+        (status = 409, description = "`EVENT_CONFLICT`: a write raced this one (try again; `current` is null).", body = ErrorBody),
+    )
+)]
 fn fork_event(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "events" / {eventId: String} / "fork")
         .and(warp::post())
@@ -296,6 +396,16 @@ async fn fork_event_handler(
 }
 
 /// GET /api/v1/events/:eventId/attendees — `[{id, name, image, status}]`, no emails.
+#[utoipa::path(
+    get,
+    path = "/api/v1/events/{eventId}/attendees",
+    tag = "events",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    params(("eventId" = Uuid, Path, description = "The event's id (an occurrence id `<eventId>_<millis>` is a 400).")),
+    responses(
+        (status = 200, description = "The attendees who answered (never their emails).", body = Vec<AttendeeView>),
+    )
+)]
 fn list_attendees(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "events" / {eventId: String} / "attendees")
         .and(warp::get())
@@ -317,6 +427,18 @@ async fn list_attendees_handler(
 }
 
 /// PUT /api/v1/events/:eventId/attendance — `{status}` (viewers may answer); idempotent.
+#[utoipa::path(
+    put,
+    path = "/api/v1/events/{eventId}/attendance",
+    tag = "events",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    params(("eventId" = Uuid, Path, description = "The event's id (an occurrence id `<eventId>_<millis>` is a 400).")),
+    request_body = AttendanceBody,
+    responses(
+        (status = 200, description = "The attendees after the answer (idempotent; viewers may answer).", body = Vec<AttendeeView>),
+        (status = 409, description = "`EVENT_CONFLICT`: a write raced this one (try again; `current` is null).", body = ErrorBody),
+    )
+)]
 fn set_attendance(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "events" / {eventId: String} / "attendance")
         .and(warp::put())
@@ -352,7 +474,3 @@ async fn set_attendance_handler(
         .await?;
     Ok(warp::reply::json(&attendees).into_response())
 }
-
-/// This resource's operations in the OpenAPI document (see [`crate::http::openapi`]).
-#[derive(utoipa::OpenApi)]
-pub struct Api;

@@ -28,10 +28,20 @@ use crate::context::Ctx;
 use crate::domain::ids::{UserId, require_uuid};
 use crate::domain::roles::Role;
 use crate::error::AppError;
+use crate::http::openapi::schemas::ErrorBody;
 use crate::ical::{ExportCalendar, IcsError, ImportOptions, export_calendar, parse_calendar};
 use crate::store::calendars::{self as calendar_store, NewCalendar};
 use crate::store::{ics as ics_store, members, settings};
 use crate::views::calendars::CalendarView;
+
+/// The import and export operations of the OpenAPI document.
+#[derive(utoipa::OpenApi)]
+#[openapi(
+    paths(import, export),
+    components(schemas(ImportedCalendarView)),
+    tags((name = "calendars", description = "Calendars, their members and invites, import and export."))
+)]
+pub struct Api;
 
 /// Largest import body (10 MiB).
 pub const IMPORT_BODY_LIMIT: u64 = 10 * 1024 * 1024;
@@ -60,14 +70,41 @@ struct ImportQuery {
 }
 
 /// The import answer: the create-calendar document plus the number of events imported.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 struct ImportedCalendarView {
+    /// The new calendar.
     #[serde(flatten)]
     calendar: CalendarView,
+    /// How many events were imported.
     imported: usize,
 }
 
 /// POST /api/v1/calendars/import — a new calendar from an iCalendar file (201).
+#[utoipa::path(
+    post,
+    path = "/api/v1/calendars/import",
+    tag = "calendars",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    params(
+        ("name" = Option<String>, Query, max_length = 200,
+         description = "The new calendar's name, at most 200 characters once trimmed (blank or absent: the file's \
+                        `X-WR-CALNAME`, else `Imported calendar`)."),
+        ("color" = Option<String>, Query, pattern = r"^\s*(#([0-9A-Fa-f]{3}|[0-9A-Fa-f]{6}|[0-9A-Fa-f]{8}))?\s*$",
+         description = "`#RGB`, `#RRGGBB` or `#RRGGBBAA` (blank or absent: `#7a9e7e`)."),
+        ("provider" = Option<String>, Query,
+         description = "With `accountId`: make the calendar in this connected account (`google`, `microsoft` or `caldav`)."),
+        ("accountId" = Option<String>, Query, description = "With `provider`: the connected account."),
+    ),
+    request_body(content = String, content_type = "text/calendar",
+                 description = "An iCalendar file (any content type is read as one), at most 10 MiB and 10,000 events."),
+    responses(
+        (status = 201, description = "The new calendar, owned by the caller, with the number of events imported.",
+         body = ImportedCalendarView),
+        (status = 400, description = "Invalid query, an empty or unreadable file, too many events, or the provider refused.",
+         body = ErrorBody),
+        (status = 403, description = "The account is not the caller's.", body = ErrorBody),
+    )
+)]
 fn import(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "calendars" / "import")
         .and(warp::post())
@@ -190,6 +227,19 @@ async fn user_zone(ctx: &Ctx, user: &AuthUser) -> Result<Tz, AppError> {
 }
 
 /// GET /api/v1/calendars/:id/export — the calendar as `text/calendar` (members only).
+#[utoipa::path(
+    get,
+    path = "/api/v1/calendars/{id}/export",
+    tag = "calendars",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    params(("id" = uuid::Uuid, Path, description = "The calendar's id.")),
+    responses(
+        (status = 200, description = "The calendar's live events as an iCalendar file (times in the caller's time zone).",
+         body = String, content_type = "text/calendar",
+         headers(("Content-Disposition" = String, description = "`attachment; filename=\"<name>.ics\"`"))),
+        (status = 403, description = "The caller is not a member.", body = ErrorBody),
+    )
+)]
 fn export(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "calendars" / {id: String} / "export")
         .and(warp::get())
@@ -275,7 +325,3 @@ mod tests {
         assert!(import_color(Some("#12345")).is_err());
     }
 }
-
-/// This resource's operations in the OpenAPI document (see [`crate::http::openapi`]).
-#[derive(utoipa::OpenApi)]
-pub struct Api;

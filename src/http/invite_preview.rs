@@ -14,34 +14,56 @@ use crate::domain::ids::canonical_uuid;
 use crate::domain::invites::invite_not_found;
 use crate::domain::recurrence::expansion;
 use crate::error::AppError;
+use crate::http::openapi::schemas::ErrorBody;
 use crate::rate_limit::INVITE_PREVIEW;
 use crate::store::events::reads as event_reads;
 use crate::store::{calendars as calendar_store, invites, members};
 use crate::views::calendars::PreviewMember;
 
+/// The invite preview of the OpenAPI document.
+#[derive(utoipa::OpenApi)]
+#[openapi(
+    paths(preview),
+    components(schemas(PreviewResponse, PreviewEvent, PreviewMember)),
+    tags((name = "calendars", description = "Calendars, their members and invites, import and export."))
+)]
+pub struct Api;
+
 /// The public invite preview.
-#[derive(Debug, serde::Serialize)]
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
 struct PreviewResponse {
+    /// The calendar.
     id: uuid::Uuid,
+    /// Its name.
     name: String,
+    /// Its colour.
     color: String,
+    /// Its members' names and avatars (never emails).
     members: Vec<PreviewMember>,
+    /// Event summaries of the next 30 days (recurring events expanded; at most 500).
     events: Vec<PreviewEvent>,
 }
 
 /// An event summary in a preview: an occurrence, never the full record. Occurrences of
 /// recurring events have ids `<eventId>_<startMillis>`.
-#[derive(Debug, serde::Serialize)]
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 struct PreviewEvent {
+    /// The event's id, or `<eventId>_<startMillis>` for an occurrence.
     id: String,
+    /// Title.
     title: String,
+    /// Colour.
     color: String,
+    /// Start.
     #[serde(serialize_with = "crate::views::timestamp")]
     start: DateTime<Utc>,
+    /// End.
     #[serde(serialize_with = "crate::views::timestamp")]
     end: DateTime<Utc>,
+    /// All-day.
     is_all_day: bool,
+    /// Always null (occurrences are listed instead).
     recurrence: Option<String>,
 }
 
@@ -126,6 +148,19 @@ fn summarize(
 
 /// GET /api/v1/calendars/tokens/:token — public: calendar identity, member names and
 /// avatars, event summaries for the next 30 days; never emails or full events.
+#[utoipa::path(
+    get,
+    path = "/api/v1/calendars/tokens/{token}",
+    tag = "calendars",
+    params(("token" = uuid::Uuid, Path, description = "The invite's token.")),
+    responses(
+        (status = 200, description = "The calendar's identity, members and the next 30 days' event summaries.",
+         body = PreviewResponse),
+        (status = 404, description = "The token is unknown, revoked, expired, used up or not UUID-shaped.", body = ErrorBody),
+        (status = 429, description = "More than 30 previews in 15 minutes from this address (see `Retry-After`).",
+         body = ErrorBody, headers(("Retry-After" = u64, description = "Seconds until another preview is allowed."))),
+    )
+)]
 pub fn preview(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "calendars" / "tokens" / {token: String})
         .and(warp::get())
@@ -168,7 +203,3 @@ async fn preview_handler(ctx: &Ctx, rctx: &RequestCtx, token: &str) -> Result<Re
     };
     Ok(warp::reply::json(&response).into_response())
 }
-
-/// This resource's operations in the OpenAPI document (see [`crate::http::openapi`]).
-#[derive(utoipa::OpenApi)]
-pub struct Api;

@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 use http::StatusCode;
 use serde::Deserialize;
 use serde_json::Value;
+use utoipa::{OpenApi, ToSchema};
 use warp::filters::BoxedFilter;
 use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
@@ -22,10 +23,21 @@ use crate::domain::ids::{CalendarId, canonical_uuid, require_uuid};
 use crate::domain::invites::invite_not_found;
 use crate::domain::roles::Action;
 use crate::error::AppError;
+use crate::http::openapi::schemas::ErrorBody;
 use crate::mail::templates;
 use crate::rate_limit::INVITE_SEND;
 use crate::store::{calendars as calendar_store, invites, members};
 use crate::views::calendars::InviteView;
+
+/// The invite operations of the OpenAPI document (the public preview is in
+/// [`super::invite_preview::Api`]).
+#[derive(OpenApi)]
+#[openapi(
+    paths(create_invite, list_invites, revoke_invite, send_invite),
+    components(schemas(CreateInviteRequest, SendInviteRequest, InviteView)),
+    tags((name = "calendars", description = "Calendars, their members and invites, import and export."))
+)]
+pub struct Api;
 
 /// The invite routes (static paths first).
 pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
@@ -42,14 +54,20 @@ pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
 }
 
 /// `POST /api/v1/calendars/invites` body: the Invite document (`id` and `uses` ignored).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 struct CreateInviteRequest {
+    /// The calendar (the caller needs the invite right there: owner or editor).
     #[serde(rename = "calendarID")]
+    #[schema(value_type = uuid::Uuid)]
     calendar_id: String,
+    /// When the invite stops working (in the future), or null for never.
     #[serde(deserialize_with = "required_nullable")]
+    #[schema(value_type = Option<DateTime<Utc>>, required = true)]
     expires_at: Option<Value>,
+    /// How many memberships it may create, or null for unlimited.
     #[serde(deserialize_with = "required_nullable")]
+    #[schema(value_type = Option<i32>, minimum = 1, required = true)]
     max_uses: Option<Value>,
 }
 
@@ -61,6 +79,17 @@ fn required_nullable<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Va
 const INVALID_INVITE: &str = "Request is missing valid invite data...";
 
 /// POST /api/v1/calendars/invites — creates an invite (owner or editor), 201.
+#[utoipa::path(
+    post,
+    path = "/api/v1/calendars/invites",
+    tag = "calendars",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    request_body(content = CreateInviteRequest, description = "The Invite document (`id` and `uses`, if sent, are ignored)."),
+    responses(
+        (status = 201, description = "The new invite; its `id` is the token of the link.", body = InviteView),
+        (status = 403, description = "The caller may not invite to this calendar.", body = ErrorBody),
+    )
+)]
 fn create_invite(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "calendars" / "invites")
         .and(warp::post())
@@ -128,6 +157,17 @@ async fn create_invite_handler(
 }
 
 /// GET /api/v1/calendars/:calendarId/invites — usable invites, newest first (invite right).
+#[utoipa::path(
+    get,
+    path = "/api/v1/calendars/{calendarId}/invites",
+    tag = "calendars",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    params(("calendarId" = uuid::Uuid, Path, description = "The calendar's id.")),
+    responses(
+        (status = 200, description = "The usable invites, newest first.", body = Vec<InviteView>),
+        (status = 403, description = "The caller may not invite to this calendar.", body = ErrorBody),
+    )
+)]
 fn list_invites(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "calendars" / {calendarId: String} / "invites")
         .and(warp::get())
@@ -164,6 +204,18 @@ async fn calendar_of(ctx: &Ctx, invite_id: &str) -> Result<(uuid::Uuid, uuid::Uu
 }
 
 /// DELETE /api/v1/calendars/invites/:inviteId — revokes at once (invite right).
+#[utoipa::path(
+    delete,
+    path = "/api/v1/calendars/invites/{inviteId}",
+    tag = "calendars",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    params(("inviteId" = uuid::Uuid, Path, description = "The invite's id (its token).")),
+    responses(
+        (status = 200, description = "The invite is revoked: every copy of the link stops working.",
+         body = String, content_type = "text/plain", example = "OK"),
+        (status = 403, description = "The caller may not invite to this calendar.", body = ErrorBody),
+    )
+)]
 fn revoke_invite(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "calendars" / "invites" / {inviteId: String})
         .and(warp::delete())
@@ -189,13 +241,31 @@ async fn revoke_invite_handler(ctx: &Ctx, user: &AuthUser, id: &str) -> Result<R
 }
 
 /// `POST /api/v1/calendars/invites/:inviteId/send` body.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct SendInviteRequest {
+    /// One address (`local@domain.tld`, at most 320 characters; trimmed).
+    #[schema(max_length = 320)]
     email: String,
 }
 
 /// POST /api/v1/calendars/invites/:inviteId/send — mails the invite link (204).
+#[utoipa::path(
+    post,
+    path = "/api/v1/calendars/invites/{inviteId}/send",
+    tag = "calendars",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    params(("inviteId" = uuid::Uuid, Path, description = "The invite's id (its token).")),
+    request_body = SendInviteRequest,
+    responses(
+        (status = 204, description = "The mail server accepted the invitation mail."),
+        (status = 400, description = "Not one valid address, or this server cannot send email.", body = ErrorBody),
+        (status = 403, description = "The caller may not invite to this calendar.", body = ErrorBody),
+        (status = 429, description = "More than 20 invitation mails in an hour from this account (see `Retry-After`).",
+         body = ErrorBody, headers(("Retry-After" = u64, description = "Seconds until another mail is allowed."))),
+        (status = 502, description = "`MailNotSent`: the mail server did not accept the mail.", body = ErrorBody),
+    )
+)]
 fn send_invite(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "calendars" / "invites" / {inviteId: String} / "send")
         .and(warp::post())
@@ -259,7 +329,3 @@ async fn send_invite_handler(
     .await?;
     Ok(warp::reply::with_status(warp::reply(), StatusCode::NO_CONTENT).into_response())
 }
-
-/// This resource's operations in the OpenAPI document (see [`crate::http::openapi`]).
-#[derive(utoipa::OpenApi)]
-pub struct Api;

@@ -6,6 +6,7 @@
 
 use crate::http::endpoint::endpoint;
 use serde::Deserialize;
+use utoipa::{OpenApi, ToSchema};
 use warp::filters::BoxedFilter;
 use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
@@ -17,8 +18,18 @@ use crate::context::Ctx;
 use crate::domain::ids::{CalendarId, canonical_uuid, is_user_id, require_uuid};
 use crate::domain::roles::Role;
 use crate::error::AppError;
+use crate::http::openapi::schemas::ErrorBody;
 use crate::store::members;
-use crate::views::calendars::MemberView;
+use crate::views::calendars::{MemberView, MembershipView};
+
+/// The member operations of the OpenAPI document.
+#[derive(OpenApi)]
+#[openapi(
+    paths(list_members, join, leave, set_role, remove_member),
+    components(schemas(JoinRequest, RoleRequest, MemberView, MembershipView)),
+    tags((name = "calendars", description = "Calendars, their members and invites, import and export."))
+)]
+pub struct Api;
 
 /// The member routes.
 pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
@@ -35,6 +46,17 @@ pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
 }
 
 /// GET /api/v1/calendars/:calendarId/members — `[{id, name, image, role}]`, owner first.
+#[utoipa::path(
+    get,
+    path = "/api/v1/calendars/{calendarId}/members",
+    tag = "calendars",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    params(("calendarId" = uuid::Uuid, Path, description = "The calendar's id.")),
+    responses(
+        (status = 200, description = "The members, owner first (never their emails).", body = Vec<MemberView>),
+        (status = 403, description = "The caller is not a member.", body = ErrorBody),
+    )
+)]
 fn list_members(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "calendars" / {calendarId: String} / "members")
         .and(warp::get())
@@ -59,13 +81,30 @@ async fn list_members_handler(ctx: &Ctx, user: &AuthUser, id: &str) -> Result<Re
 }
 
 /// `POST /api/v1/calendars/members/:calendarId` body.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 struct JoinRequest {
+    /// The invite's token, an invite of this calendar that is still usable (missing, empty
+    /// or another calendar's: 403; unknown, expired or used up: 404).
     #[serde(default)]
+    #[schema(value_type = uuid::Uuid, required = true)]
     token: Option<String>,
 }
 
 /// POST /api/v1/calendars/members/:calendarId — joins with an invite token, as a viewer.
+#[utoipa::path(
+    post,
+    path = "/api/v1/calendars/members/{calendarId}",
+    tag = "calendars",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    params(("calendarId" = uuid::Uuid, Path, description = "The calendar's id.")),
+    request_body = JoinRequest,
+    responses(
+        (status = 200, description = "The membership created, as a viewer (empty when the caller was a member already).",
+         body = Vec<MembershipView>),
+        (status = 403, description = "No invite token was sent, or the invite is of another calendar.", body = ErrorBody),
+        (status = 404, description = "The invite is unknown, expired or used up.", body = ErrorBody),
+    )
+)]
 fn join(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "calendars" / "members" / {calendarId: String})
         .and(warp::post())
@@ -104,6 +143,17 @@ async fn join_handler(
 }
 
 /// DELETE /api/v1/calendars/members/:calendarId — the caller leaves.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/calendars/members/{calendarId}",
+    tag = "calendars",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    params(("calendarId" = uuid::Uuid, Path, description = "The calendar's id.")),
+    responses(
+        (status = 200, description = "The caller has left the calendar.", body = String, content_type = "text/plain", example = "OK"),
+        (status = 400, description = "Invalid id, or the caller owns the calendar (an owner cannot leave).", body = ErrorBody),
+    )
+)]
 fn leave(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "calendars" / "members" / {calendarId: String})
         .and(warp::delete())
@@ -126,9 +176,11 @@ async fn leave_handler(ctx: &Ctx, user: &AuthUser, id: &str) -> Result<Response,
 }
 
 /// `PUT /api/v1/calendars/:calendarId/members/:userId` body.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 struct RoleRequest {
+    /// The new role (`owner` transfers ownership: non-default native calendars only).
     #[serde(default)]
+    #[schema(value_type = Role, required = true)]
     role: Option<String>,
 }
 
@@ -141,6 +193,19 @@ fn target_user(user_id: &str) -> Result<String, AppError> {
 }
 
 /// PUT /api/v1/calendars/:calendarId/members/:userId — changes a role (manageMembers).
+#[utoipa::path(
+    put,
+    path = "/api/v1/calendars/{calendarId}/members/{userId}",
+    tag = "calendars",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    params(("calendarId" = uuid::Uuid, Path, description = "The calendar's id."), ("userId" = String, Path, description = "The member's user id (1 to 64 letters, digits, `_` or `-`).", pattern = "^[A-Za-z0-9_-]{1,64}$")),
+    request_body = RoleRequest,
+    responses(
+        (status = 200, description = "The role is changed.", body = String, content_type = "text/plain", example = "OK"),
+        (status = 400, description = "Invalid role or ids, or a transfer the calendar does not allow.", body = ErrorBody),
+        (status = 403, description = "The caller may not manage members.", body = ErrorBody),
+    )
+)]
 fn set_role(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "calendars" / {calendarId: String} / "members" / {userId: String})
         .and(warp::put())
@@ -184,6 +249,18 @@ async fn set_role_handler(
 }
 
 /// DELETE /api/v1/calendars/:calendarId/members/:userId — removes a member (owner).
+#[utoipa::path(
+    delete,
+    path = "/api/v1/calendars/{calendarId}/members/{userId}",
+    tag = "calendars",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    params(("calendarId" = uuid::Uuid, Path, description = "The calendar's id."), ("userId" = String, Path, description = "The member's user id (1 to 64 letters, digits, `_` or `-`).", pattern = "^[A-Za-z0-9_-]{1,64}$")),
+    responses(
+        (status = 200, description = "The member is removed.", body = String, content_type = "text/plain", example = "OK"),
+        (status = 400, description = "Invalid ids, or the owner (who cannot be removed).", body = ErrorBody),
+        (status = 403, description = "The caller may not manage members.", body = ErrorBody),
+    )
+)]
 fn remove_member(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "calendars" / {calendarId: String} / "members" / {userId: String})
         .and(warp::delete())
@@ -213,7 +290,3 @@ async fn remove_member_handler(
     .await?;
     Ok(ok_text())
 }
-
-/// This resource's operations in the OpenAPI document (see [`crate::http::openapi`]).
-#[derive(utoipa::OpenApi)]
-pub struct Api;

@@ -3,6 +3,7 @@
 use chrono::{DateTime, Utc};
 use entities::{calendar_members, calendars, invites};
 use serde::Serialize;
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::{optional_timestamp, timestamp};
@@ -12,7 +13,7 @@ use crate::store::mirrors::ProviderLink;
 
 /// A calendar: its row, its members and (in listings and frames) the reader's role. The
 /// provider fields are null for native calendars.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CalendarView {
     /// Id.
@@ -34,10 +35,12 @@ pub struct CalendarView {
     pub is_default: bool,
     /// Members, owner first.
     pub members: Vec<MemberSummary>,
-    /// The reader's role.
+    /// The reader's role (absent where the document is not for one reader).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Role)]
     pub role: Option<&'static str>,
     /// Connected provider (`google`, `microsoft`, `caldav`), null for native calendars.
+    #[schema(value_type = Option<super::events::ProviderName>)]
     pub provider: Option<String>,
     /// Provider account id.
     pub account_id: Option<String>,
@@ -45,7 +48,7 @@ pub struct CalendarView {
     pub account_label: Option<String>,
     /// CalDAV server URL.
     pub server_url: Option<String>,
-    /// Provider sync status.
+    /// Provider sync status (the account owner's view only; null for other members).
     pub sync_status: Option<String>,
     /// Provider sync error.
     pub sync_error_code: Option<String>,
@@ -53,7 +56,7 @@ pub struct CalendarView {
 
 /// A calendar's row alone, as a federation accept returns it: `{id, createdAt, updatedAt,
 /// creatorID, name, color, isDefault}`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CalendarRowView {
     /// Id.
@@ -90,7 +93,7 @@ impl From<&calendars::Model> for CalendarRowView {
 }
 
 /// A member in a calendar document: `{id, name, email}`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct MemberSummary {
     /// User id.
     pub id: String,
@@ -101,7 +104,7 @@ pub struct MemberSummary {
 }
 
 /// A member in the members listing: `{id, name, image, role}` (never an email).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct MemberView {
     /// User id.
     pub id: String,
@@ -110,11 +113,12 @@ pub struct MemberView {
     /// Avatar URL.
     pub image: Option<String>,
     /// Role.
+    #[schema(value_type = Role)]
     pub role: &'static str,
 }
 
 /// A member in a public invite preview: `{id, name, image}`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct PreviewMember {
     /// User id.
     pub id: String,
@@ -125,7 +129,7 @@ pub struct PreviewMember {
 }
 
 /// An invite: `{id, createdAt, updatedAt, calendarID, expiresAt, maxUses, uses}`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct InviteView {
     /// The token.
@@ -143,14 +147,16 @@ pub struct InviteView {
     #[serde(serialize_with = "optional_timestamp")]
     pub expires_at: Option<DateTime<Utc>>,
     /// Use limit, null for unlimited.
+    #[schema(minimum = 1)]
     pub max_uses: Option<i32>,
     /// Memberships created.
+    #[schema(minimum = 0)]
     pub uses: i32,
 }
 
 /// A membership created by joining: `{id, createdAt, updatedAt, userID, calendarID, role,
 /// reminder}`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MembershipView {
     /// Row id.
@@ -168,8 +174,9 @@ pub struct MembershipView {
     #[serde(rename = "calendarID")]
     pub calendar_id: Uuid,
     /// Role.
+    #[schema(value_type = Role)]
     pub role: String,
-    /// Reminder rule.
+    /// Reminder rule (null: inherit).
     pub reminder: Option<serde_json::Value>,
 }
 

@@ -7,7 +7,9 @@
 use std::fmt::Write;
 
 use chrono::{DateTime, Datelike, Utc};
+use serde::Serialize;
 use serde_json::value::RawValue;
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::domain::time::{YEARS, format_timestamp};
@@ -58,6 +60,23 @@ fn push_members(out: &mut String, events: &[PackedEvent<'_>], written: &mut usiz
 /// A stored value that is not what its column must hold (the column's name).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Unreadable(&'static str);
+
+/// The answer of `GET /api/v1/events`, `{events, deletedIds, serverTime}`: the type the
+/// document describes, which `events_response` and `StreamedResponse` write (their tests
+/// hold them to it).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EventsResponse {
+    /// The events: every live event the reader can see (a full read), those in the range
+    /// (a range read), or those changed or newly visible in `(since, serverTime]` (a delta).
+    pub events: Vec<super::events::EventView>,
+    /// A delta's events deleted, or no longer visible to the reader, in
+    /// `(since, serverTime]` (empty in full and range reads).
+    pub deleted_ids: Vec<Uuid>,
+    /// The read's horizon: the `since` of the next delta.
+    #[serde(serialize_with = "super::timestamp")]
+    pub server_time: DateTime<Utc>,
+}
 
 /// The answer of `GET /api/v1/events`: `events` (a JSON array from [`events_array`]),
 /// `deletedIds` and `serverTime`.
@@ -313,12 +332,14 @@ mod tests {
         let events = events_array(&rows).unwrap();
         let rendered: Value =
             serde_json::from_str(&events_response(&events, &deleted, now)).unwrap();
-        let expected = serde_json::json!({
-            "events": [EventView::from_model(model, calendars)],
-            "deletedIds": deleted,
-            "serverTime": "2026-11-22T12:00:00.000Z",
-        });
+        let expected = serde_json::to_value(EventsResponse {
+            events: vec![EventView::from_model(model, calendars)],
+            deleted_ids: deleted.to_vec(),
+            server_time: now,
+        })
+        .unwrap();
         assert_eq!(rendered, expected);
+        assert_eq!(expected["serverTime"], "2026-11-22T12:00:00.000Z");
     }
 
     #[test]

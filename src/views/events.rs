@@ -3,13 +3,14 @@
 use chrono::{DateTime, Utc};
 use entities::events;
 use serde::Serialize;
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::{optional_timestamp, timestamp};
 use crate::store::attendance::Attendee;
 
 /// An event with the calendars (of the reader) it is in.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EventView {
     /// Id.
@@ -52,7 +53,7 @@ pub struct EventView {
     /// Home calendar.
     #[serde(rename = "originCalendarID")]
     pub origin_calendar_id: Option<Uuid>,
-    /// Tombstone time.
+    /// Tombstone time (always null in answers and reads: they carry live events).
     #[serde(serialize_with = "optional_timestamp")]
     pub deleted_at: Option<DateTime<Utc>>,
     /// Increases with every change.
@@ -68,17 +69,53 @@ pub struct EventView {
 /// How a write reaches one mirror's provider: `pending` when it answers (committed to the
 /// outbox, delivered by the account's actor; a later failure or conflict is announced with
 /// a `provider_delivery` frame).
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, ToSchema)]
 pub struct ProviderDelivery {
     /// The mirror.
     #[serde(rename = "calendarID")]
     pub calendar_id: Uuid,
     /// `caldav`, `google` or `microsoft`.
+    #[schema(value_type = ProviderName)]
     pub provider: String,
     /// `put` or `delete`.
+    #[schema(value_type = DeliveryAction)]
     pub action: &'static str,
     /// `pending`.
+    #[schema(value_type = DeliveryState)]
     pub state: &'static str,
+}
+
+/// The provider of a mirror, as documents name it (the document's type of
+/// [`ProviderDelivery::provider`] and of a calendar's `provider`).
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderName {
+    /// A CalDAV server.
+    Caldav,
+    /// Google Calendar.
+    Google,
+    /// Microsoft Outlook.
+    Microsoft,
+}
+
+/// What a write does at a mirror's provider (the document's type of
+/// [`ProviderDelivery::action`]).
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum DeliveryAction {
+    /// The event is written there.
+    Put,
+    /// The event is deleted there.
+    Delete,
+}
+
+/// Where a provider write stands when the write answers (the document's type of
+/// [`ProviderDelivery::state`]).
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum DeliveryState {
+    /// Committed to the outbox; the account's actor delivers it.
+    Pending,
 }
 
 impl EventView {
@@ -116,7 +153,7 @@ impl EventView {
 }
 
 /// An attendee: `{id, name, image, status}` (never an email).
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, ToSchema)]
 pub struct AttendeeView {
     /// User id.
     pub id: String,
@@ -124,8 +161,21 @@ pub struct AttendeeView {
     pub name: String,
     /// Avatar.
     pub image: Option<String>,
-    /// `going`, `maybe` or `declined`.
+    /// `going`, `maybe` or `declined` (an answer of `none` removes the attendee).
+    #[schema(value_type = AttendeeStatus)]
     pub status: String,
+}
+
+/// A stored attendance answer (the document's type of [`AttendeeView::status`]).
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum AttendeeStatus {
+    /// Going.
+    Going,
+    /// Maybe.
+    Maybe,
+    /// Declined.
+    Declined,
 }
 
 impl From<Attendee> for AttendeeView {
@@ -140,7 +190,7 @@ impl From<Attendee> for AttendeeView {
 }
 
 /// The answer to a delete: `{id, calendars, removed}`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct DeletedEventView {
     /// The event.
     pub id: Uuid,
