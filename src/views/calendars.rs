@@ -53,7 +53,7 @@ pub struct CalendarView {
 
 /// A calendar's row alone, as a federation accept returns it: `{id, createdAt, updatedAt,
 /// creatorID, name, color, isDefault}`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CalendarRowView {
     /// Id.
