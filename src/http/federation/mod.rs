@@ -21,7 +21,7 @@ use std::time::Instant;
 
 use http::HeaderValue;
 use serde::Serialize;
-use utoipa::{OpenApi, ToSchema};
+use utoipa::{Modify, OpenApi, ToSchema};
 use warp::Filter;
 use warp::filters::BoxedFilter;
 use warp::reply::Response;
@@ -60,10 +60,35 @@ use crate::views::calendars::CalendarRowView;
         home::DisconnectBody,
         UnreachableServer
     )),
+    modifiers(&GatewayOperationIds),
     tags((name = "federation", description = "Federation: members of other servers joining calendars here (origin side), \
         this server's users connecting to other servers' calendars (home side), and the gateway to them."))
 )]
 pub struct Api;
+
+/// Gives each method of the gateway its own operation id (`gateway_get`, ...): one route
+/// function describes them all.
+struct GatewayOperationIds;
+
+impl Modify for GatewayOperationIds {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for item in openapi.paths.paths.values_mut() {
+            for (method, operation) in [
+                ("get", item.get.as_mut()),
+                ("post", item.post.as_mut()),
+                ("put", item.put.as_mut()),
+                ("patch", item.patch.as_mut()),
+                ("delete", item.delete.as_mut()),
+            ] {
+                if let Some(operation) = operation
+                    && operation.operation_id.as_deref() == Some("gateway")
+                {
+                    operation.operation_id = Some(format!("gateway_{method}"));
+                }
+            }
+        }
+    }
+}
 
 /// A member of another server as it announces itself in an accept (display claims only).
 #[derive(Debug, Serialize, ToSchema)]
