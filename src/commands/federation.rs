@@ -19,7 +19,7 @@ use crate::views::calendars::CalendarRowView;
 use crate::views::timestamp;
 
 /// `{memberToken, memberTokenExpiresAt, userID, calendar}`: the answer to an accept.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Accepted {
     /// The new member token (shown this once).
@@ -35,7 +35,7 @@ pub struct Accepted {
 }
 
 /// `{memberToken, memberTokenExpiresAt}`: the answer to a rotation.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Rotated {
     /// The new member token.

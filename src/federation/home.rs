@@ -19,7 +19,7 @@ use crate::store::Database;
 use crate::store::federation_connections::{self as connections, NewConnection};
 
 /// `{id, label, remoteUserID, server}`: a connection as clients list it (no credential).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ConnectionView {
     /// The connection's id (the gateway's `:connectionId`).
@@ -45,11 +45,12 @@ impl From<&Connection> for ConnectionView {
 }
 
 /// `{server, calendar}`: the answer to a connect (never a token).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Connected {
     /// The server's origin.
     pub server: String,
     /// The calendar joined there, as it sent it.
+    #[schema(value_type = Object)]
     pub calendar: Value,
     /// The connection (not serialized; the caller restarts the user's upstream streams).
     #[serde(skip)]

@@ -9,7 +9,8 @@ use std::collections::HashMap;
 
 use chrono::Utc;
 use http::header::{CACHE_CONTROL, CONTENT_TYPE};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+use utoipa::{OpenApi, ToSchema};
 use warp::filters::BoxedFilter;
 use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
@@ -18,7 +19,17 @@ use super::extract::{AuthUser, authenticated, json_body, respond, with_ctx};
 use crate::context::Ctx;
 use crate::domain::avatars;
 use crate::error::AppError;
+use crate::http::openapi::schemas::ErrorBody;
 use crate::store::avatars as avatar_store;
+
+/// The avatar operations of the OpenAPI document.
+#[derive(OpenApi)]
+#[openapi(
+    paths(upload, download),
+    components(schemas(UploadRequest, UploadedAvatar)),
+    tags((name = "avatars", description = "Profile images: uploaded as base64, served publicly."))
+)]
+pub struct Api;
 
 /// The avatar routes.
 pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
@@ -26,13 +37,39 @@ pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
 }
 
 /// `POST /api/v1/users/avatar` body.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct UploadRequest {
+    /// The image as base64 (standard alphabet, padded; whitespace is ignored), or a `data:`
+    /// URL carrying it: a JPEG, PNG or WebP image of at most 256 KiB (262144 bytes) once
+    /// decoded, its type sniffed from the bytes.
+    #[schema(min_length = 1, content_encoding = "base64")]
     data: String,
 }
 
+/// `POST /api/v1/users/avatar` answer.
+#[derive(Debug, Serialize, ToSchema)]
+struct UploadedAvatar {
+    /// The image's public, versioned URL (`…/api/v1/users/{userId}/avatar?v=<uploadMs>`),
+    /// now also the user's `image`.
+    #[schema(format = "uri")]
+    url: String,
+}
+
 /// POST /api/v1/users/avatar — 200 `{url}`.
+#[utoipa::path(
+    post,
+    path = "/api/v1/users/avatar",
+    tag = "avatars",
+    operation_id = "upload_avatar",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    request_body = UploadRequest,
+    responses(
+        (status = 200, description = "The image is stored and the user's `image` points at it.", body = UploadedAvatar),
+        (status = 400, description = "`data` is not base64, is empty, is over 256 KiB decoded, or is not a JPEG, PNG or WebP image.",
+         body = ErrorBody),
+    )
+)]
 fn upload(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "users" / "avatar")
         .and(warp::post())
@@ -53,10 +90,27 @@ async fn upload_handler(ctx: &Ctx, user: &AuthUser, data: &str) -> Result<Respon
     let url = avatar_store::save(&ctx.db, user.id(), image, url_of, Utc::now())
         .await?
         .ok_or_else(|| AppError::Unauthorized("Your account no longer exists.".into()))?;
-    Ok(warp::reply::json(&serde_json::json!({ "url": url })).into_response())
+    Ok(warp::reply::json(&UploadedAvatar { url }).into_response())
 }
 
 /// GET /api/v1/users/:userId/avatar — public image bytes.
+#[utoipa::path(
+    get,
+    path = "/api/v1/users/{userId}/avatar",
+    tag = "avatars",
+    operation_id = "download_avatar",
+    params(
+        ("userId" = String, Path, description = "The user's id."),
+        ("v" = Option<String>, Query, description = "The upload's version (milliseconds) from the user's `image` URL. \
+            The current version is cached immutably; without it or under a stale one the answer is `no-cache`."),
+    ),
+    responses(
+        (status = 200, description = "The image, its type sniffed at upload.",
+         content(("image/jpeg"), ("image/png"), ("image/webp")),
+         headers(("Cache-Control" = String, description = "`public, max-age=31536000, immutable` under the current `v`, else `no-cache`."))),
+        (status = 404, description = "The user has no avatar (or does not exist).", body = ErrorBody),
+    )
+)]
 fn download(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "users" / {userId: String} / "avatar")
         .and(warp::get())
@@ -93,7 +147,3 @@ async fn download_handler(
     headers.insert(CACHE_CONTROL, http::HeaderValue::from_static(cache));
     Ok(response)
 }
-
-/// This resource's operations in the OpenAPI document (see [`crate::http::openapi`]).
-#[derive(utoipa::OpenApi)]
-pub struct Api;

@@ -342,6 +342,7 @@ mod tests {
     }
 }
 
-/// This resource's operations in the OpenAPI document (see [`crate::http::openapi`]).
+/// This module's operations in the OpenAPI document (see [`crate::http::openapi`]): none, the
+/// listener's connection registry answers no route.
 #[derive(utoipa::OpenApi)]
 pub struct Api;

@@ -6,8 +6,8 @@
 use std::collections::HashMap;
 
 use bytes::Bytes;
-use serde::Deserialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
+use utoipa::{OpenApi, ToSchema};
 use uuid::Uuid;
 use warp::filters::BoxedFilter;
 use warp::reply::Response;
@@ -26,9 +26,37 @@ use crate::context::Ctx;
 use crate::domain::ids::UserId;
 use crate::domain::providers::{AccountKey, Provider};
 use crate::error::AppError;
+use crate::http::openapi::schemas::ErrorBody;
 use crate::providers::oauth::grants_calendar;
 use crate::store::caldav_accounts as account_store;
 use crate::store::oauth_accounts;
+
+/// The connected-account operations of the OpenAPI document.
+#[derive(OpenApi)]
+#[openapi(
+    paths(
+        list_caldav,
+        connect,
+        remove_caldav,
+        google_status,
+        google_revoke,
+        disconnect,
+        disconnect_mirror
+    ),
+    components(schemas(
+        CaldavBody,
+        CaldavAccounts,
+        CaldavAccount,
+        RemoveCaldavBody,
+        GoogleStatus,
+        DisconnectBody,
+        ProviderName,
+        MirrorBody,
+        DisconnectedCalendar
+    )),
+    tags((name = "connections", description = "Connected calendar accounts (CalDAV, Google, Microsoft) and their mirrors."))
+)]
+pub struct Api;
 
 /// The connection routes.
 pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
@@ -50,31 +78,127 @@ pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
 
 const MISSING_CREDENTIALS: &str = "serverUrl, username and password are required.";
 
-/// `{serverUrl, username, password}`.
-#[derive(Debug, Deserialize)]
+/// `{serverUrl, username, password}`: each required and trimmed; blank is refused.
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 struct CaldavBody {
+    /// The CalDAV server's URL (at most 2048 bytes).
+    #[schema(
+        required = true,
+        nullable = false,
+        min_length = 1,
+        max_length = 2048,
+        format = "uri"
+    )]
     server_url: Option<String>,
+    /// The user name (at most 512 bytes).
+    #[schema(required = true, nullable = false, min_length = 1, max_length = 512)]
     username: Option<String>,
+    /// The (app-specific) password (at most 1024 bytes), stored encrypted.
+    #[schema(required = true, nullable = false, min_length = 1, max_length = 1024, format = Password)]
     password: Option<String>,
 }
 
 /// `{provider, accountId}`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 struct DisconnectBody {
+    /// The account's provider.
+    #[schema(required = true, nullable = false, value_type = ProviderName)]
     provider: Option<String>,
+    /// The account's id (a CalDAV account's id, or the provider's account id); an unknown
+    /// one changes nothing.
+    #[schema(required = true, nullable = false)]
     account_id: Option<String>,
 }
 
+/// A provider's name in `POST /api/v1/users/connections/disconnect`.
+#[derive(Debug, ToSchema)]
+pub enum ProviderName {
+    /// CalDAV.
+    #[schema(rename = "caldav")]
+    Caldav,
+    /// Google.
+    #[schema(rename = "google")]
+    Google,
+    /// Google, by its wire alias.
+    #[schema(rename = "provider_a")]
+    ProviderA,
+    /// Microsoft.
+    #[schema(rename = "microsoft")]
+    Microsoft,
+    /// Microsoft, by its wire alias.
+    #[schema(rename = "provider_c")]
+    ProviderC,
+}
+
 /// `{calendarId}`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 struct MirrorBody {
+    /// The mirror calendar's id.
+    #[schema(required = true, nullable = false, value_type = Uuid)]
     calendar_id: Option<String>,
 }
 
+/// `DELETE /api/v1/users/connections/caldav` body (or `?accountId=`). It describes the body
+/// only: [`remove_handler`] reads `accountId` leniently from whatever was sent.
+#[allow(dead_code)]
+#[derive(Debug, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct RemoveCaldavBody {
+    /// The CalDAV account's id; an unknown one changes nothing.
+    #[schema(format = Uuid)]
+    account_id: String,
+}
+
+/// `GET /api/v1/users/connections/caldav` answer.
+#[derive(Debug, Serialize, ToSchema)]
+struct CaldavAccounts {
+    /// The caller's CalDAV accounts.
+    accounts: Vec<CaldavAccount>,
+}
+
+/// One CalDAV account (never its password).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct CaldavAccount {
+    /// The account's id.
+    id: Uuid,
+    /// The CalDAV server's URL.
+    server_url: String,
+    /// The user name.
+    username: String,
+}
+
+/// `GET /api/v1/users/connections/google` answer.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct GoogleStatus {
+    /// A Google account is linked.
+    is_linked: bool,
+    /// One of them can sync calendars (a refresh token with calendar scope, not waiting to
+    /// be reconnected).
+    calendar_connected: bool,
+}
+
+/// `POST /api/v1/users/connections/calendars/disconnect` answer.
+#[derive(Debug, Serialize, ToSchema)]
+struct DisconnectedCalendar {
+    /// The disabled mirror calendar.
+    id: Uuid,
+}
+
 /// GET /api/v1/users/connections/caldav → `{accounts: [{id, serverUrl, username}]}`.
+#[utoipa::path(
+    get,
+    path = "/api/v1/users/connections/caldav",
+    tag = "connections",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    responses(
+        (status = 200, description = "The caller's CalDAV accounts.", body = CaldavAccounts),
+    )
+)]
 fn list_caldav(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "users" / "connections" / "caldav")
         .and(warp::get())
@@ -85,17 +209,15 @@ fn list_caldav(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection
                 async {
                     let accounts =
                         account_store::caldav_accounts_of(ctx.db.conn(), user.id()).await?;
-                    let accounts: Vec<_> = accounts
+                    let accounts = accounts
                         .iter()
-                        .map(|account| {
-                            json!({
-                                "id": account.id,
-                                "serverUrl": account.server_url,
-                                "username": account.username,
-                            })
+                        .map(|account| CaldavAccount {
+                            id: account.id,
+                            server_url: account.server_url.clone(),
+                            username: account.username.clone(),
                         })
                         .collect();
-                    Ok::<_, AppError>(warp::reply::json(&json!({ "accounts": accounts })))
+                    Ok::<_, AppError>(warp::reply::json(&CaldavAccounts { accounts }))
                 }
                 .await,
             )
@@ -103,6 +225,20 @@ fn list_caldav(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection
 }
 
 /// POST /api/v1/users/connections/caldav — discovery, strict initial sync, then stored.
+#[utoipa::path(
+    post,
+    path = "/api/v1/users/connections/caldav",
+    tag = "connections",
+    operation_id = "connect_caldav",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    request_body = CaldavBody,
+    responses(
+        (status = 200, description = "The account is connected (or its password replaced) and its calendars are mirrored.",
+         body = String, content_type = "text/plain", example = "OK"),
+        (status = 400, description = "A credential is missing or too long, CalDAV is not enabled here, the server could \
+            not be discovered with these credentials, or the initial sync failed.", body = ErrorBody),
+    )
+)]
 fn connect(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "users" / "connections" / "caldav")
         .and(warp::post())
@@ -148,6 +284,20 @@ async fn connect_handler(
 }
 
 /// DELETE /api/v1/users/connections/caldav — `accountId` in the JSON body or the query.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/users/connections/caldav",
+    tag = "connections",
+    operation_id = "remove_caldav",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    params(("accountId" = Option<String>, Query, description = "The account's id, when the body does not carry it.")),
+    request_body(content = Option<RemoveCaldavBody>, description = "`{accountId}`; optional when the query carries it (any other body is ignored)."),
+    responses(
+        (status = 200, description = "The account and its mirrors are removed (an unknown or foreign id changes nothing).",
+         body = String, content_type = "text/plain", example = "OK"),
+        (status = 400, description = "Neither the body nor the query carries `accountId`.", body = ErrorBody),
+    )
+)]
 fn remove_caldav(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "users" / "connections" / "caldav")
         .and(warp::delete())
@@ -194,6 +344,15 @@ async fn remove_account(ctx: &Ctx, user: &AuthUser, account: &str) -> Result<(),
 /// GET /api/v1/users/connections/google → `{isLinked, calendarConnected}`: a Google account
 /// is linked, and one of them holds a refresh token with calendar scope and is not waiting
 /// to be reconnected.
+#[utoipa::path(
+    get,
+    path = "/api/v1/users/connections/google",
+    tag = "connections",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    responses(
+        (status = 200, description = "Whether a Google account is linked and can sync calendars.", body = GoogleStatus),
+    )
+)]
 fn google_status(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "users" / "connections" / "google")
         .and(warp::get())
@@ -209,10 +368,10 @@ fn google_status(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejecti
                             && account.refresh_token.is_some()
                             && grants_calendar(Provider::Google, account.scope.as_deref())
                     });
-                    Ok::<_, AppError>(warp::reply::json(&json!({
-                        "isLinked": !accounts.is_empty(),
-                        "calendarConnected": connected,
-                    })))
+                    Ok::<_, AppError>(warp::reply::json(&GoogleStatus {
+                        is_linked: !accounts.is_empty(),
+                        calendar_connected: connected,
+                    }))
                 }
                 .await,
             )
@@ -221,6 +380,16 @@ fn google_status(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejecti
 
 /// POST /api/v1/users/connections/google/revoke → "OK": every Google account's tokens are
 /// revoked at Google (best effort) and forgotten here; the accounts stay linked for sign-in.
+#[utoipa::path(
+    post,
+    path = "/api/v1/users/connections/google/revoke",
+    tag = "connections",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    responses(
+        (status = 200, description = "Every Google account's calendar tokens are revoked (best effort) and forgotten; \
+            the accounts stay linked for sign-in.", body = String, content_type = "text/plain", example = "OK"),
+    )
+)]
 fn google_revoke(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "users" / "connections" / "google" / "revoke")
         .and(warp::post())
@@ -241,6 +410,19 @@ fn google_revoke(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejecti
 }
 
 /// POST /api/v1/users/connections/disconnect `{provider, accountId}`.
+#[utoipa::path(
+    post,
+    path = "/api/v1/users/connections/disconnect",
+    tag = "connections",
+    operation_id = "disconnect_account",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    request_body = DisconnectBody,
+    responses(
+        (status = 200, description = "Exactly that account is disconnected (where unlinking is refused, only its calendar \
+            credentials are cleared); an unknown account changes nothing.", body = String, content_type = "text/plain", example = "OK"),
+        (status = 400, description = "`provider` or `accountId` is missing, or the provider is not supported.", body = ErrorBody),
+    )
+)]
 fn disconnect(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "users" / "connections" / "disconnect")
         .and(warp::post())
@@ -281,6 +463,18 @@ fn disconnect(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection>
 }
 
 /// POST /api/v1/users/connections/calendars/disconnect `{calendarId}` → `{id}`.
+#[utoipa::path(
+    post,
+    path = "/api/v1/users/connections/calendars/disconnect",
+    tag = "connections",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    request_body = MirrorBody,
+    responses(
+        (status = 200, description = "The mirror is disabled (the provider is not touched) and `calendar_removed` is sent to its members.",
+         body = DisconnectedCalendar),
+        (status = 400, description = "`calendarId` is missing or is not an external calendar of the caller's.", body = ErrorBody),
+    )
+)]
 fn disconnect_mirror(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "users" / "connections" / "calendars" / "disconnect")
         .and(warp::post())
@@ -298,13 +492,12 @@ fn disconnect_mirror(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rej
                     })?;
                     disconnect_calendar(&ctx.mirrors, &UserId::from(user.id()), calendar_id)
                         .await?;
-                    Ok(warp::reply::json(&json!({ "id": calendar_id })).into_response())
+                    Ok(
+                        warp::reply::json(&DisconnectedCalendar { id: calendar_id })
+                            .into_response(),
+                    )
                 }
                 .await,
             )
         })
 }
-
-/// This resource's operations in the OpenAPI document (see [`crate::http::openapi`]).
-#[derive(utoipa::OpenApi)]
-pub struct Api;

@@ -2,11 +2,12 @@
 //! `{default, calendars: {id: rule}, events: {id: rule}}`), `PUT
 //! /api/v1/reminders/calendars/:calendarId {rule}` (any member; null inherits), `PUT
 //! /api/v1/reminders/events/:eventId {rule}` (the event must be visible; null clears) and
-//! `DELETE /api/v1/reminders/events/:eventId`. Writes answer 204.
+//! `DELETE /api/v1/reminders/events/:eventId`. Writes answer an empty 200.
 
 use crate::http::endpoint::endpoint;
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use utoipa::{OpenApi, ToSchema};
 use uuid::Uuid;
 use warp::filters::BoxedFilter;
 use warp::reply::Response;
@@ -20,7 +21,18 @@ use crate::domain::ids::require_uuid;
 use crate::domain::input::{Field, Lenient};
 use crate::domain::{reminders, settings};
 use crate::error::AppError;
+use crate::http::openapi::schemas::ErrorBody;
 use crate::store::reminders as reminder_store;
+use crate::views::settings::ReminderRule;
+
+/// The reminder operations of the OpenAPI document.
+#[derive(OpenApi)]
+#[openapi(
+    paths(read_rules, set_calendar_rule, set_event_rule, clear_event_rule),
+    components(schemas(ReminderRules, RuleBody, ReminderRule)),
+    tags((name = "reminders", description = "Reminder rules: the user's default, per-calendar and per-event choices."))
+)]
+pub struct Api;
 
 /// The reminder routes.
 pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
@@ -37,11 +49,27 @@ pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
 const INVALID_RULE: &str = "Body must be { rule } — a reminder rule, or null to inherit.";
 
 /// `{rule}`: a reminder rule, or null to inherit (strict: no other keys).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct RuleBody {
+    /// The rule, or `null`: a calendar inherits the default, an event's override is cleared.
     #[serde(default)]
+    #[schema(value_type = Option<ReminderRule>, required = true)]
     rule: Field<Value>,
+}
+
+/// `GET /api/v1/reminders` answer: the explicit choices only.
+#[derive(Debug, Serialize, ToSchema)]
+struct ReminderRules {
+    /// The user's default rule (the settings' `defaultReminder`).
+    #[schema(value_type = ReminderRule)]
+    default: Value,
+    /// The user's rule per calendar id, where they chose one.
+    #[schema(value_type = HashMap<Uuid, ReminderRule>)]
+    calendars: Map<String, Value>,
+    /// The user's override per event id, where they chose one.
+    #[schema(value_type = HashMap<Uuid, ReminderRule>)]
+    events: Map<String, Value>,
 }
 
 /// A rule to store, or `None` to inherit.
@@ -68,6 +96,18 @@ fn empty_ok() -> Response {
 }
 
 /// GET /api/v1/reminders.
+#[utoipa::path(
+    get,
+    path = "/api/v1/reminders",
+    tag = "reminders",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    params(("If-None-Match" = Option<String>, Header, description = "The `ETag` of the rules the client holds.")),
+    responses(
+        (status = 200, description = "The default rule and the explicit per-calendar and per-event rules.",
+         body = ReminderRules, headers(("ETag" = String, description = "The rules' version."))),
+        (status = 304, description = "The client's rules are current."),
+    )
+)]
 fn read_rules(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "reminders")
         .and(warp::get())
@@ -108,12 +148,30 @@ async fn read_handler(
     Ok(conditional::answer(&tag, if_none_match, || {
         let calendars = as_map(calendar_rules);
         let events = as_map(event_rules);
-        warp::reply::json(&json!({ "default": default, "calendars": calendars, "events": events }))
-            .into_response()
+        warp::reply::json(&ReminderRules {
+            default,
+            calendars,
+            events,
+        })
+        .into_response()
     }))
 }
 
 /// PUT /api/v1/reminders/calendars/:calendarId.
+#[utoipa::path(
+    put,
+    path = "/api/v1/reminders/calendars/{calendarId}",
+    tag = "reminders",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    params(("calendarId" = String, Path, description = "The calendar's id (a UUID).")),
+    request_body = RuleBody,
+    responses(
+        (status = 200, description = "The rule is stored (or, for null, the calendar inherits the default); `reminders_updated` \
+            is sent to the user's connections. Empty body."),
+        (status = 400, description = "`calendarId` is not a UUID, or the body is not `{rule}` with a valid rule or null.", body = ErrorBody),
+        (status = 403, description = "The caller is not a member of the calendar.", body = ErrorBody),
+    )
+)]
 fn set_calendar_rule(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "reminders" / "calendars" / {calendarId: String})
         .and(warp::put())
@@ -137,6 +195,21 @@ fn set_calendar_rule(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rej
 }
 
 /// PUT /api/v1/reminders/events/:eventId.
+#[utoipa::path(
+    put,
+    path = "/api/v1/reminders/events/{eventId}",
+    tag = "reminders",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    params(("eventId" = String, Path, description = "The event's id (a UUID).")),
+    request_body = RuleBody,
+    responses(
+        (status = 200, description = "The override is stored (or, for null, cleared); `reminders_updated` is sent to the \
+            user's connections. Empty body."),
+        (status = 400, description = "`eventId` is not a UUID, or the body is not `{rule}` with a valid rule or null.", body = ErrorBody),
+        (status = 403, description = "The caller cannot see the event.", body = ErrorBody),
+        (status = 404, description = "No such event.", body = ErrorBody),
+    )
+)]
 fn set_event_rule(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "reminders" / "events" / {eventId: String})
         .and(warp::put())
@@ -159,6 +232,19 @@ fn set_event_rule(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Reject
 }
 
 /// DELETE /api/v1/reminders/events/:eventId — the same as PUT with a null rule.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/reminders/events/{eventId}",
+    tag = "reminders",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    params(("eventId" = String, Path, description = "The event's id (a UUID).")),
+    responses(
+        (status = 200, description = "The override is cleared; `reminders_updated` is sent to the user's connections. Empty body."),
+        (status = 400, description = "`eventId` is not a UUID.", body = ErrorBody),
+        (status = 403, description = "The caller cannot see the event.", body = ErrorBody),
+        (status = 404, description = "No such event.", body = ErrorBody),
+    )
+)]
 fn clear_event_rule(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "reminders" / "events" / {eventId: String})
         .and(warp::delete())
@@ -175,7 +261,3 @@ fn clear_event_rule(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Reje
             )
         })
 }
-
-/// This resource's operations in the OpenAPI document (see [`crate::http::openapi`]).
-#[derive(utoipa::OpenApi)]
-pub struct Api;

@@ -2,6 +2,7 @@
 
 use crate::http::endpoint::endpoint;
 use serde::Serialize;
+use utoipa::{OpenApi, ToSchema};
 use warp::filters::BoxedFilter;
 use warp::reply::Response;
 use warp::{Filter, Reply};
@@ -11,8 +12,16 @@ use super::extract::with_ctx;
 use crate::context::Ctx;
 use crate::domain::version::{IMPLEMENTATION, MIN_CLIENT_VERSION, WIRE_VERSION};
 
+/// The server operations of the OpenAPI document (the `server` tag is the document frame's).
+#[derive(OpenApi)]
+#[openapi(
+    paths(server_info, server_health),
+    components(schemas(ServerInfoResponse, HealthResponse))
+)]
+pub struct Api;
+
 /// `GET /api/v1/server` body.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ServerInfoResponse {
     /// API wire version clients and peers compare.
@@ -36,7 +45,7 @@ pub struct ServerInfoResponse {
 }
 
 /// `GET /api/v1/server/ok` body.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct HealthResponse {
     /// Always `true` when the server answers.
     pub ok: bool,
@@ -50,6 +59,14 @@ pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
 }
 
 /// GET /api/v1/server/ok — liveness with the version.
+#[utoipa::path(
+    get,
+    path = "/api/v1/server/ok",
+    tag = "server",
+    responses(
+        (status = 200, description = "The server answers.", body = HealthResponse),
+    )
+)]
 fn server_health() -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
     endpoint!("api" / "v1" / "server" / "ok")
         .and(warp::get())
@@ -63,6 +80,17 @@ fn server_health() -> impl Filter<Extract = (Response,), Error = warp::Rejection
 }
 
 /// GET /api/v1/server — what this server offers, for clients deciding what to show.
+#[utoipa::path(
+    get,
+    path = "/api/v1/server",
+    tag = "server",
+    params(("If-None-Match" = Option<String>, Header, description = "The `ETag` of the answer the client holds.")),
+    responses(
+        (status = 200, description = "The server's versions and what it offers.", body = ServerInfoResponse,
+         headers(("ETag" = String, description = "The answer's version (it changes with the configuration)."))),
+        (status = 304, description = "The client's answer is current."),
+    )
+)]
 fn server_info(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
     endpoint!("api" / "v1" / "server")
         .and(warp::get())
@@ -101,7 +129,3 @@ fn server_info_handler(ctx: &Ctx) -> ServerInfoResponse {
         push_public_key: None,
     }
 }
-
-/// This resource's operations in the OpenAPI document (see [`crate::http::openapi`]).
-#[derive(utoipa::OpenApi)]
-pub struct Api;

@@ -6,6 +6,7 @@
 use crate::http::endpoint::endpoint;
 use serde::Deserialize;
 use serde_json::{Map, Value};
+use utoipa::{OpenApi, ToSchema};
 use warp::filters::BoxedFilter;
 use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
@@ -17,7 +18,36 @@ use crate::context::Ctx;
 use crate::domain::input::Lenient;
 use crate::domain::settings;
 use crate::error::AppError;
-use crate::views::settings::{document, row};
+use crate::http::openapi::schemas::StaleRevision;
+use crate::views::settings::{
+    AllDayReminder, CalendarView, CompleteSettings, DateFormat, NotificationEmails, ReminderRule,
+    Settings, SettingsDocument, SettingsPatch, SettingsRow, Theme, TimeFormat, WeekStart, document,
+    row,
+};
+
+/// The settings operations of the OpenAPI document.
+#[derive(OpenApi)]
+#[openapi(
+    paths(read_settings, replace_settings, read_document, patch_settings),
+    components(schemas(
+        SettingsRow,
+        SettingsDocument,
+        Settings,
+        CompleteSettings,
+        SettingsPatch,
+        PatchRequest,
+        ReminderRule,
+        AllDayReminder,
+        NotificationEmails,
+        CalendarView,
+        WeekStart,
+        TimeFormat,
+        DateFormat,
+        Theme,
+    )),
+    tags((name = "settings", description = "The user's settings: a raw row and a versioned document."))
+)]
+pub struct Api;
 
 /// The settings routes.
 pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
@@ -35,6 +65,18 @@ const INVALID_SETTINGS: &str = "Request is missing valid settings data...";
 const INVALID_PATCH: &str = "Request is missing a valid settings patch.";
 
 /// GET /api/v1/users/settings — the raw row.
+#[utoipa::path(
+    get,
+    path = "/api/v1/users/settings",
+    tag = "settings",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    params(("If-None-Match" = Option<String>, Header, description = "The `ETag` of the settings the client holds.")),
+    responses(
+        (status = 200, description = "The settings row, created with the defaults when missing.",
+         body = SettingsRow, headers(("ETag" = String, description = "The settings' version."))),
+        (status = 304, description = "The client's settings are current."),
+    )
+)]
 fn read_settings(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "users" / "settings")
         .and(warp::get())
@@ -49,6 +91,18 @@ fn read_settings(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejecti
 }
 
 /// GET /api/v1/users/settings/document — `{value, revision, updatedAt}`.
+#[utoipa::path(
+    get,
+    path = "/api/v1/users/settings/document",
+    tag = "settings",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    params(("If-None-Match" = Option<String>, Header, description = "The `ETag` of the document the client holds.")),
+    responses(
+        (status = 200, description = "The settings document, created with the defaults when missing.",
+         body = SettingsDocument, headers(("ETag" = String, description = "The document's version."))),
+        (status = 304, description = "The client's document is current."),
+    )
+)]
 fn read_document(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "users" / "settings" / "document")
         .and(warp::get())
@@ -93,6 +147,16 @@ async fn read_handler(
 }
 
 /// PUT /api/v1/users/settings — complete settings, upserted.
+#[utoipa::path(
+    put,
+    path = "/api/v1/users/settings",
+    tag = "settings",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    request_body = CompleteSettings,
+    responses(
+        (status = 200, description = "The saved settings row.", body = SettingsRow),
+    )
+)]
 fn replace_settings(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "users" / "settings")
         .and(warp::put())
@@ -120,14 +184,30 @@ async fn replace_handler(
 }
 
 /// `PATCH /api/v1/users/me/settings` body (strict).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct PatchRequest {
+    /// The revision the change was made on.
+    #[schema(minimum = 1)]
     base_revision: i64,
+    /// The fields to change.
+    #[schema(value_type = SettingsPatch)]
     patch: Lenient<Map<String, Value>>,
 }
 
 /// PATCH /api/v1/users/me/settings — compare-and-swap on the revision.
+#[utoipa::path(
+    patch,
+    path = "/api/v1/users/me/settings",
+    tag = "settings",
+    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    request_body = PatchRequest,
+    responses(
+        (status = 200, description = "The saved settings document.", body = SettingsDocument),
+        (status = 409, description = "The settings changed since `baseRevision` (`SettingsConflict`); `current` is the document now.",
+         body = StaleRevision<SettingsDocument>),
+    )
+)]
 fn patch_settings(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "users" / "me" / "settings")
         .and(warp::patch())
@@ -156,7 +236,3 @@ async fn patch_handler(
         commands::write(&ctx.services, user.id(), Some(body.base_revision), &changes).await?;
     Ok(warp::reply::json(&document(&saved)).into_response())
 }
-
-/// This resource's operations in the OpenAPI document (see [`crate::http::openapi`]).
-#[derive(utoipa::OpenApi)]
-pub struct Api;

@@ -5,6 +5,7 @@
 
 use crate::http::endpoint::endpoint;
 use serde::Deserialize;
+use utoipa::{OpenApi, ToSchema};
 use warp::filters::BoxedFilter;
 use warp::reply::Response;
 use warp::{Filter, Rejection};
@@ -14,7 +15,17 @@ use super::request::RequestCtx;
 use crate::auth::deletion;
 use crate::context::Ctx;
 use crate::error::AppError;
+use crate::http::openapi::schemas::ErrorBody;
 use crate::rate_limit::DELETE_CONFIRM;
+
+/// The account-deletion operations of the OpenAPI document.
+#[derive(OpenApi)]
+#[openapi(
+    paths(delete_user, delete_confirm),
+    components(schemas(DeleteConfirmRequest)),
+    tags((name = "users", description = "The signed-in user's account: email-confirmed deletion."))
+)]
+pub struct Api;
 
 /// The users routes.
 pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
@@ -25,6 +36,16 @@ pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
 }
 
 /// DELETE /api/v1/users — starts email-confirmed deletion.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/users",
+    tag = "users",
+    security(("bearer" = []), ("cookie" = [])),
+    responses(
+        (status = 200, description = "A confirmation link was mailed to the account's address; nothing is deleted yet.",
+         body = String, content_type = "text/plain", example = "OK"),
+    )
+)]
 fn delete_user(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "users")
         .and(warp::delete())
@@ -41,13 +62,28 @@ async fn delete_user_handler(ctx: &Ctx, user: &AuthUser) -> Result<Response, App
 }
 
 /// `POST /api/v1/users/delete/confirm` body.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 struct DeleteConfirmRequest {
+    /// The token of the emailed link (required; blank is refused).
     #[serde(default)]
+    #[schema(required = true, nullable = false, min_length = 1)]
     token: Option<String>,
 }
 
 /// POST /api/v1/users/delete/confirm — completes deletion with the emailed token.
+#[utoipa::path(
+    post,
+    path = "/api/v1/users/delete/confirm",
+    tag = "users",
+    request_body = DeleteConfirmRequest,
+    responses(
+        (status = 200, description = "The account, its sessions and linked accounts are deleted.",
+         body = String, content_type = "text/plain", example = "OK"),
+        (status = 400, description = "The token is missing, or the link is invalid or has expired.", body = ErrorBody),
+        (status = 429, description = "More than 10 confirmations from this address in 15 minutes.", body = ErrorBody,
+         headers(("Retry-After" = u64, description = "Seconds until another try is allowed."))),
+    )
+)]
 fn delete_confirm(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "users" / "delete" / "confirm")
         .and(warp::post())
@@ -87,7 +123,3 @@ async fn delete_confirm_handler(
         )),
     }
 }
-
-/// This resource's operations in the OpenAPI document (see [`crate::http::openapi`]).
-#[derive(utoipa::OpenApi)]
-pub struct Api;

@@ -5,6 +5,7 @@ use bytes::Bytes;
 use http::HeaderMap;
 use serde::Deserialize;
 use serde_json::Value;
+use utoipa::ToSchema;
 use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
 
@@ -12,7 +13,7 @@ use super::limit;
 use crate::actors::calendar::CalendarCommand;
 use crate::auth::principal::bearer_token;
 use crate::auth::tokens::sha256_hex;
-use crate::commands::federation::{invite_not_found, rotate};
+use crate::commands::federation::{Accepted, Rotated, invite_not_found, rotate};
 use crate::context::Ctx;
 use crate::domain::federation::{Profile, ProfileError};
 use crate::domain::ids::{CalendarId, canonical_uuid};
@@ -21,17 +22,22 @@ use crate::http::endpoint::endpoint;
 use crate::http::extract::{
     JSON_BODY_LIMIT, body_bytes, parse_json, request_ctx, respond, with_ctx,
 };
+use crate::http::openapi::schemas::ErrorBody;
 use crate::http::request::RequestCtx;
 use crate::rate_limit::{FEDERATION_ACCEPT, FEDERATION_ROTATE};
 use crate::store::invites;
 
 /// `{token, profile: {name, email, homeServer, image?}}`, read leniently so that each
 /// missing part gets the reference's message.
-#[derive(Debug, Deserialize)]
-struct AcceptBody {
+#[derive(Debug, Deserialize, ToSchema)]
+pub(super) struct AcceptBody {
+    /// The invite's token (the end of the invite link).
     #[serde(default)]
+    #[schema(value_type = String, format = Uuid, required = true)]
     token: Option<Value>,
+    /// Who accepts.
     #[serde(default)]
+    #[schema(value_type = super::FederationProfile, required = true)]
     profile: Option<Value>,
 }
 
@@ -39,6 +45,25 @@ const MISSING_TOKEN: &str = "Missing invite token. Send { token, profile }.";
 const BAD_PROFILE: &str = "Profile needs a valid name, email and homeServer (and an image URL of at most 2048 characters).";
 
 /// POST /api/v1/federation/accept (public).
+#[utoipa::path(
+    post,
+    path = "/api/v1/federation/accept",
+    tag = "federation",
+    operation_id = "federation_accept",
+    params(("Authorization" = Option<String>, Header, description = "`Bearer <member token>`: proves an existing shadow \
+        of the same server, which is then reused (its token exchanged); without it a new shadow user always joins.")),
+    request_body = AcceptBody,
+    responses(
+        (status = 200, description = "The shadow user joined as a viewer (a member already stays as is); the member token is \
+            shown this once.", body = Accepted),
+        (status = 400, description = "The token or the profile is missing or invalid.", body = ErrorBody),
+        (status = 401, description = "The bearer presented is not a live member token of a shadow from that server, or it \
+            was rotated already.", body = ErrorBody),
+        (status = 404, description = "The invite is unknown, revoked, used up or expired.", body = ErrorBody),
+        (status = 429, description = "More than 10 accepts from this address in 15 minutes.", body = ErrorBody,
+         headers(("Retry-After" = u64, description = "Seconds until another try is allowed."))),
+    )
+)]
 pub(super) fn accept(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "federation" / "accept")
         .and(warp::post())
@@ -111,6 +136,19 @@ fn read_profile(profile: Option<&Value>) -> Result<Profile, AppError> {
 }
 
 /// POST /api/v1/federation/token/rotate (a member token; no body).
+#[utoipa::path(
+    post,
+    path = "/api/v1/federation/token/rotate",
+    tag = "federation",
+    security(("memberToken" = [])),
+    responses(
+        (status = 200, description = "The presented member token is exchanged for a new one (the old one stops working).",
+         body = Rotated),
+        (status = 401, description = "No live member token was presented, or a concurrent rotation replaced it.", body = ErrorBody),
+        (status = 429, description = "Too many rotations from this address.", body = ErrorBody,
+         headers(("Retry-After" = u64, description = "Seconds until another try is allowed."))),
+    )
+)]
 pub(super) fn rotate_token(
     ctx: Ctx,
 ) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
