@@ -25,7 +25,9 @@ async fn the_document_is_openapi_3_1_and_every_reference_resolves() {
     assert_eq!(response.headers()["content-type"], "application/json");
     let doc: Value = response.json().await.expect("JSON");
     assert!(
-        doc["openapi"].as_str().is_some_and(|v| v.starts_with("3.1")),
+        doc["openapi"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("3.1")),
         "{}",
         doc["openapi"]
     );
@@ -52,10 +54,14 @@ async fn the_document_is_openapi_3_1_and_every_reference_resolves() {
             .as_object()
             .map(|responses| responses.keys().collect())
             .unwrap_or_default();
+        // better-auth's `POST /get-session` exists only to answer 405.
+        let refusal_only = statuses.iter().any(|status| status.as_str() == "405");
         assert!(
-            statuses
-                .iter()
-                .any(|status| status.starts_with('2') || status.starts_with('3')),
+            refusal_only
+                || statuses.iter().any(|status| {
+                    // `default`: a relayed answer, whatever its status.
+                    status.starts_with('2') || status.starts_with('3') || *status == "default"
+                }),
             "{method} {path} documents no success: {statuses:?}"
         );
         assert!(
@@ -113,7 +119,26 @@ async fn the_document_lists_exactly_the_routes_the_server_answers() {
             sent += 1;
         }
     }
-    let answered = answered_routes(&app, sent, &registered).await;
+    let mut answered = answered_routes(&app, sent).await;
+    let mut documented = documented;
+    // A method that a literal path's route does not take may be answered by a route with a
+    // parameter in its place (`GET /api/v1/pages/reorder` by `GET /api/v1/pages/{id}`), yet
+    // the request keeps the literal route's label: where the route with the parameter takes
+    // the method, who answered cannot be told from outside, and the pair is left out.
+    let ambiguous: Vec<(String, String)> = answered
+        .iter()
+        .flat_map(|(method, other)| {
+            registered
+                .iter()
+                .filter(|pattern| shadows(other, pattern))
+                .map(|pattern| (method.clone(), pattern.clone()))
+        })
+        .collect();
+    for pair in &ambiguous {
+        answered.remove(pair);
+        documented.remove(pair);
+    }
+    assert!(ambiguous.len() < 20, "{ambiguous:?}");
     let missing: Vec<_> = answered.difference(&documented).collect();
     let extra: Vec<_> = documented.difference(&answered).collect();
     assert!(
@@ -133,8 +158,10 @@ fn operations(doc: &Value) -> impl Iterator<Item = (&str, &str, &Value)> {
                 .expect("path item")
                 .iter()
                 .filter(|(method, _)| {
-                    ["get", "put", "post", "delete", "patch", "head", "options", "trace"]
-                        .contains(&method.as_str())
+                    [
+                        "get", "put", "post", "delete", "patch", "head", "options", "trace",
+                    ]
+                    .contains(&method.as_str())
                 })
                 .map(move |(method, operation)| (method.as_str(), path.as_str(), operation))
         })
@@ -166,8 +193,12 @@ fn registered_patterns() -> BTreeSet<String> {
         for arguments in macro_arguments(&source, "endpoint!(") {
             patterns.insert(endpoint_pattern(&arguments));
         }
-        for label in quoted_after(&source, "route(\"") {
-            patterns.insert(document_notation(&label));
+        // `route(...)` labels, also where the label is chosen (`route(if ... { "/a" } else
+        // { "/b" })`).
+        for arguments in balanced_arguments(&source, ".and(route(") {
+            for label in quoted_after(&arguments, "\"/api/") {
+                patterns.insert(document_notation(&format!("/api/{label}")));
+            }
         }
         // The authentication subsystem's dispatch: `(Endpoint, "/api/auth/...")`.
         for label in quoted_after(&source, ", \"/api/auth/") {
@@ -201,6 +232,28 @@ fn macro_arguments(source: &str, opening: &str) -> Vec<String> {
             let rest = &source[at + opening.len()..];
             let arguments = &rest[..rest.find(')')?];
             (!arguments.contains('$')).then(|| arguments.to_owned())
+        })
+        .collect()
+}
+
+/// The text inside the parentheses opened by each `opening`, up to the one that closes it.
+fn balanced_arguments(source: &str, opening: &str) -> Vec<String> {
+    source
+        .match_indices(opening)
+        .filter_map(|(at, _)| {
+            let rest = &source[at + opening.len()..];
+            let mut depth = 1_usize;
+            for (offset, c) in rest.char_indices() {
+                match c {
+                    '(' => depth += 1,
+                    ')' => depth -= 1,
+                    _ => {}
+                }
+                if depth == 0 {
+                    return Some(rest[..offset].to_owned());
+                }
+            }
+            None
         })
         .collect()
 }
@@ -261,7 +314,7 @@ fn concrete(pattern: &str) -> String {
         .map(|segment| match segment {
             // OAuth callbacks exist for the providers Bowline knows.
             "{id}" if pattern.contains("/callback/") => "google",
-            "{path}" => "api/v1/events",
+            "{path}" => "events",
             s if s.starts_with('{') => "00000000-0000-4000-8000-000000000000",
             s => s,
         })
@@ -283,14 +336,8 @@ fn shadows(other: &str, pattern: &str) -> bool {
 /// The (method, pattern) pairs the metrics say were answered by a route, once all `sent`
 /// requests are counted. The first route whose path matches labels the request: a route
 /// whose path matched but whose method did not answers 405 (the authentication subsystem
-/// labels a request only once path and method matched) — unless a later route with a
-/// parameter in that place took it, and then the literal was no id of its and it answers
-/// 404.
-async fn answered_routes(
-    app: &TestApp,
-    sent: usize,
-    registered: &BTreeSet<String>,
-) -> BTreeSet<(String, String)> {
+/// labels a request only once path and method matched).
+async fn answered_routes(app: &TestApp, sent: usize) -> BTreeSet<(String, String)> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
     let mut tick = tokio::time::interval(Duration::from_millis(20));
     loop {
@@ -313,8 +360,7 @@ async fn answered_routes(
             counted += value.parse::<f64>().expect("count");
             let route = document_notation(&route);
             let auth = route.starts_with("/api/auth/");
-            let shadowed = registered.iter().any(|other| shadows(other, &route));
-            let refused = status == "405" || (shadowed && status == "404");
+            let refused = status == "405";
             if route.starts_with("/api/") && (auth || !refused) {
                 found.insert((method, route));
             }

@@ -49,7 +49,7 @@ const GATEWAY_PREFIX: &str = "/api/v1/federation/s/";
 )]
 pub(super) fn gateway(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     warp::path!("api" / "v1" / "federation" / "s" / ..)
-        .and(route("/api/v1/federation/s/:connectionId/*"))
+        .and(route("/api/v1/federation/s/:connectionId/api/v1/*"))
         .and(warp::path::full())
         .and(
             warp::query::raw()

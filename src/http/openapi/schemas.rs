@@ -26,7 +26,9 @@ pub struct StaleRevision<T> {
     pub message: String,
     /// The request's id.
     pub request_id: String,
-    /// The state now, which the client merges its change into.
+    /// The state now, which the client merges its change into (`null` when there is none
+    /// to merge with, e.g. a write that lost a race with a removal).
+    #[schema(nullable)]
     pub current: Option<T>,
 }
 
