@@ -102,6 +102,7 @@ struct CaldavBody {
 /// `{provider, accountId}`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = ProviderDisconnectBody)]
 struct DisconnectBody {
     /// The account's provider.
     #[schema(required = true, nullable = false, value_type = ProviderName)]
@@ -114,6 +115,7 @@ struct DisconnectBody {
 
 /// A provider's name in `POST /api/v1/users/connections/disconnect`.
 #[derive(Debug, ToSchema)]
+#[schema(as = ConnectionProvider)]
 pub enum ProviderName {
     /// CalDAV.
     #[schema(rename = "caldav")]

@@ -39,8 +39,6 @@ pub fn render_rejection(rctx: &RequestCtx, rejection: &Rejection) -> Response {
     }
     let err = if rejection.is_not_found() {
         AppError::not_found("Not found.")
-    } else if rejection.find::<MethodNotAllowed>().is_some() {
-        AppError::MethodNotAllowed
     } else if rejection.find::<PayloadTooLarge>().is_some() {
         AppError::PayloadTooLarge("request entity too large".into())
     } else if rejection.find::<LengthRequired>().is_some() {
@@ -53,6 +51,10 @@ pub fn render_rejection(rctx: &RequestCtx, rejection: &Rejection) -> Response {
         AppError::bad_request(format!("Missing request header {}.", missing.name()))
     } else if let Some(invalid) = rejection.find::<InvalidHeader>() {
         AppError::bad_request(format!("Invalid request header {}.", invalid.name()))
+    } else if rejection.find::<MethodNotAllowed>().is_some() {
+        // Last: another route whose path matched took another method, while the problems
+        // above come from a route that took the request's method and path.
+        AppError::MethodNotAllowed
     } else {
         AppError::internal(format!("unhandled rejection: {rejection:?}"))
     };

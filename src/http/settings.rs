@@ -20,9 +20,9 @@ use crate::domain::settings;
 use crate::error::AppError;
 use crate::http::openapi::schemas::StaleRevision;
 use crate::views::settings::{
-    AllDayReminder, CalendarView, CompleteSettings, DateFormat, NotificationEmails, ReminderRule,
-    Settings, SettingsDocument, SettingsPatch, SettingsRow, Theme, TimeFormat, WeekStart, document,
-    row,
+    AllDayReminder, CompleteSettings, DateFormat, DefaultCalendarView, NotificationEmails,
+    ReminderRule, Settings, SettingsDocument, SettingsPatch, SettingsRow, Theme, TimeFormat,
+    WeekStart, document, row,
 };
 
 /// The settings operations of the OpenAPI document.
@@ -39,7 +39,7 @@ use crate::views::settings::{
         ReminderRule,
         AllDayReminder,
         NotificationEmails,
-        CalendarView,
+        DefaultCalendarView,
         WeekStart,
         TimeFormat,
         DateFormat,

@@ -110,7 +110,7 @@ pub struct AllDayReminder {
 /// The calendar view a client opens on.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum CalendarView {
+pub enum DefaultCalendarView {
     /// A week.
     Week,
     /// A month.
@@ -184,7 +184,7 @@ pub struct Settings {
     /// Whether new events remind by default (kept in step with `defaultReminder`).
     pub notifications_on_by_default: bool,
     /// The view a client opens on.
-    pub default_calendar_view: CalendarView,
+    pub default_calendar_view: DefaultCalendarView,
     /// The first day of the week.
     pub week_starts_on: WeekStart,
     /// How times are shown.
@@ -218,7 +218,7 @@ pub struct CompleteSettings {
     /// Whether new events remind by default (kept in step with `defaultReminder`).
     pub notifications_on_by_default: bool,
     /// The view a client opens on.
-    pub default_calendar_view: CalendarView,
+    pub default_calendar_view: DefaultCalendarView,
     /// The first day of the week.
     pub week_starts_on: WeekStart,
     /// How times are shown.
@@ -270,7 +270,7 @@ pub struct SettingsPatch {
     /// The view a client opens on.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
-    pub default_calendar_view: Option<CalendarView>,
+    pub default_calendar_view: Option<DefaultCalendarView>,
     /// The first day of the week.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]

@@ -42,6 +42,7 @@ mod federation_home;
 mod federation_origin;
 mod federation_stream;
 mod federation_third_server;
+mod fuzzed_cases;
 mod google_api_fake;
 mod google_mirrors;
 mod google_mirrors_push;

@@ -14,22 +14,7 @@ use crate::calendars::{share_new_calendar, shared};
 use crate::event_frames::drain;
 use crate::helpers::{TestApp, event_body, spawn_app};
 use crate::pages::config;
-
-/// A validator for the document's schema at `pointer` (`#/components/schemas/...`), with
-/// the document's components beside it so its references resolve; formats (uuid,
-/// date-time) are checked too.
-fn validator(document: &Value, pointer: &str) -> jsonschema::Validator {
-    let schema = json!({
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$ref": pointer,
-        "components": document["components"],
-    });
-    jsonschema::options()
-        .with_draft(jsonschema::Draft::Draft202012)
-        .should_validate_formats(true)
-        .build(&schema)
-        .unwrap_or_else(|err| panic!("schema {pointer} builds: {err}"))
-}
+use crate::support::openapi::{document, validator};
 
 /// The schema the document gives for frames of `kind`, from `StreamFrame`'s discriminator.
 fn frame_schema<'d>(document: &'d Value, kind: &str) -> &'d str {
@@ -54,12 +39,6 @@ fn check(document: &Value, frames: &[Value]) -> BTreeSet<String> {
         seen.insert(kind.to_owned());
     }
     seen
-}
-
-async fn document(app: &TestApp) -> Value {
-    let response = app.get("/api/v1/openapi.json").await;
-    assert_eq!(response.status(), StatusCode::OK);
-    response.json().await.expect("JSON")
 }
 
 #[tokio::test]

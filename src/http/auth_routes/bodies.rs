@@ -195,6 +195,7 @@ pub struct UnlinkAccount {
 /// Apple, Microsoft); without, starts the calendar-link redirect flow (Google, Microsoft).
 #[derive(ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = AuthLinkSocialBody)]
 pub struct LinkSocial {
     /// The provider (404 when it is not configured).
     provider: SocialProvider,

@@ -170,6 +170,7 @@ async fn connect_handler(
 
 /// `{server}`.
 #[derive(Debug, Deserialize, ToSchema)]
+#[schema(as = FederationDisconnectBody)]
 pub(super) struct DisconnectBody {
     /// The connected server's origin (http or https, no path).
     #[serde(default)]

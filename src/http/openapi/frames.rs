@@ -120,6 +120,7 @@ pub struct FederatedSyncPayload {
 /// How a write reached a provider, when it did not simply succeed.
 #[derive(ToSchema)]
 #[serde(rename_all = "lowercase")]
+#[schema(as = FrameDeliveryState)]
 pub enum DeliveryState {
     /// The provider's copy had changed; the provider's version stands.
     Conflict,

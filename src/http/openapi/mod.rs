@@ -13,6 +13,7 @@ pub mod schemas;
 use bytes::Bytes;
 use utoipa::OpenApi;
 use utoipa::openapi::path::Operation;
+use utoipa::openapi::schema::OneOfBuilder;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, OpenApi as Document, Ref, ResponseBuilder};
 use warp::Filter;
@@ -32,6 +33,9 @@ pub const MEMBER_TOKEN: &str = "memberToken";
 const ERROR_RESPONSE: &str = "Error";
 /// The shared error response of `/api/auth/*` (better-auth's `{message, code}`).
 const AUTH_ERROR_RESPONSE: &str = "AuthError";
+/// The 404 of `/api/auth/*`: better-auth's body from a handler, or the application's for
+/// a path below `/api/auth/` that names no route (`/callback/<unknown provider>`).
+const AUTH_NOT_FOUND_RESPONSE: &str = "AuthNotFound";
 
 /// The document's frame: title, version, tags, and the schemas no single resource owns.
 #[derive(OpenApi)]
@@ -54,8 +58,18 @@ struct Frame;
 /// shared error answers.
 pub fn document() -> Document {
     let mut doc = Frame::openapi();
+    for part in parts() {
+        doc.merge(part);
+    }
+    add_security_schemes(&mut doc);
+    add_error_answers(&mut doc);
+    doc
+}
+
+/// Each resource module's operations and the schemas they use.
+fn parts() -> [Document; 18] {
     use super::*;
-    for part in [
+    [
         auth_routes::Api::openapi(),
         stream::Api::openapi(),
         server_info::Api::openapi(),
@@ -74,12 +88,7 @@ pub fn document() -> Document {
         federation::Api::openapi(),
         reminders::Api::openapi(),
         pages::Api::openapi(),
-    ] {
-        doc.merge(part);
-    }
-    add_security_schemes(&mut doc);
-    add_error_answers(&mut doc);
-    doc
+    ]
 }
 
 /// The bearer, cookie and member-token schemes.
@@ -152,6 +161,23 @@ fn add_error_answers(doc: &mut Document) {
                 .into(),
         );
     }
+    components.responses.insert(
+        AUTH_NOT_FOUND_RESPONSE.to_owned(),
+        ResponseBuilder::new()
+            .description("Nothing here: better-auth's body, or `{error, requestId}` for a path that names no route.")
+            .content(
+                "application/json",
+                ContentBuilder::new()
+                    .schema(Some(
+                        OneOfBuilder::new()
+                            .item(Ref::from_schema_name("AuthErrorBody"))
+                            .item(Ref::from_schema_name("ErrorBody")),
+                    ))
+                    .build(),
+            )
+            .build()
+            .into(),
+    );
     for (path, item) in doc.paths.paths.iter_mut() {
         let auth = path.starts_with("/api/auth/");
         for operation in operations(item) {
@@ -166,10 +192,11 @@ fn add_error_answers(doc: &mut Document) {
             for status in statuses {
                 // A body that came too slowly or too big, or a server that is not ready, is
                 // refused before the authentication subsystem sees the request.
-                let response = if auth && !["408", "413", "503"].contains(&status) {
-                    AUTH_ERROR_RESPONSE
-                } else {
-                    ERROR_RESPONSE
+                let response = match status {
+                    _ if !auth => ERROR_RESPONSE,
+                    "404" => AUTH_NOT_FOUND_RESPONSE,
+                    "408" | "413" | "503" => ERROR_RESPONSE,
+                    _ => AUTH_ERROR_RESPONSE,
                 };
                 operation
                     .responses
@@ -225,4 +252,32 @@ fn openapi_route(
             );
             response
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    /// Merging keeps the first schema of a name: two different types of one name would
+    /// leave one of them described wrongly.
+    #[test]
+    fn schema_names_are_unique_across_resources() {
+        let mut seen: HashMap<String, serde_json::Value> = HashMap::new();
+        for part in std::iter::once(Frame::openapi()).chain(parts()) {
+            let Some(components) = part.components else {
+                continue;
+            };
+            for (name, schema) in components.schemas {
+                let schema = serde_json::to_value(schema).expect("schema");
+                if let Some(earlier) = seen.get(&name) {
+                    assert_eq!(earlier, &schema, "two different schemas are named {name}");
+                } else {
+                    seen.insert(name, schema);
+                }
+            }
+        }
+        assert!(seen.len() > 50, "{} schemas", seen.len());
+    }
 }

@@ -11,6 +11,7 @@ pub mod graph_api;
 pub mod ics;
 pub mod idp;
 pub mod node;
+pub mod openapi;
 pub mod smtp;
 pub mod sse;
 pub mod test_db;
