@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::calendars::{share_new_calendar, shared};
 use crate::event_frames::drain;
-use crate::helpers::{TestApp, event_body, spawn_app};
+use crate::helpers::{event_body, spawn_app};
 use crate::pages::config;
 use crate::support::openapi::{document, validator};
 
