@@ -5,19 +5,18 @@
 //! The payload types here describe what the senders build (`src/commands`,
 //! `src/federation`); `tests/api/stream_frames_schema.rs` checks frames the server sends
 //! against these schemas, so the two cannot drift apart unnoticed. Event and calendar
-//! payloads are the event and calendar documents of the REST answers; until those views
-//! have schemas of their own they are described here by the fields every client relies on.
+//! payloads are the event and calendar documents of the REST answers (`EventView`,
+//! `CalendarView`).
 
 use std::borrow::Cow;
 
-use utoipa::openapi::schema::{
-    ArrayBuilder, Discriminator, KnownFormat, ObjectBuilder, OneOfBuilder, Schema, SchemaFormat,
-    Type,
-};
+use utoipa::openapi::schema::{Discriminator, ObjectBuilder, OneOfBuilder, Schema, Type};
 use utoipa::openapi::{Ref, RefOr};
 use utoipa::{PartialSchema, ToSchema};
 use uuid::Uuid;
 
+use crate::views::calendars::CalendarView;
+use crate::views::events::EventView;
 use crate::views::pages::PageDocument;
 
 /// `event_removed`: the reader can no longer see the event (deleted, or moved out of their
@@ -149,57 +148,6 @@ fn named<T: ToSchema>() -> RefOr<Schema> {
     Ref::from_schema_name(T::name()).into()
 }
 
-/// A string of `format`.
-fn formatted(format: KnownFormat) -> ObjectBuilder {
-    ObjectBuilder::new()
-        .schema_type(Type::String)
-        .format(Some(SchemaFormat::KnownFormat(format)))
-}
-
-/// A list of uuids.
-fn uuids() -> ArrayBuilder {
-    ArrayBuilder::new().items(formatted(KnownFormat::Uuid))
-}
-
-/// An event document as `GET /api/v1/events/{id}` answers it (the EventView), with the
-/// reader's calendars it is in.
-fn event_document() -> RefOr<Schema> {
-    ObjectBuilder::new()
-        .description(Some(
-            "The event document (EventView) as the REST routes answer it, with the reader's \
-             calendars it is in.",
-        ))
-        .property("id", formatted(KnownFormat::Uuid))
-        .required("id")
-        .property("title", ObjectBuilder::new().schema_type(Type::String))
-        .required("title")
-        .property("revision", ObjectBuilder::new().schema_type(Type::Integer))
-        .required("revision")
-        .property("calendars", uuids())
-        .required("calendars")
-        .into()
-}
-
-/// A calendar document as `GET /api/v1/calendars/{id}` answers it (the CalendarView), with
-/// the reader's role.
-fn calendar_document() -> RefOr<Schema> {
-    ObjectBuilder::new()
-        .description(Some(
-            "The calendar document (CalendarView) as the REST routes answer it, with the \
-             reader's role.",
-        ))
-        .property("id", formatted(KnownFormat::Uuid))
-        .required("id")
-        .property("name", ObjectBuilder::new().schema_type(Type::String))
-        .required("name")
-        .property(
-            "members",
-            ArrayBuilder::new().items(ObjectBuilder::new().schema_type(Type::Object)),
-        )
-        .required("members")
-        .into()
-}
-
 /// The empty object of `reminders_updated`.
 fn empty_object() -> RefOr<Schema> {
     ObjectBuilder::new()
@@ -302,16 +250,16 @@ macro_rules! frames {
 frames! {
     /// `event_created`: an event the reader can see was created (or became visible), as the
     /// reader sees it.
-    EventCreatedFrame = "event_created", payload = event_document(), refers = [];
+    EventCreatedFrame = "event_created", payload = named::<EventView>(), refers = [EventView];
     /// `event_updated`: an event the reader can see changed (or its calendars did), as the
     /// reader sees it.
-    EventUpdatedFrame = "event_updated", payload = event_document(), refers = [];
+    EventUpdatedFrame = "event_updated", payload = named::<EventView>(), refers = [EventView];
     /// `event_removed`: the reader can no longer see an event.
     EventRemovedFrame = "event_removed", payload = named::<EventRemovedPayload>(),
         refers = [EventRemovedPayload];
     /// `calendar_updated`: a calendar of the reader changed (its row or members), as the
     /// reader sees it.
-    CalendarUpdatedFrame = "calendar_updated", payload = calendar_document(), refers = [];
+    CalendarUpdatedFrame = "calendar_updated", payload = named::<CalendarView>(), refers = [CalendarView];
     /// `calendar_removed`: the reader lost a calendar.
     CalendarRemovedFrame = "calendar_removed", payload = named::<CalendarRemovedPayload>(),
         refers = [CalendarRemovedPayload];
