@@ -49,7 +49,25 @@ async fn the_document_is_openapi_3_1_and_every_reference_resolves() {
             "{reference} names nothing in the document"
         );
     }
+    let mut operation_ids = std::collections::HashSet::new();
+    let mut linked = Vec::new();
     for (method, path, operation) in operations(&doc) {
+        let id = operation["operationId"].as_str().unwrap_or_default();
+        assert!(
+            operation_ids.insert(id.to_owned()),
+            "{method} {path}: operationId {id:?} is not unique"
+        );
+        for (status, response) in operation["responses"].as_object().expect("responses") {
+            for (name, link) in response["links"].as_object().into_iter().flatten() {
+                let target = link["operationId"]
+                    .as_str()
+                    .expect("a link names its operation");
+                linked.push((
+                    format!("{method} {path} {status} {name}"),
+                    target.to_owned(),
+                ));
+            }
+        }
         let statuses: Vec<&String> = operation["responses"]
             .as_object()
             .map(|responses| responses.keys().collect())
@@ -67,6 +85,13 @@ async fn the_document_is_openapi_3_1_and_every_reference_resolves() {
         assert!(
             statuses.iter().any(|status| status.as_str() == "400"),
             "{method} {path} documents no error answer"
+        );
+    }
+    assert!(linked.len() >= 20, "{} links", linked.len());
+    for (from, target) in linked {
+        assert!(
+            operation_ids.contains(&target),
+            "the link {from} names no operation ({target})"
         );
     }
 }

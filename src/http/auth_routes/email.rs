@@ -79,6 +79,7 @@ pub async fn sign_up(req: &AuthRequest) -> Result<AuthReply, AppError> {
 #[utoipa::path(
     post,
     path = "/api/auth/sign-in/email",
+    operation_id = "sign_in_email",
     tag = "auth",
     request_body(content(
         (bodies::SignInEmail = "application/json"),

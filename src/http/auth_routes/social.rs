@@ -125,6 +125,7 @@ fn display_name(req: &AuthRequest, verified: &VerifiedToken) -> String {
 #[utoipa::path(
     post,
     path = "/api/auth/sign-in/social",
+    operation_id = "sign_in_social",
     tag = "auth",
     request_body = bodies::SignInSocial,
     responses(

@@ -145,6 +145,7 @@ pub async fn unlink_account(req: &AuthRequest) -> Result<AuthReply, AppError> {
 #[utoipa::path(
     post,
     path = "/api/auth/delete-user",
+    operation_id = "auth_delete_user",
     tag = "auth",
     security(("bearer" = []), ("cookie" = [])),
     request_body = Option<bodies::DeleteUser>,

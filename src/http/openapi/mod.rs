@@ -8,6 +8,7 @@
 //! give (`{error, requestId}`), so a resource module lists only its own statuses.
 
 pub mod frames;
+pub mod links;
 pub mod schemas;
 
 use bytes::Bytes;
@@ -226,7 +227,9 @@ fn operations(item: &mut utoipa::openapi::PathItem) -> impl Iterator<Item = &mut
 
 /// `GET /api/v1/openapi.json`: the document, rendered once per server.
 pub fn routes() -> BoxedFilter<(Response,)> {
-    let json = Bytes::from(serde_json::to_vec(&document()).unwrap_or_default());
+    let mut rendered = serde_json::to_value(document()).unwrap_or_default();
+    links::add_links(&mut rendered);
+    let json = Bytes::from(rendered.to_string());
     openapi_route(json).boxed()
 }
 
