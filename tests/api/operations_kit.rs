@@ -1,17 +1,14 @@
 //! The operator's kit against a live server: after some work (sign-ups, a shared calendar,
 //! events, an open stream, a pending change-mail batch), every `svc_` metric that the
 //! Grafana dashboard (`config/grafana/bowline.json`) and the alert rules
-//! (`config/prometheus/alerts.yml`) use is in a scrape, and the new metrics carry samples; a
-//! stream dropped for slowness is counted as such.
+//! (`config/prometheus/alerts.yml`) use is in a scrape, and the new metrics carry samples
+//! (streams dropped for slowness are counted in `stream.rs`).
 
 use std::collections::BTreeSet;
 
-use bowline::domain::frames::Frame;
-use serde_json::json;
-
 use crate::calendars::shared;
 use crate::change_mails::{attended, move_to};
-use crate::helpers::{TestApp, WAIT, eventually, sample, spawn_app_with};
+use crate::helpers::{TestApp, eventually, sample, spawn_app_with};
 use crate::support::smtp::SmtpSink;
 
 /// Reads a file of the repository's `config/` directory.
@@ -151,49 +148,6 @@ async fn the_new_metrics_record_the_work_done() {
     let max = value(&text, "svc_process_max_fds");
     assert!(open > 0.0 && max >= open, "open fds {open}, limit {max}");
     drop(app);
-}
-
-/// Waits until the registry counts `expected` open stream connections.
-async fn wait_for_connections(app: &TestApp, expected: usize) {
-    let mut counts = app.ctx().actors.sessions.counts();
-    tokio::time::timeout(WAIT, counts.wait_for(|c| c.connections == expected))
-        .await
-        .expect("connection count reached within the wait")
-        .expect("registry running");
-}
-
-#[tokio::test]
-async fn a_stream_dropped_for_slowness_is_counted_by_reason() {
-    let app = spawn_app_with(|s| s.stream.buffer = 4).await;
-    let user = app.sign_up("slow-ops@example.com").await;
-    // Opened, then never read: the socket buffers fill, then its queue of four frames.
-    let _slow = app.stream(&user).await;
-    let mut fast = app.stream(&user).await;
-    wait_for_connections(&app, 2).await;
-    let counts = app.ctx().actors.sessions.counts();
-    let sessions = &app.ctx().actors.sessions;
-    let padding = "x".repeat(256 * 1024);
-    let mut sent = 0u64;
-    while counts.borrow().connections == 2 {
-        assert!(sent < 1_000, "the slow connection was never dropped");
-        sessions.broadcast(
-            [user.id.as_str()],
-            &Frame::new("padding", json!({ "n": sent, "padding": padding })),
-        );
-        assert_eq!(fast.next_frame().await["payload"]["n"], sent);
-        sent += 1;
-    }
-    let text = app.metrics_text().await;
-    assert_eq!(
-        sample(&text, r#"svc_sse_dropped_total{reason="slow"}"#),
-        Some(1.0),
-        "{text}"
-    );
-    assert_eq!(
-        sample(&text, r#"svc_sse_dropped_total{reason="credentials"}"#),
-        Some(0.0),
-        "{text}"
-    );
 }
 
 #[tokio::test]

@@ -203,6 +203,16 @@ async fn a_slow_connection_is_dropped_when_its_queue_fills_and_the_others_go_on(
     let text = app.metrics_text().await;
     assert_eq!(sample(&text, "svc_sse_connections"), Some(1.0), "{text}");
     assert_eq!(sample(&text, "svc_sse_users"), Some(1.0), "{text}");
+    assert_eq!(
+        sample(&text, r#"svc_sse_dropped_total{reason="slow"}"#),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, r#"svc_sse_dropped_total{reason="credentials"}"#),
+        Some(0.0),
+        "{text}"
+    );
 
     sessions.broadcast(
         [user.id.as_str()],

@@ -4,86 +4,88 @@
 
 use serde_json::{Map, Value, json};
 
-/// One link: from `status` of operation `from`, the operation `to` with its parameters
-/// (name, runtime expression) and, where given, its body.
-struct Link {
+/// Parameters of a link: (name, runtime expression).
+type Parameters = &'static [(&'static str, &'static str)];
+
+/// The answer `status` of operation `from` and the operations it links to: each with its
+/// parameters and, where given, its body.
+struct Source {
     from: &'static str,
     status: &'static str,
-    to: &'static str,
-    parameters: &'static [(&'static str, &'static str)],
-    body: Option<&'static str>,
+    targets: &'static [(&'static str, Parameters, Option<&'static str>)],
 }
 
-const fn link(
-    from: &'static str,
-    status: &'static str,
-    to: &'static str,
-    parameters: &'static [(&'static str, &'static str)],
-) -> Link {
-    Link {
-        from,
-        status,
-        to,
-        parameters,
-        body: None,
-    }
-}
-
-const EVENT: &[(&str, &str)] = &[("eventId", "$response.body#/id")];
-const CALENDAR_ID: &[(&str, &str)] = &[("calendarId", "$response.body#/id")];
-const ID: &[(&str, &str)] = &[("id", "$response.body#/id")];
-const INVITE: &[(&str, &str)] = &[("inviteId", "$response.body#/id")];
+const EVENT: Parameters = &[("eventId", "$response.body#/id")];
+const CALENDAR_ID: Parameters = &[("calendarId", "$response.body#/id")];
+const ID: Parameters = &[("id", "$response.body#/id")];
+const INVITE: Parameters = &[("inviteId", "$response.body#/id")];
+/// The whole answer as the next request's body (an event or calendar sent back).
+const WHOLE: Option<&str> = Some("$response.body");
 
 /// The links, by operation id.
-const LINKS: &[Link] = &[
-    link("create_event", "201", "list_attendees", EVENT),
-    link("create_event", "201", "set_attendance", EVENT),
-    link("create_event", "201", "link_event", EVENT),
-    link("create_event", "201", "fork_event", EVENT),
-    link("create_event", "201", "set_event_rule", EVENT),
-    link("create_event", "201", "clear_event_rule", EVENT),
-    Link {
-        body: Some("$response.body"),
-        ..link("create_event", "201", "update_event", &[])
-    },
-    Link {
-        body: Some("$response.body"),
-        ..link("create_event", "201", "delete_event", &[])
-    },
-    link("create_calendar", "201", "get_calendar", ID),
-    link("create_calendar", "201", "export", ID),
-    link("create_calendar", "201", "list_members", CALENDAR_ID),
-    link("create_calendar", "201", "list_invites", CALENDAR_ID),
-    link("create_calendar", "201", "set_calendar_rule", CALENDAR_ID),
-    link("create_calendar", "201", "leave", CALENDAR_ID),
-    link(
-        "create_calendar",
-        "201",
-        "set_role",
-        &[
-            ("calendarId", "$response.body#/id"),
-            ("userId", "$response.body#/creatorID"),
+const LINKS: &[Source] = &[
+    Source {
+        from: "create_event",
+        status: "201",
+        targets: &[
+            ("list_attendees", EVENT, None),
+            ("set_attendance", EVENT, None),
+            ("link_event", EVENT, None),
+            ("fork_event", EVENT, None),
+            ("set_event_rule", EVENT, None),
+            ("clear_event_rule", EVENT, None),
+            ("update_event", &[], WHOLE),
+            ("delete_event", &[], WHOLE),
         ],
-    ),
-    Link {
-        body: Some("$response.body"),
-        ..link("create_calendar", "201", "update_calendar", &[])
     },
-    Link {
-        body: Some("$response.body"),
-        ..link("create_calendar", "201", "delete_calendar", &[])
+    Source {
+        from: "create_calendar",
+        status: "201",
+        targets: &[
+            ("get_calendar", ID, None),
+            ("export", ID, None),
+            ("list_members", CALENDAR_ID, None),
+            ("list_invites", CALENDAR_ID, None),
+            ("set_calendar_rule", CALENDAR_ID, None),
+            ("leave", CALENDAR_ID, None),
+            (
+                "set_role",
+                &[
+                    ("calendarId", "$response.body#/id"),
+                    ("userId", "$response.body#/creatorID"),
+                ],
+                None,
+            ),
+            ("update_calendar", &[], WHOLE),
+            ("delete_calendar", &[], WHOLE),
+        ],
     },
-    link("create_invite", "201", "revoke_invite", INVITE),
-    link("create_invite", "201", "send_invite", INVITE),
-    link("create_page", "201", "read_page", ID),
-    link("create_page", "201", "save_page", ID),
-    link("create_page", "201", "delete_page", ID),
-    link(
-        "sign_up",
-        "200",
-        "download_avatar",
-        &[("userId", "$response.body#/user/id")],
-    ),
+    Source {
+        from: "create_invite",
+        status: "201",
+        targets: &[
+            ("revoke_invite", INVITE, None),
+            ("send_invite", INVITE, None),
+        ],
+    },
+    Source {
+        from: "create_page",
+        status: "201",
+        targets: &[
+            ("read_page", ID, None),
+            ("save_page", ID, None),
+            ("delete_page", ID, None),
+        ],
+    },
+    Source {
+        from: "sign_up",
+        status: "200",
+        targets: &[(
+            "download_avatar",
+            &[("userId", "$response.body#/user/id")],
+            None,
+        )],
+    },
 ];
 
 /// Adds [`LINKS`] to the answers they start from, in the rendered document (utoipa's
@@ -102,27 +104,28 @@ pub fn add_links(doc: &mut Value) {
         let Some(id) = operation["operationId"].as_str().map(str::to_owned) else {
             continue;
         };
-        for link in LINKS.iter().filter(|link| link.from == id) {
+        for source in LINKS.iter().filter(|source| source.from == id) {
             let Some(response) = operation
-                .pointer_mut(&format!("/responses/{}", link.status))
+                .pointer_mut(&format!("/responses/{}", source.status))
                 .and_then(Value::as_object_mut)
             else {
                 continue;
             };
-            let parameters: Map<String, Value> = link
-                .parameters
-                .iter()
-                .map(|(name, expression)| ((*name).to_owned(), json!(expression)))
-                .collect();
-            let mut target = json!({ "operationId": link.to });
-            if !parameters.is_empty() {
-                target["parameters"] = Value::Object(parameters);
-            }
-            if let Some(body) = link.body {
-                target["requestBody"] = json!(body);
-            }
             let links = response.entry("links").or_insert_with(|| json!({}));
-            links[link.to] = target;
+            for (to, parameters, body) in source.targets {
+                let parameters: Map<String, Value> = parameters
+                    .iter()
+                    .map(|(name, expression)| ((*name).to_owned(), json!(expression)))
+                    .collect();
+                let mut target = json!({ "operationId": to });
+                if !parameters.is_empty() {
+                    target["parameters"] = Value::Object(parameters);
+                }
+                if let Some(body) = body {
+                    target["requestBody"] = json!(body);
+                }
+                links[*to] = target;
+            }
         }
     }
 }
