@@ -28,6 +28,7 @@ mod m20261126_000017_add_account_calendar_tokens;
 mod m20261126_000018_create_federation_connections;
 mod m20261126_000019_create_instance_notices_postgres;
 mod m20261126_000020_create_provider_leases;
+mod m20261127_000021_revoke_member_tokens_with_last_membership;
 
 /// The ordered list of every migration Bowline has shipped.
 pub struct Migrator;
@@ -56,6 +57,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261126_000018_create_federation_connections::Migration),
             Box::new(m20261126_000019_create_instance_notices_postgres::Migration),
             Box::new(m20261126_000020_create_provider_leases::Migration),
+            Box::new(m20261127_000021_revoke_member_tokens_with_last_membership::Migration),
         ]
     }
 }

@@ -66,7 +66,7 @@ impl Auth {
                 settings.auth.password_hash_concurrency,
                 settings.call_timeout(),
             ),
-            origins: TrustedOrigins::new(settings.trusted_origins(base_url)),
+            origins: TrustedOrigins::for_server(base_url, settings.trusted_origins(base_url)),
             cookies: cookies::CookiePolicy::new(base_url),
             id_tokens: id_token::IdTokenVerifier::new(http),
         })

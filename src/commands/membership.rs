@@ -13,7 +13,7 @@ use crate::domain::ids::{CalendarId, UserId};
 use crate::domain::invites::is_usable;
 use crate::domain::roles::{Action, Role};
 use crate::error::AppError;
-use crate::store::{calendars as calendar_store, invites, members};
+use crate::store::{calendars as calendar_store, invites, members, users};
 use crate::views::calendars::MembershipView;
 
 fn invite_not_found() -> AppError {
@@ -104,8 +104,8 @@ pub async fn leave(
 }
 
 /// Changes `target`'s role (needs manageMembers). `owner` transfers ownership of a
-/// non-default calendar that mirrors no provider account, demoting the previous owner to
-/// editor in the same transaction.
+/// non-default calendar that mirrors no provider account to a user of this server (never a
+/// federated shadow), demoting the previous owner to editor in the same transaction.
 pub async fn set_role(
     services: &Services,
     calendar: CalendarId,
@@ -128,6 +128,14 @@ pub async fn set_role(
         return Err(member_not_found());
     }
     let calendar = if role == Role::Owner {
+        if users::find(&txn, target)
+            .await?
+            .is_some_and(|user| user.is_external)
+        {
+            return Err(AppError::bad_request(
+                "A member from another server can't own a calendar here.",
+            ));
+        }
         if calendar.is_default {
             return Err(AppError::bad_request(
                 "A personal calendar's ownership can't be transferred.",

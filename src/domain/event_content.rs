@@ -6,7 +6,7 @@
 
 use chrono::{DateTime, Datelike, Utc};
 
-use super::recurrence;
+use super::recurrence::{self, RuleProblem, expansion::Budget};
 use super::time::YEARS;
 use crate::error::AppError;
 
@@ -70,6 +70,19 @@ impl EventContent<'_> {
     /// Times in the years 1 to 9999 with the start not after the end, texts within
     /// [`TEXT_LIMITS`], and a recurrence rule [`super::recurrence::check`] accepts.
     pub fn check(&self) -> Result<(), ContentProblem> {
+        self.check_rule_with(recurrence::check)
+    }
+
+    /// [`Self::check`], the recurrence checked within `budget` (shared by the events of an
+    /// import, [`super::recurrence::check_within`]).
+    pub fn check_within(&self, budget: &mut Budget) -> Result<(), ContentProblem> {
+        self.check_rule_with(|rule, start, end| recurrence::check_within(rule, start, end, budget))
+    }
+
+    fn check_rule_with(
+        &self,
+        check_rule: impl FnOnce(&str, DateTime<Utc>, DateTime<Utc>) -> Result<(), RuleProblem>,
+    ) -> Result<(), ContentProblem> {
         for (field, at) in [("start", self.start), ("end", self.end)] {
             if !YEARS.contains(&at.year()) {
                 return Err(ContentProblem::new(
@@ -102,7 +115,7 @@ impl EventContent<'_> {
             }
         }
         if let Some(rule) = self.recurrence {
-            recurrence::check(rule, self.start, self.end)
+            check_rule(rule, self.start, self.end)
                 .map_err(|problem| ContentProblem::new("recurrence", problem.message()))?;
         }
         Ok(())

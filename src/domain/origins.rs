@@ -4,13 +4,27 @@
 //! Patterns, as better-auth reads them: an exact origin (`https://cal.example.com`), a
 //! wildcard host (`https://*.example.com` or `*.example.com`), or a custom scheme prefix
 //! (`bowline://` matches `bowline://anything`).
+//!
+//! **Redirect targets** ([`TrustedOrigins::is_allowed_target`]) follow one rule, used by
+//! every route that redirects or stores a callback: a target is an absolute URL on a
+//! trusted origin, or a relative path that, resolved against the server's base URL as a
+//! browser resolves it, stays on that origin. Browsers drop tab, LF and CR from a URL
+//! before resolving it and read `\` as `/`, so `/\t/evil.example` and `/\evil.example` are
+//! `//evil.example` to them: any ASCII control character, whitespace or backslash anywhere
+//! in a target, written or percent-encoded, refuses it, as does a relative target that is
+//! not plain ASCII (full-width slashes) or that decodes to a second leading slash.
 
-/// A set of trusted origin patterns.
+use percent_encoding::percent_decode_str;
+use url::Url;
+
+/// A set of trusted origin patterns, and the server's base URL relative targets resolve
+/// against.
 #[derive(Debug, Clone, Default)]
 pub struct TrustedOrigins {
     exact: Vec<String>,
     wildcard_hosts: Vec<(Option<String>, String)>,
     scheme_prefixes: Vec<String>,
+    base: Option<Url>,
 }
 
 impl TrustedOrigins {
@@ -33,6 +47,17 @@ impl TrustedOrigins {
                 (None, None) => {}
             }
         }
+        set
+    }
+
+    /// The set of `patterns` for a server at `base_url`, against which relative redirect
+    /// targets are resolved (without one, they resolve against a placeholder origin).
+    pub fn for_server<S: AsRef<str>>(
+        base_url: &str,
+        patterns: impl IntoIterator<Item = S>,
+    ) -> Self {
+        let mut set = Self::new(patterns);
+        set.base = Url::parse(base_url).ok();
         set
     }
 
@@ -65,14 +90,47 @@ impl TrustedOrigins {
         })
     }
 
-    /// Whether `target` may be used as a callback or redirect: a same-origin relative path
-    /// (`/x`, never `//x`) or a URL with a trusted origin.
+    /// Whether `target` may be used as a callback or redirect (the module's rule): a URL on a
+    /// trusted origin, or a relative path that stays on the server's origin.
     pub fn is_allowed_target(&self, target: &str) -> bool {
-        if target.starts_with('/') {
-            return !target.starts_with("//") && !target.contains('\\');
+        let decoded = percent_decode_str(target).decode_utf8_lossy();
+        if !is_clean(target) || !is_clean(&decoded) {
+            return false;
         }
-        self.is_trusted(target)
+        match Url::parse(target) {
+            Ok(url) => {
+                url.username().is_empty() && url.password().is_none() && self.is_trusted(target)
+            }
+            Err(url::ParseError::RelativeUrlWithoutBase) => {
+                self.stays_on_base(target) && !decoded.starts_with("//")
+            }
+            Err(_) => false,
+        }
     }
+
+    /// Whether the relative `target` is an ASCII path (`/…`, never `//…`) that, resolved
+    /// against the base URL, keeps its origin.
+    fn stays_on_base(&self, target: &str) -> bool {
+        if !target.is_ascii() || !target.starts_with('/') || target.starts_with("//") {
+            return false;
+        }
+        let Some(base) = self
+            .base
+            .clone()
+            .or_else(|| Url::parse("https://base.invalid/").ok())
+        else {
+            return false;
+        };
+        base.join(target)
+            .is_ok_and(|resolved| resolved.origin() == base.origin())
+    }
+}
+
+/// No ASCII control character, no whitespace and no backslash anywhere.
+fn is_clean(text: &str) -> bool {
+    !text
+        .chars()
+        .any(|c| c.is_control() || c.is_whitespace() || c == '\\')
 }
 
 #[cfg(test)]
@@ -110,11 +168,49 @@ mod tests {
 
     #[test]
     fn callback_targets() {
-        let set = set();
-        assert!(set.is_allowed_target("/email-verified"));
-        assert!(!set.is_allowed_target("//evil.io/x"));
-        assert!(!set.is_allowed_target("/\\evil.io"));
-        assert!(set.is_allowed_target("https://cal.example.com/email-verified"));
-        assert!(!set.is_allowed_target("https://evil.io/email-verified"));
+        let set = TrustedOrigins::for_server(
+            "https://cal.example.com",
+            ["https://cal.example.com", "bowline://"],
+        );
+        for allowed in [
+            "/email-verified",
+            "/reset-password?x=1&y=a+b",
+            "/calendar#week",
+            "https://cal.example.com/email-verified",
+            "HTTPS://CAL.EXAMPLE.COM/x",
+            "bowline://invite/abc",
+        ] {
+            assert!(set.is_allowed_target(allowed), "{allowed:?} is allowed");
+        }
+        for refused in [
+            "//evil.io/x",
+            "/\\evil.io",
+            "\\/evil.io",
+            "/\t/evil.io",
+            "/\n/evil.io",
+            "/\r/evil.io",
+            "/\0/evil.io",
+            "/ /evil.io",
+            "/%09/evil.io",
+            "/%0a/evil.io",
+            "/%0D/evil.io",
+            "/%00/evil.io",
+            "/%20/evil.io",
+            "/%5c/evil.io",
+            "/%2F/evil.io",
+            "%2F%2Fevil.io",
+            "evil.io",
+            "\u{ff0f}\u{ff0f}evil.io",
+            "/\u{ff0f}evil.io",
+            "https:evil.io",
+            "https://evil.io/email-verified",
+            "http://cal.example.com@evil.io/",
+            "https://user@cal.example.com/",
+            "javascript:alert(1)",
+            "data:text/html,<script>alert(1)</script>",
+            "/x\u{3000}y",
+        ] {
+            assert!(!set.is_allowed_target(refused), "{refused:?} is refused");
+        }
     }
 }

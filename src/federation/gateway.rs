@@ -1,7 +1,9 @@
 //! The gateway: a request of a signed-in user to `…/federation/s/:connectionId/api/v1/*`
 //! goes to the server of that connection (the origin comes from storage), with the member
 //! token attached and nothing of the caller's own credentials; the answer's status, body and
-//! `Content-Type` come back unchanged.
+//! `Content-Type` come back unchanged, if it is of a type the API itself answers with
+//! ([`RELAYED_TYPES`]). Anything else (an HTML page, a script) would be served from this
+//! origin under the user's cookie: it becomes a 502 instead.
 
 use bytes::Bytes;
 use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
@@ -38,6 +40,31 @@ pub struct GatewayRequest {
 
 fn connection_not_found() -> AppError {
     AppError::not_found("Federated connection not found.")
+}
+
+/// The content types relayed: JSON, `text/plain` (the `OK` answers), `text/calendar`
+/// (exports) and the avatar images.
+pub const RELAYED_TYPES: [&str; 6] = [
+    "application/json",
+    "text/plain",
+    "text/calendar",
+    "image/jpeg",
+    "image/png",
+    "image/webp",
+];
+
+/// Whether an answer may be relayed: one of [`RELAYED_TYPES`] (parameters such as
+/// `charset` aside), or no body at all.
+pub fn is_relayable(answer: &PeerAnswer) -> bool {
+    match &answer.content_type {
+        Some(value) => value.to_str().is_ok_and(|value| {
+            let essence = value.split(';').next().unwrap_or_default().trim();
+            RELAYED_TYPES
+                .iter()
+                .any(|relayed| relayed.eq_ignore_ascii_case(essence))
+        }),
+        None => answer.body.is_empty(),
+    }
 }
 
 /// 502 `FederatedServerUnreachable` for `server`.
@@ -111,7 +138,17 @@ pub async fn forward(
         }
     }
     match federation.send(outgoing).await {
-        Ok(answer) => Ok(answer),
+        Ok(answer) if is_relayable(&answer) => Ok(answer),
+        Ok(_) => {
+            tracing::info!(server = %connection.server, "federation.gateway_type_refused");
+            Err(AppError::BadGateway {
+                error: "FederatedAnswerRefused".into(),
+                message:
+                    "The connected server answered with a content type this server does not relay."
+                        .into(),
+                server: Some(connection.server.clone()),
+            })
+        }
         Err(err) => {
             tracing::info!(server = %connection.server, error = %err, "federation.gateway_unreachable");
             Err(unreachable(&connection.server))

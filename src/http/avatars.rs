@@ -15,7 +15,7 @@ use warp::filters::BoxedFilter;
 use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
 
-use super::extract::{AuthUser, authenticated, json_body, respond, with_ctx};
+use super::extract::{AuthUser, json_body, respond, signed_in, with_ctx};
 use crate::context::Ctx;
 use crate::domain::avatars;
 use crate::error::AppError;
@@ -62,7 +62,7 @@ struct UploadedAvatar {
     path = "/api/v1/users/avatar",
     tag = "avatars",
     operation_id = "upload_avatar",
-    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    security(("bearer" = []), ("cookie" = [])),
     request_body = UploadRequest,
     responses(
         (status = 200, description = "The image is stored and the user's `image` points at it.", body = UploadedAvatar),
@@ -74,7 +74,7 @@ fn upload(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + C
     endpoint!("api" / "v1" / "users" / "avatar")
         .and(warp::post())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(signed_in(ctx))
         .and(json_body::<UploadRequest>(
             "Body must be { data } with a base64 image.",
         ))

@@ -13,7 +13,10 @@ use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
 
 use super::conditional::{self, EntityTag, if_none_match};
-use super::extract::{AuthUser, authenticated, json_body, ok_text, request_ctx, respond, with_ctx};
+use super::extract::{
+    AuthUser, json_body, ok_text, request_ctx, respond, session_or_member_token, signed_in,
+    with_ctx,
+};
 use super::rejection::render_error;
 use super::request::RequestCtx;
 use crate::actors::calendar::CalendarCommand;
@@ -124,7 +127,7 @@ impl CalendarRequest {
     get,
     path = "/api/v1/calendars/google",
     tag = "calendars",
-    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    security(("bearer" = []), ("cookie" = [])),
     responses(
         (status = 200, description = "Every connected account of the caller was delivered and pulled.",
          body = String, content_type = "text/plain", example = "OK"),
@@ -134,7 +137,7 @@ fn legacy_sync(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection
     endpoint!("api" / "v1" / "calendars" / "google")
         .and(warp::get())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(signed_in(ctx))
         .and(request_ctx())
         .then(|ctx: Ctx, user: AuthUser, rctx: RequestCtx| async move {
             // Answered here, success or failure: a failure passed on as a rejection would
@@ -179,7 +182,7 @@ fn list_calendars(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Reject
     endpoint!("api" / "v1" / "calendars")
         .and(warp::get())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(session_or_member_token(ctx))
         .and(if_none_match())
         .and_then(
             |ctx: Ctx, user: AuthUser, if_none_match: Option<String>| async move {
@@ -271,7 +274,7 @@ fn get_calendar(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejectio
     endpoint!("api" / "v1" / "calendars" / {id: String})
         .and(warp::get())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(session_or_member_token(ctx))
         .and_then(|id: String, ctx: Ctx, user: AuthUser| async move {
             respond(get_calendar_handler(&ctx, &user, &id).await)
         })
@@ -294,7 +297,7 @@ async fn get_calendar_handler(ctx: &Ctx, user: &AuthUser, id: &str) -> Result<Re
     post,
     path = "/api/v1/calendars",
     tag = "calendars",
-    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    security(("bearer" = []), ("cookie" = [])),
     request_body = CalendarRequest,
     responses(
         (status = 201, description = "The new calendar, owned by the caller (with `provider`, made there first, then mirrored).",
@@ -308,7 +311,7 @@ fn create_calendar(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejec
     endpoint!("api" / "v1" / "calendars")
         .and(warp::post())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(signed_in(ctx))
         .and(json_body::<CalendarRequest>(INVALID_CALENDAR))
         .and_then(
             |ctx: Ctx, user: AuthUser, body: CalendarRequest| async move {
@@ -377,7 +380,7 @@ pub(super) fn destination<'a>(
     put,
     path = "/api/v1/calendars",
     tag = "calendars",
-    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    security(("bearer" = []), ("cookie" = [])),
     request_body = CalendarRequest,
     responses(
         (status = 200, description = "The renamed and recoloured calendar (a mirror's change is made at the provider first).",
@@ -391,7 +394,7 @@ fn update_calendar(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejec
     endpoint!("api" / "v1" / "calendars")
         .and(warp::put())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(signed_in(ctx))
         .and(json_body::<CalendarRequest>(INVALID_CALENDAR))
         .and_then(
             |ctx: Ctx, user: AuthUser, body: CalendarRequest| async move {
@@ -433,7 +436,7 @@ async fn update_calendar_handler(
     delete,
     path = "/api/v1/calendars",
     tag = "calendars",
-    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    security(("bearer" = []), ("cookie" = [])),
     request_body = CalendarRequest,
     responses(
         (status = 200, description = "The removed calendar (a mirror is deleted at the provider first).", body = CalendarView),
@@ -446,7 +449,7 @@ fn delete_calendar(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejec
     endpoint!("api" / "v1" / "calendars")
         .and(warp::delete())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(signed_in(ctx))
         .and(json_body::<CalendarRequest>(INVALID_CALENDAR))
         .and_then(
             |ctx: Ctx, user: AuthUser, body: CalendarRequest| async move {

@@ -26,7 +26,7 @@ use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
 
 use super::conditional::{self, EntityTag, if_none_match};
-use super::extract::{AuthUser, authenticated, respond, with_ctx};
+use super::extract::{AuthUser, respond, session_or_member_token, with_ctx};
 use crate::context::Ctx;
 use crate::domain::events::MAX_RANGE_DAYS;
 use crate::domain::time::parse_timestamp;
@@ -131,7 +131,7 @@ pub(super) fn list_events(
         .and(warp::get())
         .and(query)
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(session_or_member_token(ctx))
         .and(if_none_match())
         .and_then(
             |query: String, ctx: Ctx, user: AuthUser, if_none_match: Option<String>| async move {

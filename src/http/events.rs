@@ -14,7 +14,7 @@ use warp::filters::BoxedFilter;
 use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
 
-use super::extract::{AuthUser, authenticated, json_body, respond, with_ctx};
+use super::extract::{AuthUser, json_body, respond, session_or_member_token, with_ctx};
 use crate::actors::calendar::EventCommand;
 use crate::commands::events::links as event_links;
 use crate::context::Ctx;
@@ -116,7 +116,7 @@ fn create_event(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejectio
     endpoint!("api" / "v1" / "events")
         .and(warp::post())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(session_or_member_token(ctx))
         .and(json_body::<EventBody>(INVALID_CREATE))
         .and_then(|ctx: Ctx, user: AuthUser, body: EventBody| async move {
             respond(create_event_handler(&ctx, &user, body).await)
@@ -160,7 +160,7 @@ fn update_event(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejectio
     endpoint!("api" / "v1" / "events")
         .and(warp::put())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(session_or_member_token(ctx))
         .and(json_body::<EventBody>(INVALID_UPDATE))
         .and_then(|ctx: Ctx, user: AuthUser, body: EventBody| async move {
             respond(update_event_handler(&ctx, &user, body).await)
@@ -206,7 +206,7 @@ fn delete_event(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejectio
     endpoint!("api" / "v1" / "events")
         .and(warp::delete())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(session_or_member_token(ctx))
         .and(json_body::<Lenient<DeleteBody>>(INVALID_UPDATE))
         .and_then(
             |ctx: Ctx, user: AuthUser, body: Lenient<DeleteBody>| async move {
@@ -315,7 +315,7 @@ fn link_event(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection>
     endpoint!("api" / "v1" / "events" / {eventId: String} / "link")
         .and(warp::post())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(session_or_member_token(ctx))
         .and(json_body::<Lenient<TargetBody>>(
             "Body must be { calendarID }.",
         ))
@@ -365,7 +365,7 @@ fn fork_event(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection>
     endpoint!("api" / "v1" / "events" / {eventId: String} / "fork")
         .and(warp::post())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(session_or_member_token(ctx))
         .and(json_body::<Lenient<TargetBody>>(
             "Body must be { calendarID }.",
         ))
@@ -410,7 +410,7 @@ fn list_attendees(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Reject
     endpoint!("api" / "v1" / "events" / {eventId: String} / "attendees")
         .and(warp::get())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(session_or_member_token(ctx))
         .and_then(|id: String, ctx: Ctx, user: AuthUser| async move {
             respond(list_attendees_handler(&ctx, &user, &id).await)
         })
@@ -443,7 +443,7 @@ fn set_attendance(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Reject
     endpoint!("api" / "v1" / "events" / {eventId: String} / "attendance")
         .and(warp::put())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(session_or_member_token(ctx))
         .and(json_body::<Lenient<AttendanceBody>>(
             "status (going | maybe | declined | none) is required...",
         ))

@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 use warp::{Buf, Filter, Rejection, Reply};
 
 use super::json_text::{self, JsonProblem, NUL_MESSAGE};
-use super::rejection::reject;
+use super::rejection::{MemberTokenRefused, reject};
 use super::request::RequestCtx;
 use crate::auth::csrf;
 use crate::auth::principal::{self, Identity, Resolution, Transport};
@@ -157,9 +157,15 @@ impl AuthUser {
     }
 }
 
-/// Requires a session (bearer or signed cookie) or, else, a member token; 401 without.
+/// Requires a session (bearer or signed cookie) or, else, a federation member token; 401
+/// without. Only the routes a home server's users reach through its gateway take it (event
+/// reads and writes, attendance, the calendar and its members, invites, leaving, the
+/// stream); they authorize against calendar membership like any other, so a shadow acts only
+/// within the calendars it was admitted to. Every other route takes [`signed_in`].
 /// Cookie-authenticated requests that change state also need a trusted origin (403).
-pub fn authenticated(ctx: Ctx) -> impl Filter<Extract = (AuthUser,), Error = Rejection> + Clone {
+pub fn session_or_member_token(
+    ctx: Ctx,
+) -> impl Filter<Extract = (AuthUser,), Error = Rejection> + Clone {
     with_ctx(ctx)
         .and(request_ctx())
         .and(warp::method())
@@ -195,15 +201,14 @@ pub fn authenticated(ctx: Ctx) -> impl Filter<Extract = (AuthUser,), Error = Rej
         )
 }
 
-/// Requires a signed-in session; a federation member token is refused (403).
+/// Requires a signed-in session; a federation member token is refused (403,
+/// [`MemberTokenRefused`]).
 pub fn signed_in(ctx: Ctx) -> impl Filter<Extract = (AuthUser,), Error = Rejection> + Clone {
-    authenticated(ctx).and_then(|user: AuthUser| async move {
+    session_or_member_token(ctx).and_then(|user: AuthUser| async move {
         if user.has_session() {
             Ok(user)
         } else {
-            Err(reject(AppError::forbidden(
-                "This action needs a signed-in account on this server.",
-            )))
+            Err(warp::reject::custom(MemberTokenRefused))
         }
     })
 }

@@ -22,7 +22,7 @@ use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
 
 use super::calendars::destination;
-use super::extract::{AuthUser, authenticated, body_bytes, respond, with_ctx};
+use super::extract::{AuthUser, body_bytes, respond, session_or_member_token, signed_in, with_ctx};
 use crate::commands::mirrors::calendars::import_into_account;
 use crate::context::Ctx;
 use crate::domain::ids::{UserId, require_uuid};
@@ -84,7 +84,7 @@ struct ImportedCalendarView {
     post,
     path = "/api/v1/calendars/import",
     tag = "calendars",
-    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    security(("bearer" = []), ("cookie" = [])),
     params(
         ("name" = Option<String>, Query, max_length = 200,
          description = "The new calendar's name, at most 200 characters once trimmed (blank or absent: the file's \
@@ -109,7 +109,7 @@ fn import(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + C
     endpoint!("api" / "v1" / "calendars" / "import")
         .and(warp::post())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(signed_in(ctx))
         .and(warp::query::<ImportQuery>())
         .and(body_bytes(IMPORT_BODY_LIMIT))
         .and_then(
@@ -244,7 +244,7 @@ fn export(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + C
     endpoint!("api" / "v1" / "calendars" / {id: String} / "export")
         .and(warp::get())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(session_or_member_token(ctx))
         .and_then(|id: String, ctx: Ctx, user: AuthUser| async move {
             respond(export_handler(&ctx, &user, &id).await)
         })

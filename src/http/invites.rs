@@ -14,7 +14,7 @@ use warp::filters::BoxedFilter;
 use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
 
-use super::extract::{AuthUser, authenticated, json_body, respond, with_ctx};
+use super::extract::{AuthUser, json_body, respond, session_or_member_token, with_ctx};
 use crate::actors::calendar::CalendarCommand;
 use crate::commands::{not_a_member, not_allowed};
 use crate::context::Ctx;
@@ -94,7 +94,7 @@ fn create_invite(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejecti
     endpoint!("api" / "v1" / "calendars" / "invites")
         .and(warp::post())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(session_or_member_token(ctx))
         .and(json_body::<CreateInviteRequest>(INVALID_INVITE))
         .and_then(
             |ctx: Ctx, user: AuthUser, body: CreateInviteRequest| async move {
@@ -172,7 +172,7 @@ fn list_invites(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejectio
     endpoint!("api" / "v1" / "calendars" / {calendarId: String} / "invites")
         .and(warp::get())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(session_or_member_token(ctx))
         .and_then(|id: String, ctx: Ctx, user: AuthUser| async move {
             respond(list_invites_handler(&ctx, &user, &id).await)
         })
@@ -220,7 +220,7 @@ fn revoke_invite(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejecti
     endpoint!("api" / "v1" / "calendars" / "invites" / {inviteId: String})
         .and(warp::delete())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(session_or_member_token(ctx))
         .and_then(|id: String, ctx: Ctx, user: AuthUser| async move {
             respond(revoke_invite_handler(&ctx, &user, &id).await)
         })
@@ -270,7 +270,7 @@ fn send_invite(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection
     endpoint!("api" / "v1" / "calendars" / "invites" / {inviteId: String} / "send")
         .and(warp::post())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(session_or_member_token(ctx))
         .and(json_body::<SendInviteRequest>(
             "Body must be { email } with one address.",
         ))

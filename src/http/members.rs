@@ -11,7 +11,9 @@ use warp::filters::BoxedFilter;
 use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
 
-use super::extract::{AuthUser, authenticated, json_body, ok_text, respond, with_ctx};
+use super::extract::{
+    AuthUser, json_body, ok_text, respond, session_or_member_token, signed_in, with_ctx,
+};
 use crate::actors::calendar::CalendarCommand;
 use crate::commands::not_a_member;
 use crate::context::Ctx;
@@ -61,7 +63,7 @@ fn list_members(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejectio
     endpoint!("api" / "v1" / "calendars" / {calendarId: String} / "members")
         .and(warp::get())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(session_or_member_token(ctx))
         .and_then(|id: String, ctx: Ctx, user: AuthUser| async move {
             respond(list_members_handler(&ctx, &user, &id).await)
         })
@@ -95,7 +97,7 @@ struct JoinRequest {
     post,
     path = "/api/v1/calendars/members/{calendarId}",
     tag = "calendars",
-    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    security(("bearer" = []), ("cookie" = [])),
     params(("calendarId" = uuid::Uuid, Path, description = "The calendar's id.")),
     request_body = JoinRequest,
     responses(
@@ -109,7 +111,7 @@ fn join(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clo
     endpoint!("api" / "v1" / "calendars" / "members" / {calendarId: String})
         .and(warp::post())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(signed_in(ctx))
         .and(json_body::<JoinRequest>("Body must be { token }."))
         .and_then(
             |id: String, ctx: Ctx, user: AuthUser, body: JoinRequest| async move {
@@ -158,7 +160,7 @@ fn leave(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Cl
     endpoint!("api" / "v1" / "calendars" / "members" / {calendarId: String})
         .and(warp::delete())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(session_or_member_token(ctx))
         .and_then(|id: String, ctx: Ctx, user: AuthUser| async move {
             respond(leave_handler(&ctx, &user, &id).await)
         })
@@ -197,7 +199,7 @@ fn target_user(user_id: &str) -> Result<String, AppError> {
     put,
     path = "/api/v1/calendars/{calendarId}/members/{userId}",
     tag = "calendars",
-    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    security(("bearer" = []), ("cookie" = [])),
     params(("calendarId" = uuid::Uuid, Path, description = "The calendar's id."), ("userId" = String, Path, description = "The member's user id (1 to 64 letters, digits, `_` or `-`).", pattern = "^[A-Za-z0-9_-]{1,64}$")),
     request_body = RoleRequest,
     responses(
@@ -210,7 +212,7 @@ fn set_role(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> +
     endpoint!("api" / "v1" / "calendars" / {calendarId: String} / "members" / {userId: String})
         .and(warp::put())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(signed_in(ctx))
         .and(json_body::<RoleRequest>(
             "Role must be 'viewer', 'editor' or 'owner'.",
         ))
@@ -253,7 +255,7 @@ async fn set_role_handler(
     delete,
     path = "/api/v1/calendars/{calendarId}/members/{userId}",
     tag = "calendars",
-    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    security(("bearer" = []), ("cookie" = [])),
     params(("calendarId" = uuid::Uuid, Path, description = "The calendar's id."), ("userId" = String, Path, description = "The member's user id (1 to 64 letters, digits, `_` or `-`).", pattern = "^[A-Za-z0-9_-]{1,64}$")),
     responses(
         (status = 200, description = "The member is removed.", body = String, content_type = "text/plain", example = "OK"),
@@ -265,7 +267,7 @@ fn remove_member(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejecti
     endpoint!("api" / "v1" / "calendars" / {calendarId: String} / "members" / {userId: String})
         .and(warp::delete())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(signed_in(ctx))
         .and_then(
             |id: String, target: String, ctx: Ctx, user: AuthUser| async move {
                 respond(remove_member_handler(&ctx, &user, &id, &target).await)

@@ -1,5 +1,6 @@
 //! The internal metrics listener's only route: `GET /metrics` (Prometheus text format).
-//! Anything else on that listener is a plain-text 404.
+//! Anything else on that listener is a plain-text 404. Every answer says
+//! `X-Content-Type-Options: nosniff`, as the API's do.
 
 use std::sync::Arc;
 
@@ -27,5 +28,15 @@ pub fn routes(metrics: Arc<Metrics>) -> BoxedFilter<(Response,)> {
     });
     let not_found = warp::any()
         .map(|| warp::reply::with_status("Not found", StatusCode::NOT_FOUND).into_response());
-    scrape.or(not_found).unify().boxed()
+    scrape
+        .or(not_found)
+        .unify()
+        .map(|mut response: Response| {
+            response.headers_mut().insert(
+                "x-content-type-options",
+                http::HeaderValue::from_static("nosniff"),
+            );
+            response
+        })
+        .boxed()
 }

@@ -14,7 +14,7 @@ use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
 
 use super::conditional::{self, EntityTag, if_none_match};
-use super::extract::{AuthUser, authenticated, json_body, respond, with_ctx};
+use super::extract::{AuthUser, json_body, respond, signed_in, with_ctx};
 use crate::commands::pages::{self as commands, page_not_found};
 use crate::context::Ctx;
 use crate::domain::ids::canonical_uuid;
@@ -73,7 +73,7 @@ fn name_and_config(
     get,
     path = "/api/v1/pages",
     tag = "pages",
-    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    security(("bearer" = []), ("cookie" = [])),
     params(("If-None-Match" = Option<String>, Header, description = "The `ETag` of a listing the client holds.")),
     responses(
         (status = 200, description = "Active Pages ordered by position; the default Page is created or repaired first.",
@@ -85,7 +85,7 @@ fn list_pages(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection>
     endpoint!("api" / "v1" / "pages")
         .and(warp::get())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(signed_in(ctx))
         .and(if_none_match())
         .and_then(
             |ctx: Ctx, user: AuthUser, if_none_match: Option<String>| async move {
@@ -135,7 +135,7 @@ struct CreateRequest {
     post,
     path = "/api/v1/pages",
     tag = "pages",
-    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    security(("bearer" = []), ("cookie" = [])),
     request_body = CreateRequest,
     responses(
         (status = 201, description = "The new Page, placed last.", body = PageDocument),
@@ -146,7 +146,7 @@ fn create_page(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection
     endpoint!("api" / "v1" / "pages")
         .and(warp::post())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(signed_in(ctx))
         .and(json_body::<CreateRequest>(INVALID_PAGE))
         .and_then(|ctx: Ctx, user: AuthUser, body: CreateRequest| async move {
             respond(
@@ -181,7 +181,7 @@ struct ReorderRequest {
     put,
     path = "/api/v1/pages/reorder",
     tag = "pages",
-    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    security(("bearer" = []), ("cookie" = [])),
     request_body = ReorderRequest,
     responses(
         (status = 200, description = "All active Pages in their new order.", body = Vec<PageDocument>),
@@ -191,7 +191,7 @@ fn reorder_pages(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejecti
     endpoint!("api" / "v1" / "pages" / "reorder")
         .and(warp::put())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(signed_in(ctx))
         .and(json_body::<ReorderRequest>(INVALID_ORDER))
         .and_then(
             |ctx: Ctx, user: AuthUser, body: ReorderRequest| async move {
@@ -233,7 +233,7 @@ async fn reorder_handler(
     get,
     path = "/api/v1/pages/{id}",
     tag = "pages",
-    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    security(("bearer" = []), ("cookie" = [])),
     params(("id" = String, Path, description = "The Page's id.")),
     responses(
         (status = 200, description = "The Page.", body = PageDocument),
@@ -243,7 +243,7 @@ fn read_page(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> 
     endpoint!("api" / "v1" / "pages" / {id: String})
         .and(warp::get())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(signed_in(ctx))
         .and_then(|id: String, ctx: Ctx, user: AuthUser| async move {
             respond(
                 async {
@@ -275,7 +275,7 @@ struct SaveRequest {
     patch,
     path = "/api/v1/pages/{id}",
     tag = "pages",
-    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    security(("bearer" = []), ("cookie" = [])),
     params(("id" = String, Path, description = "The Page's id.")),
     request_body = SaveRequest,
     responses(
@@ -288,7 +288,7 @@ fn save_page(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> 
     endpoint!("api" / "v1" / "pages" / {id: String})
         .and(warp::patch())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(signed_in(ctx))
         .and(json_body::<SaveRequest>(INVALID_DOCUMENT))
         .and_then(
             |id: String, ctx: Ctx, user: AuthUser, body: SaveRequest| async move {
@@ -329,7 +329,7 @@ struct RemovedPage {
     delete,
     path = "/api/v1/pages/{id}",
     tag = "pages",
-    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    security(("bearer" = []), ("cookie" = [])),
     params(("id" = String, Path, description = "The Page's id.")),
     responses(
         (status = 200, description = "The Page is removed (the default may have moved).", body = RemovedPage),
@@ -339,7 +339,7 @@ fn delete_page(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection
     endpoint!("api" / "v1" / "pages" / {id: String})
         .and(warp::delete())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(signed_in(ctx))
         .and_then(|id: String, ctx: Ctx, user: AuthUser| async move {
             respond(
                 async {

@@ -15,7 +15,7 @@ use warp::{Filter, Rejection, Reply};
 
 use super::endpoint::endpoint;
 use super::extract::{
-    AuthUser, JSON_BODY_LIMIT, authenticated, body_bytes, json_body, ok_text, respond, with_ctx,
+    AuthUser, JSON_BODY_LIMIT, body_bytes, json_body, ok_text, respond, signed_in, with_ctx,
 };
 use crate::actors::providers::ProvidersMsg;
 use crate::commands::mirrors::connect::{CaldavCredentials, connect_caldav};
@@ -196,7 +196,7 @@ struct DisconnectedCalendar {
     get,
     path = "/api/v1/users/connections/caldav",
     tag = "connections",
-    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    security(("bearer" = []), ("cookie" = [])),
     responses(
         (status = 200, description = "The caller's CalDAV accounts.", body = CaldavAccounts),
     )
@@ -205,7 +205,7 @@ fn list_caldav(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection
     endpoint!("api" / "v1" / "users" / "connections" / "caldav")
         .and(warp::get())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(signed_in(ctx))
         .and_then(|ctx: Ctx, user: AuthUser| async move {
             respond(
                 async {
@@ -232,7 +232,7 @@ fn list_caldav(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection
     path = "/api/v1/users/connections/caldav",
     tag = "connections",
     operation_id = "connect_caldav",
-    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    security(("bearer" = []), ("cookie" = [])),
     request_body = CaldavBody,
     responses(
         (status = 200, description = "The account is connected (or its password replaced) and its calendars are mirrored.",
@@ -245,7 +245,7 @@ fn connect(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + 
     endpoint!("api" / "v1" / "users" / "connections" / "caldav")
         .and(warp::post())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(signed_in(ctx))
         .and(json_body::<CaldavBody>(MISSING_CREDENTIALS))
         .and_then(|ctx: Ctx, user: AuthUser, body: CaldavBody| async move {
             respond(connect_handler(&ctx, &user, body).await)
@@ -291,7 +291,7 @@ async fn connect_handler(
     path = "/api/v1/users/connections/caldav",
     tag = "connections",
     operation_id = "remove_caldav",
-    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    security(("bearer" = []), ("cookie" = [])),
     params(("accountId" = Option<String>, Query, description = "The account's id, when the body does not carry it.")),
     request_body(content = Option<RemoveCaldavBody>, description = "`{accountId}`; optional when the query carries it (any other body is ignored)."),
     responses(
@@ -304,7 +304,7 @@ fn remove_caldav(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejecti
     endpoint!("api" / "v1" / "users" / "connections" / "caldav")
         .and(warp::delete())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(signed_in(ctx))
         .and(warp::query::<HashMap<String, String>>())
         .and(body_bytes(JSON_BODY_LIMIT))
         .and_then(
@@ -331,16 +331,22 @@ async fn remove_handler(
 }
 
 /// Removes one of the caller's CalDAV accounts (an unknown or foreign id changes nothing).
-async fn remove_account(ctx: &Ctx, user: &AuthUser, account: &str) -> Result<(), AppError> {
+async fn remove_account(ctx: &Ctx, user: &AuthUser, account: &str) -> Result<bool, AppError> {
     let Ok(account_id) = Uuid::parse_str(account) else {
-        return Ok(());
+        return Ok(false);
     };
-    if disconnect_caldav(&ctx.mirrors, &UserId::from(user.id()), account_id).await? {
+    let removed = disconnect_caldav(&ctx.mirrors, &UserId::from(user.id()), account_id).await?;
+    if removed {
         ctx.actors.providers.tell(ProvidersMsg::Stop {
             account: AccountKey::new(Provider::Caldav, account_id.to_string()),
         });
     }
-    Ok(())
+    Ok(removed)
+}
+
+/// The 404 of an account that is not one of the caller's.
+fn account_not_found() -> AppError {
+    AppError::not_found("Account not found...")
 }
 
 /// GET /api/v1/users/connections/google → `{isLinked, calendarConnected}`: a Google account
@@ -350,7 +356,7 @@ async fn remove_account(ctx: &Ctx, user: &AuthUser, account: &str) -> Result<(),
     get,
     path = "/api/v1/users/connections/google",
     tag = "connections",
-    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    security(("bearer" = []), ("cookie" = [])),
     responses(
         (status = 200, description = "Whether a Google account is linked and can sync calendars.", body = GoogleStatus),
     )
@@ -359,7 +365,7 @@ fn google_status(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejecti
     endpoint!("api" / "v1" / "users" / "connections" / "google")
         .and(warp::get())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(signed_in(ctx))
         .and_then(|ctx: Ctx, user: AuthUser| async move {
             respond(
                 async {
@@ -386,7 +392,7 @@ fn google_status(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejecti
     post,
     path = "/api/v1/users/connections/google/revoke",
     tag = "connections",
-    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    security(("bearer" = []), ("cookie" = [])),
     responses(
         (status = 200, description = "Every Google account's calendar tokens are revoked (best effort) and forgotten; \
             the accounts stay linked for sign-in.", body = String, content_type = "text/plain", example = "OK"),
@@ -396,7 +402,7 @@ fn google_revoke(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejecti
     endpoint!("api" / "v1" / "users" / "connections" / "google" / "revoke")
         .and(warp::post())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(signed_in(ctx))
         .and_then(|ctx: Ctx, user: AuthUser| async move {
             respond(
                 async {
@@ -417,19 +423,20 @@ fn google_revoke(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejecti
     path = "/api/v1/users/connections/disconnect",
     tag = "connections",
     operation_id = "disconnect_account",
-    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    security(("bearer" = []), ("cookie" = [])),
     request_body = DisconnectBody,
     responses(
         (status = 200, description = "Exactly that account is disconnected (where unlinking is refused, only its calendar \
-            credentials are cleared); an unknown account changes nothing.", body = String, content_type = "text/plain", example = "OK"),
+            credentials are cleared).", body = String, content_type = "text/plain", example = "OK"),
         (status = 400, description = "`provider` or `accountId` is missing, or the provider is not supported.", body = ErrorBody),
+        (status = 404, description = "No such account of the caller's (unknown, someone else's, or of another provider); nothing changed.", body = ErrorBody),
     )
 )]
 fn disconnect(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "users" / "connections" / "disconnect")
         .and(warp::post())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(signed_in(ctx))
         .and(json_body::<DisconnectBody>(
             "provider and accountId are required.",
         ))
@@ -444,15 +451,18 @@ fn disconnect(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection>
                             ));
                         };
                         match Provider::parse(&provider) {
-                            Some(Provider::Caldav) => remove_account(&ctx, &user, &account).await?,
+                            Some(Provider::Caldav) => {
+                                if !remove_account(&ctx, &user, &account).await? {
+                                    return Err(account_not_found());
+                                }
+                            }
                             Some(provider) => {
                                 let user = UserId::from(user.id());
-                                if let Some(account) =
+                                let account =
                                     disconnect_linked(&ctx.mirrors, &user, provider, &account)
                                         .await?
-                                {
-                                    ctx.actors.providers.tell(ProvidersMsg::Stop { account });
-                                }
+                                        .ok_or_else(account_not_found)?;
+                                ctx.actors.providers.tell(ProvidersMsg::Stop { account });
                             }
                             None => return Err(AppError::bad_request("Unsupported provider")),
                         }
@@ -469,7 +479,7 @@ fn disconnect(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection>
     post,
     path = "/api/v1/users/connections/calendars/disconnect",
     tag = "connections",
-    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    security(("bearer" = []), ("cookie" = [])),
     request_body = MirrorBody,
     responses(
         (status = 200, description = "The mirror is disabled (the provider is not touched) and `calendar_removed` is sent to its members.",
@@ -481,7 +491,7 @@ fn disconnect_mirror(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rej
     endpoint!("api" / "v1" / "users" / "connections" / "calendars" / "disconnect")
         .and(warp::post())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(signed_in(ctx))
         .and(json_body::<MirrorBody>("calendarId is required"))
         .and_then(|ctx: Ctx, user: AuthUser, body: MirrorBody| async move {
             respond(

@@ -5,6 +5,11 @@
 //! wrong method, bad query) are mapped to `AppError` here too. Every error response is JSON
 //! `{error, requestId, ...}` with the request's id. 5xx causes are logged once, here, at error
 //! level; the client sees a fixed text.
+//!
+//! When several routes take a path (a literal one and a parameter one, `GET
+//! /calendars/google` and `GET /calendars/{id}`), warp keeps each route's rejection and
+//! finds the last route's first; a route that refused a member token ([`MemberTokenRefused`])
+//! is the one the request meant, so that refusal is rendered before any other.
 
 use http::header::{CONTENT_TYPE, HeaderValue};
 use warp::Rejection;
@@ -28,12 +33,26 @@ pub fn reject(err: AppError) -> Rejection {
     warp::reject::custom(AppRejection(err))
 }
 
+/// A route that takes no member token refused one (403, [`MEMBER_TOKEN_REFUSED`]).
+#[derive(Debug)]
+pub struct MemberTokenRefused;
+
+impl Reject for MemberTokenRefused {}
+
+/// What a member token is told on a route it may not use.
+pub const MEMBER_TOKEN_REFUSED: &str = "A member token acts only within the calendars it was \
+    admitted to (their events, attendance, members and invites, leaving, the stream); this \
+    action needs a signed-in account on this server.";
+
 /// The client-visible message of an error response, kept for the access log.
 #[derive(Debug, Clone)]
 pub struct RenderedError(pub String);
 
 /// Renders a rejection that reached the end of the pipeline.
 pub fn render_rejection(rctx: &RequestCtx, rejection: &Rejection) -> Response {
+    if rejection.find::<MemberTokenRefused>().is_some() {
+        return render_error(rctx, &AppError::forbidden(MEMBER_TOKEN_REFUSED));
+    }
     if let Some(AppRejection(err)) = rejection.find::<AppRejection>() {
         return render_error(rctx, err);
     }

@@ -14,7 +14,7 @@ use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
 
 use super::conditional::{self, EntityTag, if_none_match};
-use super::extract::{AuthUser, authenticated, json_body, respond, with_ctx};
+use super::extract::{AuthUser, json_body, respond, signed_in, with_ctx};
 use crate::commands::{reminders as commands, settings as settings_commands};
 use crate::context::Ctx;
 use crate::domain::ids::require_uuid;
@@ -100,7 +100,7 @@ fn empty_ok() -> Response {
     get,
     path = "/api/v1/reminders",
     tag = "reminders",
-    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    security(("bearer" = []), ("cookie" = [])),
     params(("If-None-Match" = Option<String>, Header, description = "The `ETag` of the rules the client holds.")),
     responses(
         (status = 200, description = "The default rule and the explicit per-calendar and per-event rules.",
@@ -112,7 +112,7 @@ fn read_rules(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection>
     endpoint!("api" / "v1" / "reminders")
         .and(warp::get())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(signed_in(ctx))
         .and(if_none_match())
         .and_then(
             |ctx: Ctx, user: AuthUser, if_none_match: Option<String>| async move {
@@ -162,7 +162,7 @@ async fn read_handler(
     put,
     path = "/api/v1/reminders/calendars/{calendarId}",
     tag = "reminders",
-    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    security(("bearer" = []), ("cookie" = [])),
     params(("calendarId" = String, Path, description = "The calendar's id (a UUID).")),
     request_body = RuleBody,
     responses(
@@ -176,7 +176,7 @@ fn set_calendar_rule(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rej
     endpoint!("api" / "v1" / "reminders" / "calendars" / {calendarId: String})
         .and(warp::put())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(signed_in(ctx))
         .and(json_body::<Lenient<RuleBody>>(INVALID_RULE))
         .and_then(
             |id: String, ctx: Ctx, user: AuthUser, body: Lenient<RuleBody>| async move {
@@ -199,7 +199,7 @@ fn set_calendar_rule(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rej
     put,
     path = "/api/v1/reminders/events/{eventId}",
     tag = "reminders",
-    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    security(("bearer" = []), ("cookie" = [])),
     params(("eventId" = String, Path, description = "The event's id (a UUID).")),
     request_body = RuleBody,
     responses(
@@ -214,7 +214,7 @@ fn set_event_rule(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Reject
     endpoint!("api" / "v1" / "reminders" / "events" / {eventId: String})
         .and(warp::put())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(signed_in(ctx))
         .and(json_body::<Lenient<RuleBody>>(INVALID_RULE))
         .and_then(
             |id: String, ctx: Ctx, user: AuthUser, body: Lenient<RuleBody>| async move {
@@ -236,7 +236,7 @@ fn set_event_rule(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Reject
     delete,
     path = "/api/v1/reminders/events/{eventId}",
     tag = "reminders",
-    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    security(("bearer" = []), ("cookie" = [])),
     params(("eventId" = String, Path, description = "The event's id (a UUID).")),
     responses(
         (status = 200, description = "The override is cleared; `reminders_updated` is sent to the user's connections. Empty body."),
@@ -249,7 +249,7 @@ fn clear_event_rule(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Reje
     endpoint!("api" / "v1" / "reminders" / "events" / {eventId: String})
         .and(warp::delete())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(signed_in(ctx))
         .and_then(|id: String, ctx: Ctx, user: AuthUser| async move {
             respond(
                 async {

@@ -12,7 +12,7 @@ use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
 
 use super::conditional::{self, EntityTag, if_none_match};
-use super::extract::{AuthUser, authenticated, json_body, respond, with_ctx};
+use super::extract::{AuthUser, json_body, respond, signed_in, with_ctx};
 use crate::commands::settings as commands;
 use crate::context::Ctx;
 use crate::domain::input::Lenient;
@@ -69,7 +69,7 @@ const INVALID_PATCH: &str = "Request is missing a valid settings patch.";
     get,
     path = "/api/v1/users/settings",
     tag = "settings",
-    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    security(("bearer" = []), ("cookie" = [])),
     params(("If-None-Match" = Option<String>, Header, description = "The `ETag` of the settings the client holds.")),
     responses(
         (status = 200, description = "The settings row, created with the defaults when missing.",
@@ -81,7 +81,7 @@ fn read_settings(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejecti
     endpoint!("api" / "v1" / "users" / "settings")
         .and(warp::get())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(signed_in(ctx))
         .and(if_none_match())
         .and_then(
             |ctx: Ctx, user: AuthUser, if_none_match: Option<String>| async move {
@@ -95,7 +95,7 @@ fn read_settings(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejecti
     get,
     path = "/api/v1/users/settings/document",
     tag = "settings",
-    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    security(("bearer" = []), ("cookie" = [])),
     params(("If-None-Match" = Option<String>, Header, description = "The `ETag` of the document the client holds.")),
     responses(
         (status = 200, description = "The settings document, created with the defaults when missing.",
@@ -107,7 +107,7 @@ fn read_document(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejecti
     endpoint!("api" / "v1" / "users" / "settings" / "document")
         .and(warp::get())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(signed_in(ctx))
         .and(if_none_match())
         .and_then(
             |ctx: Ctx, user: AuthUser, if_none_match: Option<String>| async move {
@@ -151,7 +151,7 @@ async fn read_handler(
     put,
     path = "/api/v1/users/settings",
     tag = "settings",
-    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    security(("bearer" = []), ("cookie" = [])),
     request_body = CompleteSettings,
     responses(
         (status = 200, description = "The saved settings row.", body = SettingsRow),
@@ -161,7 +161,7 @@ fn replace_settings(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Reje
     endpoint!("api" / "v1" / "users" / "settings")
         .and(warp::put())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(signed_in(ctx))
         .and(json_body::<Lenient<Map<String, Value>>>(INVALID_SETTINGS))
         .and_then(
             |ctx: Ctx, user: AuthUser, body: Lenient<Map<String, Value>>| async move {
@@ -200,7 +200,7 @@ struct PatchRequest {
     patch,
     path = "/api/v1/users/me/settings",
     tag = "settings",
-    security(("bearer" = []), ("cookie" = []), ("memberToken" = [])),
+    security(("bearer" = []), ("cookie" = [])),
     request_body = PatchRequest,
     responses(
         (status = 200, description = "The saved settings document.", body = SettingsDocument),
@@ -212,7 +212,7 @@ fn patch_settings(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Reject
     endpoint!("api" / "v1" / "users" / "me" / "settings")
         .and(warp::patch())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(signed_in(ctx))
         .and(json_body::<PatchRequest>(INVALID_PATCH))
         .and_then(|ctx: Ctx, user: AuthUser, body: PatchRequest| async move {
             respond(patch_handler(&ctx, &user, body).await)

@@ -27,7 +27,7 @@ use warp::filters::BoxedFilter;
 use warp::reply::Response;
 use warp::{Filter, Reply};
 
-use super::extract::{AuthUser, authenticated, respond, with_ctx};
+use super::extract::{AuthUser, respond, session_or_member_token, with_ctx};
 use crate::actors::session::StreamCredential;
 use crate::actors::sessions::{Attached, RegistryMsg};
 use crate::actors::{ActorKind, ask_slot};
@@ -83,7 +83,7 @@ pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
     endpoint!("api" / "stream")
         .and(warp::get())
         .and(with_ctx(ctx.clone()))
-        .and(authenticated(ctx))
+        .and(session_or_member_token(ctx))
         .and_then(|ctx: Ctx, user: AuthUser| async move { respond(open_stream(ctx, user).await) })
         .boxed()
 }

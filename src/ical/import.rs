@@ -47,7 +47,8 @@ pub struct ParsedCalendar {
 }
 
 /// How many recurrence instances one import may look at (splitting series at
-/// `RANGE=THISANDFUTURE` overrides counts instances), and for how long.
+/// `RANGE=THISANDFUTURE` overrides counts instances, and so does walking each COUNT rule
+/// to its last instance to see it ends within the year 9999), and for how long.
 const IMPORT_RECURRENCE_STEPS: u64 = 2_000_000;
 const IMPORT_RECURRENCE_TIME: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -115,13 +116,16 @@ pub fn parse_calendar(bytes: &[u8], options: &ImportOptions) -> Result<ParsedCal
         let mut event = draft.event;
         event.recurrence = draft.rules.stored(event.start);
         // The rules every stored event follows, whichever way it came.
-        event.content().check().map_err(|problem| {
-            let line = match problem.field {
-                "recurrence" => draft.rules.rrules.first().map_or(draft.line, |r| r.line),
-                _ => draft.line,
-            };
-            IcsError::at(line, problem.message)
-        })?;
+        event
+            .content()
+            .check_within(&mut budget)
+            .map_err(|problem| {
+                let line = match problem.field {
+                    "recurrence" => draft.rules.rrules.first().map_or(draft.line, |r| r.line),
+                    _ => draft.line,
+                };
+                IcsError::at(line, problem.message)
+            })?;
         events.push(event);
     }
     Ok(ParsedCalendar {

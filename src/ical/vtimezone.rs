@@ -6,6 +6,12 @@
 //! the offset at a local time is the TZOFFSETTO of the latest onset before it, or the first
 //! observance's TZOFFSETFROM before any onset. Observances with unreadable offsets (the
 //! `+5328` of a garbled LMT) are dropped; other rule forms count their DTSTART only.
+//!
+//! An observance keeps at most [`MAX_RDATES`] RDATEs (real zones list a few hundred at
+//! most), sorted once, so finding the latest onset before a time is a binary search, and a
+//! VTIMEZONE keeps at most [`MAX_OBSERVANCES`] observances: whatever the file, a lookup
+//! costs a bounded amount, and a hostile VTIMEZONE cannot make every event of an import
+//! scan it.
 
 use std::collections::HashMap;
 
@@ -14,6 +20,14 @@ use chrono::{Datelike, Duration, NaiveDate, NaiveDateTime, Weekday};
 use super::lexer::Component;
 use super::timezones::clean_tzid;
 use super::values::{parse_date_value, parse_utc_offset, split_values};
+
+/// The most RDATE values an observance keeps (the first ones of the file); the rest are
+/// ignored, as recurrences past their limits are refused.
+pub const MAX_RDATES: usize = 1_000;
+
+/// The most observances a VTIMEZONE keeps (the first ones of the file; a zone written out
+/// transition by transition since the 19th century has a few hundred).
+pub const MAX_OBSERVANCES: usize = 500;
 
 /// A VTIMEZONE read from a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,6 +41,7 @@ struct Observance {
     offset_from: i32,
     offset_to: i32,
     rule: Option<YearlyRule>,
+    /// Sorted, without repeats.
     rdates: Vec<NaiveDateTime>,
 }
 
@@ -83,6 +98,7 @@ impl Definition {
             .children
             .iter()
             .filter(|c| c.name == "STANDARD" || c.name == "DAYLIGHT")
+            .take(MAX_OBSERVANCES)
             .filter_map(Observance::read)
             .collect();
         Self { observances }
@@ -122,11 +138,14 @@ impl Observance {
         let rule = component
             .first("RRULE")
             .and_then(|p| YearlyRule::read(&p.value));
-        let rdates = component
+        let mut rdates: Vec<NaiveDateTime> = component
             .all("RDATE")
             .flat_map(|p| split_values(&p.value))
+            .take(MAX_RDATES)
             .filter_map(local_value)
             .collect();
+        rdates.sort_unstable();
+        rdates.dedup();
         Some(Self {
             start,
             offset_from,
@@ -144,7 +163,9 @@ impl Observance {
                 best = Some(at);
             }
         };
-        for rdate in &self.rdates {
+        // The latest RDATE at or before `local` (they are sorted).
+        let before = self.rdates.partition_point(|rdate| *rdate <= local);
+        if let Some(rdate) = before.checked_sub(1).and_then(|at| self.rdates.get(at)) {
             consider(*rdate);
         }
         if let Some(rule) = &self.rule {
@@ -311,6 +332,43 @@ mod tests {
         assert_eq!(brasilia.offset_at(at(2017, 5, 11, 13)), -3 * 3600);
         assert_eq!(brasilia.offset_at(at(2017, 12, 1, 13)), -2 * 3600);
         assert_eq!(brasilia.offset_at(at(2018, 1, 10, 13)), -2 * 3600);
+    }
+
+    #[test]
+    fn rdates_are_found_whatever_their_order_and_kept_within_bounds() {
+        let text = "BEGIN:VTIMEZONE\nTZID:Listed\nBEGIN:STANDARD\nDTSTART:19701025T030000\n\
+                    TZOFFSETFROM:+0200\nTZOFFSETTO:+0100\nRDATE:20261025T030000,20251026T030000\n\
+                    END:STANDARD\nBEGIN:DAYLIGHT\nDTSTART:19700329T020000\nTZOFFSETFROM:+0100\n\
+                    TZOFFSETTO:+0200\nRDATE:20260329T020000\nRDATE:20250330T020000\n\
+                    END:DAYLIGHT\nEND:VTIMEZONE\n";
+        let top = read(text.as_bytes()).unwrap();
+        let (definitions, _) = collect(&top);
+        let listed = &definitions["Listed"];
+        assert_eq!(listed.offset_at(at(2025, 1, 10, 12)), 3600);
+        assert_eq!(listed.offset_at(at(2025, 7, 1, 12)), 7200);
+        assert_eq!(listed.offset_at(at(2025, 12, 1, 12)), 3600);
+        assert_eq!(listed.offset_at(at(2026, 7, 1, 12)), 7200);
+        assert_eq!(listed.offset_at(at(2026, 11, 1, 12)), 3600);
+
+        // 400,000 RDATEs: an observance keeps the first MAX_RDATES, sorted.
+        let values: Vec<String> = (0..400_000)
+            .map(|n| format!("{:04}0101T000000", 2400 - n % 400))
+            .collect();
+        let hostile = format!(
+            "BEGIN:VTIMEZONE\nTZID:Hostile\nBEGIN:STANDARD\nDTSTART:19700101T000000\n\
+             TZOFFSETTO:+0100\nRDATE:{}\nEND:STANDARD\nEND:VTIMEZONE\n",
+            values.join(",")
+        );
+        let top = read(hostile.as_bytes()).unwrap();
+        let (definitions, _) = collect(&top);
+        let observance = &definitions["Hostile"].observances[0];
+        assert_eq!(
+            observance.rdates.len(),
+            400,
+            "the first 1,000 values, without repeats"
+        );
+        assert!(observance.rdates.windows(2).all(|pair| pair[0] < pair[1]));
+        assert_eq!(definitions["Hostile"].offset_at(at(2026, 7, 1, 12)), 3600);
     }
 
     #[test]

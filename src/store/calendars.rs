@@ -12,8 +12,8 @@ use sea_orm::{
 };
 use uuid::Uuid;
 
-use super::Database;
 use super::Unique;
+use super::{Database, WriteTxn};
 use crate::domain::roles::Role;
 
 /// A calendar to create.
@@ -203,8 +203,10 @@ pub async fn touch(txn: &impl ConnectionTrait, id: Uuid, now: DateTime<Utc>) -> 
     Ok(())
 }
 
-/// Deletes the calendar (memberships and invites cascade).
-pub async fn delete(txn: &impl ConnectionTrait, id: Uuid) -> Result<bool, DbErr> {
+/// Deletes the calendar (memberships and invites cascade; a federated shadow left with no
+/// calendar loses its member tokens, [`super::members::shadows_lose`]).
+pub async fn delete(txn: &WriteTxn, id: Uuid) -> Result<bool, DbErr> {
+    super::members::shadows_lose(txn, &[id]).await?;
     Ok(calendars::Entity::delete_by_id(id)
         .exec(txn)
         .await?

@@ -3,10 +3,8 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use entities::{calendar_members, member_tokens, users};
-use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, PaginatorTrait, QueryFilter,
-};
+use entities::{calendar_members, users};
+use sea_orm::{ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
 use uuid::Uuid;
 
 use super::{Unique, WriteTxn};
@@ -205,8 +203,8 @@ pub async fn set_role(
 }
 
 /// Removes a membership; whether there was one. A federated shadow user left with no
-/// calendar loses its member tokens in the same transaction (a credential change, announced
-/// once `txn` commits).
+/// calendar loses its member tokens in the same statement (a trigger does it, whatever
+/// removes a membership); announced once `txn` commits.
 pub async fn remove(txn: &WriteTxn, calendar_id: Uuid, user_id: &str) -> Result<bool, DbErr> {
     let removed = calendar_members::Entity::delete_many()
         .filter(calendar_members::Column::CalendarId.eq(calendar_id))
@@ -215,24 +213,33 @@ pub async fn remove(txn: &WriteTxn, calendar_id: Uuid, user_id: &str) -> Result<
         .await?
         .rows_affected
         == 1;
-    if removed {
-        let remaining = calendar_members::Entity::find()
-            .filter(calendar_members::Column::UserId.eq(user_id))
-            .count(txn)
-            .await?;
-        let external = users::Entity::find_by_id(user_id.to_owned())
+    if removed
+        && users::Entity::find_by_id(user_id.to_owned())
             .unique(txn)
             .await?
-            .is_some_and(|user| user.is_external);
-        if remaining == 0 && external {
-            let revoked = member_tokens::Entity::delete_many()
-                .filter(member_tokens::Column::UserId.eq(user_id))
-                .exec(txn)
-                .await?;
-            if revoked.rows_affected > 0 {
-                txn.credentials_changed(user_id);
-            }
-        }
+            .is_some_and(|user| user.is_external)
+    {
+        txn.credentials_changed(user_id);
     }
     Ok(removed)
+}
+
+/// Announces, once `txn` commits, a credential change of every federated shadow that is a
+/// member of one of `calendar_ids`, before those calendars go: a shadow left with no
+/// calendar has lost its member tokens, and its streams end.
+pub async fn shadows_lose(txn: &WriteTxn, calendar_ids: &[Uuid]) -> Result<(), DbErr> {
+    if calendar_ids.is_empty() {
+        return Ok(());
+    }
+    let shadows = calendar_members::Entity::find()
+        .filter(calendar_members::Column::CalendarId.is_in(calendar_ids.iter().copied()))
+        .find_also_related(users::Entity)
+        .all(txn)
+        .await?;
+    for (membership, user) in shadows {
+        if user.is_some_and(|user| user.is_external) {
+            txn.credentials_changed(&membership.user_id);
+        }
+    }
+    Ok(())
 }

@@ -259,18 +259,23 @@ pub async fn set_email(
 /// it (foreign keys cascade). Runs in `txn` (one that consumes a token, say); the user's
 /// cached sessions and streams end once it commits. Outside a transaction, [`delete_now`].
 pub async fn delete(txn: &WriteTxn, id: &str) -> Result<bool, DbErr> {
+    let owned: Vec<uuid::Uuid> = calendars::Entity::find()
+        .filter(calendars::Column::CreatorId.eq(id))
+        .all(txn)
+        .await?
+        .into_iter()
+        .map(|calendar| calendar.id)
+        .collect();
+    super::members::shadows_lose(txn, &owned).await?;
     txn.credentials_changed(id);
-    delete_row(txn, id).await
-}
-
-async fn delete_row(db: &impl ConnectionTrait, id: &str) -> Result<bool, DbErr> {
-    let result = users::Entity::delete_by_id(id.to_owned()).exec(db).await?;
+    let result = users::Entity::delete_by_id(id.to_owned()).exec(txn).await?;
     Ok(result.rows_affected == 1)
 }
 
-/// [`delete`] outside a transaction, forgetting the user's cached sessions.
+/// [`delete`] in a transaction of its own.
 pub async fn delete_now(db: &Database, id: &str) -> Result<bool, DbErr> {
-    let deleted = delete_row(db.conn(), id).await?;
-    db.credentials_changed(id);
+    let txn = db.begin_write().await?;
+    let deleted = delete(&txn, id).await?;
+    txn.commit().await?;
     Ok(deleted)
 }

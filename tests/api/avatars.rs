@@ -9,13 +9,34 @@ use serde_json::json;
 
 use crate::helpers::spawn_app;
 
+/// A 1 × 1 PNG's signature and header (no pixels are ever decoded).
 const PNG: &[u8] = &[
-    0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 0x0D, b'I', b'H', b'D', b'R',
+    0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 0x0D, b'I', b'H', b'D', b'R', 0, 0, 0,
+    1, 0, 0, 0, 1, 8, 6, 0, 0, 0, 0x1F, 0x15, 0xC4, 0x89,
 ];
+/// A 2 × 2 JPEG's start: SOI, JFIF, a baseline frame header.
 const JPEG: &[u8] = &[
-    0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10, b'J', b'F', b'I', b'F', 0x00,
+    0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10, b'J', b'F', b'I', b'F', 0x00, 1, 1, 0, 0, 1, 0, 1, 0, 0,
+    0xFF, 0xC0, 0x00, 0x11, 0x08, 0x00, 0x02, 0x00, 0x02, 3, 1, 0x22, 0, 2, 0x11, 1, 3, 0x11, 1,
+    0xFF, 0xD9,
 ];
 const GIF: &[u8] = b"GIF89a\x01\x00\x01\x00\x80\x00\x00";
+
+/// [`PNG`] declaring `width` × `height` pixels in its header.
+fn png_declaring(width: u32, height: u32) -> Vec<u8> {
+    let mut bytes = PNG.to_vec();
+    bytes[16..20].copy_from_slice(&width.to_be_bytes());
+    bytes[20..24].copy_from_slice(&height.to_be_bytes());
+    bytes
+}
+
+/// [`JPEG`] declaring `width` × `height` pixels in its frame header.
+fn jpeg_declaring(width: u16, height: u16) -> Vec<u8> {
+    let mut bytes = JPEG.to_vec();
+    bytes[25..27].copy_from_slice(&height.to_be_bytes());
+    bytes[27..29].copy_from_slice(&width.to_be_bytes());
+    bytes
+}
 
 #[tokio::test]
 async fn an_uploaded_avatar_is_served_publicly_at_the_users_image_url() {
@@ -87,6 +108,22 @@ async fn the_type_comes_from_the_bytes_and_the_size_is_bounded() {
             "Avatar must be a JPEG, PNG or WebP image.",
         ),
         (STANDARD.encode(&oversize), "Avatar must be at most 256 KB."),
+        (
+            STANDARD.encode(png_declaring(60_000, 60_000)),
+            "Avatar must be at most 4096 × 4096 pixels.",
+        ),
+        (
+            STANDARD.encode(png_declaring(4_097, 16)),
+            "Avatar must be at most 4096 × 4096 pixels.",
+        ),
+        (
+            STANDARD.encode(jpeg_declaring(60_000, 60_000)),
+            "Avatar must be at most 4096 × 4096 pixels.",
+        ),
+        (
+            STANDARD.encode(&PNG[..14]),
+            "Avatar image is damaged: its size cannot be read.",
+        ),
         (String::new(), "Avatar data is empty."),
         ("***".to_owned(), "Avatar data must be base64."),
     ] {

@@ -318,3 +318,90 @@ async fn a_big_read_is_one_snapshot_and_a_stalled_one_is_cut_off() {
     );
     assert!(serde_json::from_slice::<Value>(&cut).is_err());
 }
+
+#[tokio::test]
+async fn one_readers_big_reads_wait_in_their_own_line_not_in_everyones() {
+    // A pool of four: two streams at once, of which one reader may hold one.
+    let app = spawn_app_with(|s| {
+        s.storage.events_stream_above = ABOVE;
+        s.storage.events_stream_chunk = 1;
+        s.storage.max_connections = 4;
+    })
+    .await;
+    let big = app.sign_up("big-reader@example.com").await;
+    let calendar = app.create_calendar(&big, "Big").await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    seed(&app, &big, &calendar, BIG_EVENTS, BIG_DESCRIPTION).await;
+    let other = app.sign_up("other-reader@example.com").await;
+    let theirs = app.create_calendar(&other, "Theirs").await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    seed(&app, &other, &theirs, ABOVE as usize + 5, 0).await;
+    let small = app.sign_up("small-reader@example.com").await;
+
+    // The big reader's first read stalls (its client stops reading) and holds a stream.
+    let mut stalled = app
+        .as_user(Method::GET, "/api/v1/events", &big)
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(stalled.status(), StatusCode::OK);
+    stalled.chunk().await.expect("first chunk").expect("bytes");
+    // Another of theirs waits in their own line.
+    let queued: Vec<_> = (0..1)
+        .map(|_| {
+            let client = app.client.clone();
+            let url = app.url("/api/v1/events");
+            let token = big.token.clone();
+            tokio::spawn(async move {
+                let response = client
+                    .get(url)
+                    .bearer_auth(token)
+                    .send()
+                    .await
+                    .expect("request");
+                let status = response.status();
+                (status, response.text().await.unwrap_or_default())
+            })
+        })
+        .collect();
+    crate::helpers::eventually("the queued read is in flight", || async {
+        sample(
+            &app.metrics_text().await,
+            r#"svc_http_requests_in_flight{method="GET"}"#,
+        )
+        .unwrap_or(0.0)
+            >= 1.0
+    })
+    .await;
+
+    // Another reader's big read and a small read are answered in full meanwhile.
+    let (status, _, sized, body) = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        full_read(&app, &other, None),
+    )
+    .await
+    .expect("answered");
+    assert_eq!(status, StatusCode::OK, "{body:.200}");
+    assert!(!sized, "streamed");
+    let body: Value = serde_json::from_str(&body).expect("valid JSON");
+    assert_eq!(ids(&body).len(), ABOVE as usize + 5);
+    let (status, _, _, body) = full_read(&app, &small, None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(ids(&serde_json::from_str(&body).expect("JSON")).len(), 0);
+
+    // Once the stalled read goes away, the queued one is answered in full.
+    drop(stalled);
+    for read in queued {
+        let (status, body) = tokio::time::timeout(std::time::Duration::from_secs(60), read)
+            .await
+            .expect("answered")
+            .expect("task");
+        assert_eq!(status, StatusCode::OK);
+        let body: Value = serde_json::from_str(&body).expect("valid JSON");
+        assert_eq!(ids(&body).len(), BIG_EVENTS);
+    }
+}

@@ -154,6 +154,30 @@ async fn connects_imports_pulls_and_disconnects(kind: CaldavKind) {
             .all(|c| c["id"] != json!(mirror_id) && c["name"] != "Work")
     );
 
+    // Another user's disconnect of the account, or of no account at all, is a 404 and
+    // changes nothing.
+    let bob = app.sign_up("bob@example.com").await;
+    for (user, account) in [
+        (&bob, account_id.to_string()),
+        (&ana, uuid::Uuid::new_v4().to_string()),
+        (&ana, "not-an-id".to_owned()),
+    ] {
+        let (status, body) = app
+            .call(
+                Method::POST,
+                "/api/v1/users/connections/disconnect",
+                user,
+                Some(&json!({ "provider": "caldav", "accountId": account })),
+            )
+            .await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{account}: {body}");
+        assert_eq!(body["error"], "Account not found...");
+    }
+    let (_, accounts) = app
+        .call(Method::GET, "/api/v1/users/connections/caldav", &ana, None)
+        .await;
+    assert_eq!(accounts["accounts"].as_array().expect("accounts").len(), 1);
+
     // Removing the account removes its credentials and every mirror.
     let response = app
         .as_user(

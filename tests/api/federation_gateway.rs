@@ -469,3 +469,84 @@ async fn with_the_private_host_guard_on_a_loopback_peer_is_never_reached() {
         &peer.seen()[before..]
     );
 }
+
+/// GET through the gateway with B's guest: status, headers and the body as text.
+async fn through_gateway(
+    fed: &Federation,
+    connection: &str,
+) -> (StatusCode, reqwest::header::HeaderMap, String) {
+    let response = fed
+        .home
+        .client
+        .get(fed.home.url(&format!(
+            "/api/v1/federation/s/{connection}/api/v1/calendars"
+        )))
+        .bearer_auth(&fed.guest.token)
+        .send()
+        .await
+        .expect("request");
+    let status = response.status();
+    let headers = response.headers().clone();
+    (status, headers, response.text().await.expect("body"))
+}
+
+#[tokio::test]
+async fn only_the_apis_own_content_types_are_relayed_and_always_sandboxed() {
+    let (fed, peer, connection) = connected_through_peer().await;
+    let script = "<script>alert(document.cookie)</script>";
+    for refused in [
+        Some("text/html"),
+        Some("text/html; charset=utf-8"),
+        Some("application/javascript"),
+        Some("image/svg+xml"),
+        Some("application/xml"),
+        Some("multipart/form-data; boundary=x"),
+        Some("text/plainx"),
+        Some(""),
+        None,
+    ] {
+        peer.set(Behaviour::Typed(
+            refused.map(str::to_owned),
+            script.to_owned(),
+        ));
+        let (status, headers, body) = through_gateway(&fed, &connection).await;
+        assert_eq!(status, StatusCode::BAD_GATEWAY, "{refused:?}: {body}");
+        let body: Value = serde_json::from_str(&body).expect("the usual error body");
+        assert_eq!(body["error"], "FederatedAnswerRefused", "{refused:?}");
+        assert!(body["requestId"].is_string());
+        assert!(!body.to_string().contains("<script>"));
+        assert_eq!(headers["content-type"], "application/json");
+        assert_eq!(headers["x-content-type-options"], "nosniff");
+    }
+    for relayed in [
+        "application/json",
+        "application/json; charset=utf-8",
+        "text/plain; charset=utf-8",
+        "text/calendar",
+        "image/png",
+        "image/jpeg",
+        "image/webp",
+    ] {
+        peer.set(Behaviour::Typed(
+            Some(relayed.to_owned()),
+            script.to_owned(),
+        ));
+        let (status, headers, body) = through_gateway(&fed, &connection).await;
+        assert_eq!(status, StatusCode::OK, "{relayed}");
+        assert_eq!(body, script, "{relayed}: relayed unchanged");
+        assert_eq!(headers["content-type"], relayed);
+        assert_eq!(
+            headers["content-security-policy"], "sandbox; frame-ancestors 'none'",
+            "{relayed}"
+        );
+        assert_eq!(headers["x-content-type-options"], "nosniff");
+    }
+    // A relayed JSON answer of the real origin is sandboxed too.
+    peer.set(Behaviour::Relay(fed.origin.base.clone()));
+    let (status, headers, _) = through_gateway(&fed, &connection).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        headers["content-security-policy"],
+        "sandbox; frame-ancestors 'none'"
+    );
+}

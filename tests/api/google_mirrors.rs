@@ -477,6 +477,29 @@ async fn link_sync_write_conflict_reset_reconnect_revoke_and_disconnect() {
         .last()
         .cloned()
         .expect("token");
+    // Someone else's disconnect of Ana's account is a 404 and revokes nothing.
+    let revoked_before = fake.revoked_tokens().len();
+    let eve = app.sign_up("eve@example.com").await;
+    for (provider, account) in [
+        ("google", ana_at_google.sub.as_str()),
+        ("microsoft", ana_at_google.sub.as_str()),
+    ] {
+        let (status, body) = app
+            .call(
+                Method::POST,
+                "/api/v1/users/connections/disconnect",
+                &eve,
+                Some(&json!({"provider": provider, "accountId": account})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{provider}: {body}");
+        assert_eq!(body["error"], "Account not found...");
+    }
+    assert_eq!(
+        fake.revoked_tokens().len(),
+        revoked_before,
+        "nothing was revoked"
+    );
     let (status, _) = app
         .call(
             Method::POST,

@@ -732,11 +732,8 @@ async fn an_outlook_account_links_syncs_both_ways_resets_reconnects_and_disconne
             Some(&json!({ "provider": "microsoft", "accountId": account.oid })),
         )
         .await;
-    assert_eq!(
-        (status, body),
-        (StatusCode::OK, Value::Null),
-        "again: nothing to do"
-    );
+    assert_eq!(status, StatusCode::NOT_FOUND, "again: the account is gone");
+    assert_eq!(body["error"], "Account not found...");
 }
 
 /// A server for `graph` with Ana signed up, and Ana's account at Microsoft.

@@ -177,6 +177,21 @@ async fn every_response_carries_the_security_headers() {
         assert_eq!(headers["x-content-type-options"], "nosniff");
         assert_eq!(headers["x-frame-options"], "DENY");
     }
+    // The metrics listener's answers too.
+    let addr = app.metrics_addr.expect("metrics listener enabled");
+    for path in ["/metrics", "/nope"] {
+        let response = app
+            .client
+            .get(format!("http://{addr}{path}"))
+            .send()
+            .await
+            .expect("scrape");
+        assert_eq!(
+            response.headers()["x-content-type-options"],
+            "nosniff",
+            "{path}"
+        );
+    }
 }
 
 #[tokio::test]

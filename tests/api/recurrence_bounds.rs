@@ -245,3 +245,101 @@ async fn preview(app: &TestApp, token: &str) -> Value {
     assert_eq!(response.status(), StatusCode::OK);
     response.json().await.expect("JSON")
 }
+
+#[tokio::test]
+async fn a_recurrence_past_the_year_9999_is_refused_on_every_write_path() {
+    let app = spawn_app().await;
+    let user = app.sign_up("years@example.com").await;
+    let calendar = app.create_calendar(&user, "Far").await;
+    let calendar = calendar["id"].as_str().expect("id");
+    let past = [
+        ("9999-12-30T00:00:00Z", 24 * 60, "FREQ=DAILY;COUNT=5"),
+        ("9999-12-31T22:00:00Z", 60, "RRULE:FREQ=HOURLY;COUNT=3"),
+        (
+            "9999-12-31T00:00:00Z",
+            60,
+            "FREQ=DAILY;UNTIL=99991231T235959Z",
+        ),
+        (
+            "9999-12-01T09:00:00Z",
+            180,
+            "RRULE:FREQ=WEEKLY\nRDATE:99991231T230000Z",
+        ),
+        (
+            "2024-02-29T09:00:00Z",
+            60,
+            "FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=29;COUNT=2000",
+        ),
+    ];
+    for (start, minutes, rule) in past {
+        let body = recurring(calendar, start, minutes, rule);
+        let response = app.event_request(Method::POST, &user, &body).await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{rule}");
+        let answer: Value = response.json().await.expect("JSON");
+        assert_eq!(
+            answer["error"], "recurrence instances must lie in the years 1 to 9999.",
+            "{rule}"
+        );
+    }
+    // Ending on the last day of 9999 is fine; so is a rule that goes on without end.
+    for (start, minutes, rule) in [
+        ("9999-12-30T00:00:00Z", 24 * 60, "FREQ=DAILY;COUNT=1"),
+        ("9999-12-30T00:00:00Z", 24 * 60, "FREQ=DAILY"),
+        (
+            "2026-07-01T09:00:00Z",
+            60,
+            "FREQ=MONTHLY;BYDAY=-1FR;COUNT=10000",
+        ),
+    ] {
+        let body = recurring(calendar, start, minutes, rule);
+        let response = app.event_request(Method::POST, &user, &body).await;
+        assert_eq!(response.status(), StatusCode::CREATED, "{rule}");
+    }
+
+    // An update to such a rule.
+    let created = app
+        .create_event(
+            &user,
+            &recurring(calendar, "9999-12-30T00:00:00Z", 24 * 60, "FREQ=WEEKLY"),
+        )
+        .await;
+    let mut update = created.clone();
+    update["recurrence"] = json!("FREQ=DAILY;COUNT=5");
+    let response = app.event_request(Method::PUT, &user, &update).await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+
+    // The probe's file.
+    let file = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nBEGIN:VEVENT\r\nUID:far\r\n\
+                DTSTART;VALUE=DATE:99991230\r\nRRULE:FREQ=DAILY;COUNT=5\r\nSUMMARY:Far\r\n\
+                END:VEVENT\r\nEND:VCALENDAR\r\n";
+    let response = import(&app, &user, "", file.as_bytes().to_vec()).await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    let answer: Value = response.json().await.expect("JSON");
+    let message = answer["error"].as_str().expect("message");
+    assert!(message.contains("years 1 to 9999"), "{message}");
+
+    // A file of many long COUNT rules: walking them shares the import's budget, so it is
+    // refused in bounded time instead of being walked for minutes.
+    let mut many = String::from("BEGIN:VCALENDAR\r\nVERSION:2.0\r\n");
+    for n in 0..2_000 {
+        many.push_str(&format!(
+            "BEGIN:VEVENT\r\nUID:long-{n}\r\nDTSTART:20260701T090000Z\r\n\
+             RRULE:FREQ=MONTHLY;BYDAY=-1FR;COUNT=10000\r\nSUMMARY:Long\r\nEND:VEVENT\r\n"
+        ));
+    }
+    many.push_str("END:VCALENDAR\r\n");
+    let response = import(&app, &user, "", many.into_bytes()).await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    let answer: Value = response.json().await.expect("JSON");
+    let message = answer["error"].as_str().expect("message");
+    assert!(message.contains("more work to check"), "{message}");
+    let events = app.read_events(&user, "").await;
+    assert!(
+        events["events"]
+            .as_array()
+            .expect("events")
+            .iter()
+            .all(|event| event["title"] != "Far" && event["title"] != "Long"),
+        "nothing of either file was stored"
+    );
+}

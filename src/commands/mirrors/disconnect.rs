@@ -6,7 +6,6 @@
 //! scope go.
 
 use chrono::{DateTime, Utc};
-use sea_orm::ConnectionTrait;
 use uuid::Uuid;
 
 use super::Mirrors;
@@ -17,7 +16,9 @@ use crate::domain::providers::{AccountKey, Provider};
 use crate::error::AppError;
 use crate::providers::oauth;
 use crate::store::caldav_accounts as account_store;
-use crate::store::{calendars as calendar_store, members, mirrors, oauth_accounts, outbox};
+use crate::store::{
+    WriteTxn, calendars as calendar_store, members, mirrors, oauth_accounts, outbox,
+};
 
 /// A mirror taken away locally, to announce after the commit.
 #[derive(Debug, Default)]
@@ -48,7 +49,7 @@ impl Removed {
 /// Deletes the local calendar of a mirror with its events (as a calendar deletion does)
 /// and its pending provider writes, in the caller's transaction.
 pub async fn remove_mirror_calendar(
-    txn: &impl ConnectionTrait,
+    txn: &WriteTxn,
     calendar_id: Uuid,
     removed: &mut Removed,
     now: DateTime<Utc>,
@@ -89,7 +90,7 @@ pub async fn disconnect_calendar(
 /// Removes every mirror of the account `key` with their events and pending writes, and the
 /// remembered disabled mirrors, in the caller's transaction.
 async fn remove_account_mirrors(
-    txn: &impl ConnectionTrait,
+    txn: &WriteTxn,
     key: &AccountKey,
     removed: &mut Removed,
     now: DateTime<Utc>,

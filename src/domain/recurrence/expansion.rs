@@ -39,7 +39,7 @@ impl Budget {
     }
 
     /// Takes one step; `false` once the budget is spent.
-    fn step(&mut self) -> bool {
+    pub(super) fn step(&mut self) -> bool {
         if self.spent {
             return false;
         }

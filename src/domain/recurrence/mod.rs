@@ -8,12 +8,17 @@
 //!
 //! A rule is refused when it cannot be read, repeats every 0 periods, counts more than
 //! [`MAX_COUNT`] instances, lists more than [`MAX_DATES`] RDATE and EXDATE values, repeats
-//! more than [`MAX_PER_DAY`] times a day, or when the event lasts longer than the rule takes
-//! to repeat (a 2-hour event every hour), as Google Calendar refuses it.
+//! more than [`MAX_PER_DAY`] times a day, when the event lasts longer than the rule takes
+//! to repeat (a 2-hour event every hour), as Google Calendar refuses it, or when an instance
+//! it bounds (by COUNT, UNTIL or RDATE) would end after the year 9999, like any time
+//! outside the years 1 to 9999. An open-ended rule goes on past any year; readers stop at
+//! the end of 9999.
 
 pub mod expansion;
 
-use chrono::{DateTime, Duration, Utc};
+use expansion::Budget;
+
+use chrono::{DateTime, Duration, TimeZone, Utc};
 use rrule::{Frequency, RRule, RRuleSet};
 
 /// The most instances a rule's COUNT may ask for.
@@ -38,6 +43,10 @@ pub enum RuleProblem {
     TooFrequent,
     /// The event lasts longer than the rule takes to repeat.
     LongerThanInterval,
+    /// An instance would end after the year 9999.
+    PastYear9999,
+    /// Walking the rule to its last instance took more than its budget.
+    TooCostly,
 }
 
 impl RuleProblem {
@@ -56,15 +65,40 @@ impl RuleProblem {
             Self::LongerThanInterval => {
                 "The event must not last longer than it takes to repeat.".into()
             }
+            Self::PastYear9999 => "recurrence instances must lie in the years 1 to 9999.".into(),
+            Self::TooCostly => {
+                "recurrence needs more work to check than one request may do.".into()
+            }
         }
     }
 }
+
+/// Instances one rule's check may walk (COUNT rules are walked to their last instance).
+const CHECK_STEPS: u64 = 2 * MAX_COUNT as u64;
+/// How long one rule's check may take.
+const CHECK_TIME: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Checks a rule for an event from `start` to `end` (see the module doc).
 pub fn check(
     recurrence: &str,
     start: DateTime<Utc>,
     end: DateTime<Utc>,
+) -> Result<(), RuleProblem> {
+    check_within(
+        recurrence,
+        start,
+        end,
+        &mut Budget::new(CHECK_STEPS, CHECK_TIME),
+    )
+}
+
+/// [`check`], walking COUNT rules within `budget` (one an import shares among its
+/// events): a spent budget refuses the rule ([`RuleProblem::TooCostly`]).
+pub fn check_within(
+    recurrence: &str,
+    start: DateTime<Utc>,
+    end: DateTime<Utc>,
+    budget: &mut Budget,
 ) -> Result<(), RuleProblem> {
     if listed_dates(recurrence) > MAX_DATES {
         return Err(RuleProblem::TooManyDates);
@@ -82,6 +116,66 @@ pub fn check(
         }
         if end - start > shortest_period(rule) {
             return Err(RuleProblem::LongerThanInterval);
+        }
+    }
+    ends_by_year_9999(&set, end - start, budget)
+}
+
+/// Whether every instance the rule set bounds — each RDATE, an RRULE's last instance by
+/// COUNT, its UNTIL — ends by the end of the year 9999 (instances last `duration`). A COUNT
+/// rule is walked to its last instance, a step of `budget` each; one the `rrule` crate
+/// cannot walk to its end (it gives up after many periods without an instance) is taken as
+/// passing the year 9999.
+fn ends_by_year_9999(
+    set: &RRuleSet,
+    duration: Duration,
+    budget: &mut Budget,
+) -> Result<(), RuleProblem> {
+    let last_moment = Utc
+        .with_ymd_and_hms(9999, 12, 31, 23, 59, 59)
+        .single()
+        .and_then(|at| at.checked_add_signed(Duration::milliseconds(999)))
+        .ok_or(RuleProblem::PastYear9999)?;
+    let fits = |at: DateTime<Utc>| {
+        at.checked_add_signed(duration)
+            .is_some_and(|until| until <= last_moment)
+    };
+    let past = || Err(RuleProblem::PastYear9999);
+    if !set
+        .get_rdate()
+        .iter()
+        .all(|at| fits(at.with_timezone(&Utc)))
+    {
+        return past();
+    }
+    let start = *set.get_dt_start();
+    for rule in set.get_rrule() {
+        if let Some(until) = rule.get_until() {
+            if !fits(until.with_timezone(&Utc)) {
+                return past();
+            }
+            continue;
+        }
+        let Some(count) = rule.get_count() else {
+            continue;
+        };
+        let walked = guarded(|| {
+            let mut instances = RRuleSet::new(start).rrule(rule.clone()).limit().into_iter();
+            let mut seen = 0_u32;
+            let mut last = None;
+            for at in instances.by_ref() {
+                if !budget.step() {
+                    return Err(RuleProblem::TooCostly);
+                }
+                seen += 1;
+                last = Some(at);
+            }
+            Ok((seen, last))
+        })
+        .ok_or(RuleProblem::Unreadable)??;
+        match walked {
+            (seen, Some(last)) if seen == count && fits(last.with_timezone(&Utc)) => {}
+            _ => return past(),
         }
     }
     Ok(())
@@ -211,6 +305,61 @@ mod tests {
             .collect();
         let many = format!("RRULE:FREQ=DAILY\nEXDATE:{}", dates.join(","));
         assert_eq!(check(&many, start, hour), Err(RuleProblem::TooManyDates));
+    }
+
+    #[test]
+    fn instances_past_the_year_9999_are_refused() {
+        let day = |y: i32, m: u32, d: u32| Utc.with_ymd_and_hms(y, m, d, 0, 0, 0).single().unwrap();
+        let (start, end) = (day(9999, 12, 30), day(9999, 12, 31));
+        assert_eq!(
+            check("RRULE:FREQ=DAILY;COUNT=5", start, end),
+            Err(RuleProblem::PastYear9999)
+        );
+        assert_eq!(
+            check("FREQ=DAILY;COUNT=2", start, end),
+            Err(RuleProblem::PastYear9999)
+        );
+        assert_eq!(check("FREQ=DAILY;COUNT=1", start, end), Ok(()));
+        assert_eq!(
+            check("FREQ=HOURLY;COUNT=23", start, start + Duration::minutes(30)),
+            Ok(())
+        );
+        assert_eq!(
+            check(
+                "FREQ=DAILY;UNTIL=99991231T235959Z",
+                start,
+                start + Duration::hours(1)
+            ),
+            Err(RuleProblem::PastYear9999)
+        );
+        assert_eq!(
+            check(
+                "RRULE:FREQ=WEEKLY\nRDATE:99991231T230000Z",
+                start,
+                start + Duration::hours(2)
+            ),
+            Err(RuleProblem::PastYear9999)
+        );
+        // A yearly rule on 29 February, far from the end: walked to its last instance.
+        let leap = day(2024, 2, 29);
+        assert_eq!(
+            check(
+                "FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=29;COUNT=1000",
+                leap,
+                leap + Duration::hours(1)
+            ),
+            Ok(())
+        );
+        assert_eq!(
+            check(
+                "FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=29;COUNT=2000",
+                leap,
+                leap + Duration::hours(1)
+            ),
+            Err(RuleProblem::PastYear9999)
+        );
+        // Open-ended rules go on past any year.
+        assert_eq!(check("FREQ=DAILY", start, end), Ok(()));
     }
 
     /// Found by the fuzz target: the `rrule` crate sliced this BYDAY inside a character.

@@ -41,7 +41,7 @@ const GATEWAY_PREFIX: &str = "/api/v1/federation/s/";
         (status = 404, description = "The caller has no such connection.", body = ErrorBody),
         (status = 429, description = "Too many gateway requests from this address.", body = ErrorBody,
          headers(("Retry-After" = u64, description = "Seconds until another try is allowed."))),
-        (status = 502, description = "The connected server could not be reached (`FederatedServerUnreachable`).",
+        (status = 502, description = "The connected server could not be reached (`FederatedServerUnreachable`), or answered with a content type the API itself never answers with (`FederatedAnswerRefused`): only JSON, `text/plain`, `text/calendar` and JPEG, PNG or WebP images are relayed, each with `Content-Security-Policy: sandbox`.",
          body = super::UnreachableServer),
         (status = "default", description = "The connected server's answer, relayed with its status and content type.",
          body = Object),

@@ -114,7 +114,7 @@ pub struct FederationProfile {
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UnreachableServer {
-    /// `FederatedServerUnreachable`.
+    /// `FederatedServerUnreachable`, or the gateway's `FederatedAnswerRefused`.
     pub error: String,
     /// What went wrong, for people.
     pub message: String,
@@ -157,17 +157,21 @@ fn limit(ctx: &Ctx, rctx: &RequestCtx, rule: Rule) -> Result<(), AppError> {
 }
 
 /// A peer's answer as this server's response: its status and body, and its
-/// `Content-Type` (or `content_type` instead).
+/// `Content-Type` (or `content_type` instead). Whatever it holds, a browser renders it in a
+/// sandbox (no scripts, an opaque origin): `Content-Security-Policy: sandbox`.
 fn relay(answer: PeerAnswer, content_type: Option<&'static str>) -> Response {
     let mut response = Response::new(answer.body.into());
     *response.status_mut() = answer.status;
     let content_type = content_type
         .map(HeaderValue::from_static)
         .or(answer.content_type);
+    let headers = response.headers_mut();
     if let Some(content_type) = content_type {
-        response
-            .headers_mut()
-            .insert(http::header::CONTENT_TYPE, content_type);
+        headers.insert(http::header::CONTENT_TYPE, content_type);
     }
+    headers.insert(
+        http::header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static("sandbox; frame-ancestors 'none'"),
+    );
     response
 }

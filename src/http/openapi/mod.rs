@@ -122,7 +122,9 @@ fn add_security_schemes(doc: &mut Document) {
                 .scheme(HttpAuthScheme::Bearer)
                 .description(Some(
                     "A federation member token (`POST /api/v1/federation/accept`), for a \
-                     connected server acting for one of its users.",
+                     connected server acting for one of its users within the calendars its \
+                     shadow was admitted to: only the operations that list this scheme take \
+                     it; every other operation answers it 403.",
                 ))
                 .build(),
         ),

@@ -12,6 +12,15 @@
 //! Only small reads are cached: a reader who sees more than `EVENTS_STREAM_ABOVE` events is
 //! streamed their events ([`super::streamed`]), and the limits of those streams (how many
 //! at once, in what chunks, for how long) are kept here too, one set per server.
+//!
+//! **One reader cannot take every stream.** A reader found to see more than
+//! `EVENTS_STREAM_ABOVE` events is remembered as a big reader ([`StreamLimits::reader`]):
+//! their next full reads go straight to a stream, without first sizing the read on a
+//! pooled connection, and at most [`StreamLimits::per_reader`] of their streams run at
+//! once (2, and always fewer than the streams the server runs at once), so a hundred full
+//! reads from one account wait in that account's own line, holding no connection, while
+//! other readers' streams and small reads go on. A big reader whose stream turns out small
+//! is forgotten.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -41,20 +50,69 @@ pub(crate) struct StreamLimits {
     pub(crate) timeout: Duration,
     /// One permit per stream that may run at once.
     pub(crate) permits: Arc<Semaphore>,
+    /// How many streams of one reader may run at once.
+    pub(crate) per_reader: usize,
+    /// The big readers, each with one permit per stream of theirs that may run at once.
+    readers: Arc<Mutex<HashMap<String, Arc<Semaphore>>>>,
+}
+
+/// A big reader's place in [`StreamLimits`]: the permits of their streams, and the way to
+/// forget them once their events fit a small read again.
+#[derive(Debug, Clone)]
+pub(crate) struct BigReader {
+    user: String,
+    pub(crate) permits: Arc<Semaphore>,
+    readers: Arc<Mutex<HashMap<String, Arc<Semaphore>>>>,
+}
+
+impl BigReader {
+    /// The reader's streamed read listed no more events than a small read may: their next
+    /// full read is sized (and perhaps cached) again.
+    pub(crate) fn forget(&self) {
+        let mut readers = self.readers.lock();
+        if readers
+            .get(&self.user)
+            .is_some_and(|permits| Arc::ptr_eq(permits, &self.permits))
+        {
+            readers.remove(&self.user);
+        }
+    }
 }
 
 impl StreamLimits {
     /// The limits `settings` configure: streams above `events_stream_above` events, in
-    /// chunks of `events_stream_chunk`, for `events_stream_timeout_ms` at most, and half of
-    /// the pool's connections (at least one) streaming at once.
+    /// chunks of `events_stream_chunk`, for `events_stream_timeout_ms` at most, half of the
+    /// pool's connections (at least one) streaming at once, and of those at most two (and
+    /// always one fewer than all, where there are two or more) for one reader.
     pub(crate) fn new(settings: &StorageSettings) -> Self {
+        let streams = (settings.max_connections as usize / 2).max(1);
         Self {
             above: u64::from(settings.events_stream_above),
             chunk: (settings.events_stream_chunk as usize).max(1),
             timeout: Duration::from_millis(settings.events_stream_timeout_ms),
-            permits: Arc::new(Semaphore::new(
-                (settings.max_connections as usize / 2).max(1),
-            )),
+            permits: Arc::new(Semaphore::new(streams)),
+            per_reader: streams.saturating_sub(1).clamp(1, 2),
+            readers: Arc::default(),
+        }
+    }
+
+    /// Whether `user` is a known big reader (their full reads go straight to a stream).
+    pub(crate) fn is_big_reader(&self, user: &str) -> bool {
+        self.readers.lock().contains_key(user)
+    }
+
+    /// `user` as a big reader, remembered from now on.
+    pub(crate) fn reader(&self, user: &str) -> BigReader {
+        let permits = self
+            .readers
+            .lock()
+            .entry(user.to_owned())
+            .or_insert_with(|| Arc::new(Semaphore::new(self.per_reader)))
+            .clone();
+        BigReader {
+            user: user.to_owned(),
+            permits,
+            readers: self.readers.clone(),
         }
     }
 }
@@ -159,7 +217,31 @@ mod tests {
             chunk: 5,
             timeout: Duration::from_secs(1),
             permits: Arc::new(Semaphore::new(1)),
+            per_reader: 1,
+            readers: Arc::default(),
         }
+    }
+
+    #[test]
+    fn one_reader_gets_fewer_streams_than_all_and_is_forgotten_once_small() {
+        for (connections, streams, per_reader) in
+            [(1, 1, 1), (2, 1, 1), (4, 2, 1), (6, 3, 2), (20, 10, 2)]
+        {
+            let mut settings = crate::config::Settings::load_with(&[], &|_| None)
+                .expect("defaults load")
+                .storage;
+            settings.max_connections = connections;
+            let limits = StreamLimits::new(&settings);
+            assert_eq!(limits.permits.available_permits(), streams, "{connections}");
+            assert_eq!(limits.per_reader, per_reader, "{connections}");
+        }
+        let limits = limits();
+        assert!(!limits.is_big_reader("u"));
+        let reader = limits.reader("u");
+        assert!(limits.is_big_reader("u"));
+        assert!(Arc::ptr_eq(&reader.permits, &limits.reader("u").permits));
+        reader.forget();
+        assert!(!limits.is_big_reader("u"));
     }
 
     #[test]

@@ -339,6 +339,11 @@ pub async fn all_visible<E: From<DbErr>>(
             }));
         }
     }
+    // A known big reader is streamed without sizing the read first (on a pooled
+    // connection, which a hundred of their reads at once would all take).
+    if cache.streams().is_big_reader(user_id) {
+        return Ok(None);
+    }
     let above = cache.streams().above;
     let txn = db.begin_read().await?;
     // The size comes with the versions: a small read costs no statement more than before.

@@ -41,9 +41,10 @@
 //! then it gives up, logs it (counts only), closes the connection and the response is cut
 //! off. Half of the pool's connections (at least one) may stream at once
 //! ([`super::read_cache::StreamLimits`]): the others keep serving small reads and, on
-//! PostgreSQL, writes (SQLite writes have a connection of their own). A read that finds them
-//! all taken waits in line for [`QUEUE_WAIT`], then is refused as busy before any byte of
-//! its answer.
+//! PostgreSQL, writes (SQLite writes have a connection of their own). Of those, one reader
+//! may run at most two (fewer than all): their further reads wait in the reader's own line
+//! first, so no reader can take every stream. A read that finds its places taken waits in
+//! line for [`QUEUE_WAIT`] in all, then is refused as busy before any byte of its answer.
 //!
 //! A stream that ends any other way than with its last event (a database error, the
 //! timeout) yields an error instead of ending, so the response is cut off rather than
@@ -59,6 +60,7 @@ use sea_orm::sqlx::{self, Connection};
 use sea_orm::{DbErr, RuntimeErr};
 use tokio::sync::{OwnedSemaphorePermit, mpsc};
 
+use super::read_cache::BigReader;
 use super::reads::{COLUMNS, PackedEvents, VERSIONS_POSTGRES, VERSIONS_SQLITE};
 use crate::store::{Backend, Database};
 
@@ -175,7 +177,13 @@ impl Stream for StreamedRead {
 /// task opens its snapshot and reads the versions, and the read is returned with them.
 pub async fn all_visible(db: &Database, user_id: &str) -> Result<StreamedRead, StreamRefused> {
     let limits = db.event_reads.streams();
-    let permit = tokio::time::timeout(QUEUE_WAIT, limits.permits.clone().acquire_owned())
+    let reader = limits.reader(user_id);
+    let queued = tokio::time::Instant::now() + QUEUE_WAIT;
+    let own = tokio::time::timeout_at(queued, reader.permits.clone().acquire_owned())
+        .await
+        .map_err(|_| StreamRefused::Busy)?
+        .map_err(|_| StreamRefused::Busy)?;
+    let permit = tokio::time::timeout_at(queued, limits.permits.clone().acquire_owned())
         .await
         .map_err(|_| StreamRefused::Busy)?
         .map_err(|_| StreamRefused::Busy)?;
@@ -186,7 +194,9 @@ pub async fn all_visible(db: &Database, user_id: &str) -> Result<StreamedRead, S
         timeout: limits.timeout,
         deadline: Instant::now() + limits.timeout,
         sender,
-        _permit: permit,
+        reader,
+        small: limits.above,
+        _permits: (own, permit),
     };
     match db.backend() {
         Backend::Sqlite => {
@@ -291,8 +301,8 @@ impl Dialect {
 
 /// How the task's statement ended.
 enum Outcome {
-    /// Every event was handed over.
-    Complete,
+    /// Every event was handed over: this many.
+    Complete(usize),
     /// The response was dropped (the client went away).
     Abandoned,
     /// The deadline passed, after this many events were handed over.
@@ -308,7 +318,11 @@ struct Task {
     timeout: Duration,
     deadline: Instant,
     sender: mpsc::Sender<Piece>,
-    _permit: OwnedSemaphorePermit,
+    /// The reader, forgotten as a big reader if the stream lists no more than `small`.
+    reader: BigReader,
+    small: u64,
+    /// The reader's and the server's places for one stream.
+    _permits: (OwnedSemaphorePermit, OwnedSemaphorePermit),
 }
 
 impl Task {
@@ -351,7 +365,7 @@ impl Task {
                 .bind(self.user_id.clone())
                 .fetch(&mut *txn);
             let outcome = self.pump(rows).await;
-            if !matches!(outcome, Outcome::Complete) {
+            if !matches!(outcome, Outcome::Complete(_)) {
                 return outcome;
             }
             if let Err(err) = txn.commit().await {
@@ -362,7 +376,7 @@ impl Task {
             {
                 return Outcome::Failed(err);
             }
-            Outcome::Complete
+            outcome
         }
         .await;
         self.finish(outcome, conn).await;
@@ -414,7 +428,7 @@ impl Task {
                 in_chunk = 0;
             }
             if last {
-                return Outcome::Complete;
+                return Outcome::Complete(sent);
             }
         }
     }
@@ -424,8 +438,11 @@ impl Task {
     /// what the statement has left) and, if the response still listens, cuts it off.
     async fn finish<DB: sqlx::Database>(self, outcome: Outcome, conn: PoolConnection<DB>) {
         match outcome {
-            Outcome::Complete => {
+            Outcome::Complete(sent) => {
                 drop(conn);
+                if sent as u64 <= self.small {
+                    self.reader.forget();
+                }
                 let _ = self.sender.send(Ok(Part::End)).await;
                 return;
             }

@@ -473,6 +473,8 @@ pub enum Behaviour {
     Redirect(String),
     /// Answers 200 `{"ok": true}`.
     Answer,
+    /// Answers 200 with this `Content-Type` (none when `None`) and body.
+    Typed(Option<String>, String),
 }
 
 /// A peer on 127.0.0.1 (port 0) that records every request and then behaves as told.
@@ -612,6 +614,13 @@ impl UpstreamShared {
                 .header("content-type", "application/json")
                 .body(full(r#"{"ok":true}"#))
                 .expect("response"),
+            Behaviour::Typed(content_type, text) => {
+                let mut answer = hyper::Response::builder();
+                if let Some(content_type) = content_type {
+                    answer = answer.header("content-type", content_type);
+                }
+                answer.body(full(&text)).expect("response")
+            }
             Behaviour::Relay(base) => self.relay(&base, parts, body, &target, cuts).await,
         }
     }
@@ -671,8 +680,8 @@ impl UpstreamShared {
     }
 }
 
-fn full(text: &'static str) -> UpstreamBody {
-    Full::new(Bytes::from_static(text.as_bytes())).boxed_unsync()
+fn full(text: &str) -> UpstreamBody {
+    Full::new(Bytes::copy_from_slice(text.as_bytes())).boxed_unsync()
 }
 
 /// Headers that belong to one connection (and the length, which the relay recomputes).
