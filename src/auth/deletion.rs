@@ -7,8 +7,9 @@
 use chrono::Duration;
 use entities::users;
 
-use super::tokens::{random_alphanumeric, sha256_hex};
+use super::tokens::random_alphanumeric;
 use crate::actors::Shared;
+use crate::domain::digest::sha256_hex;
 use crate::error::AppError;
 use crate::mail::templates;
 use crate::store::{users as user_store, verifications};

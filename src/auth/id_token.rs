@@ -17,7 +17,7 @@ use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
 
 use super::error::AuthError;
-use super::tokens::sha256_hex;
+use crate::domain::digest::sha256_hex;
 use crate::error::AppError;
 
 /// Clock tolerance for `exp`, `iat` (better-auth's).

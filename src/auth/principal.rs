@@ -11,7 +11,8 @@ use http::HeaderMap;
 use http::header::AUTHORIZATION;
 
 use super::cookies::{self, SESSION_TOKEN};
-use super::tokens::{percent_decoded, sha256_hex, verify_signed};
+use super::tokens::{percent_decoded, verify_signed};
+use crate::domain::digest::sha256_hex;
 use crate::error::AppError;
 use crate::store::{Database, member_tokens, sessions as session_store};
 

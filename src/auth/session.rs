@@ -10,7 +10,8 @@ use serde_json::Value;
 use warp::reply::Response;
 
 use super::Auth;
-use super::tokens::{new_session_token, sha256_hex, signed};
+use super::tokens::{new_session_token, signed};
+use crate::domain::digest::sha256_hex;
 use crate::store::sessions::{self as session_store, NewSession};
 
 /// Lifetime of a remembered session.

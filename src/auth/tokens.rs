@@ -4,7 +4,7 @@
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE, URL_SAFE_NO_PAD};
 use hmac::{Hmac, KeyInit, Mac};
-use sha2::{Digest, Sha256};
+use sha2::Sha256;
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -13,11 +13,6 @@ pub use crate::domain::ids::{new_id, random_alphanumeric};
 /// A new session token.
 pub fn new_session_token() -> String {
     random_alphanumeric(32)
-}
-
-/// Lower-case hex SHA-256 of `value`: how tokens are stored.
-pub fn sha256_hex(value: &str) -> String {
-    hex::encode(Sha256::digest(value.as_bytes()))
 }
 
 /// HMAC-SHA256 over `value` (HMAC takes keys of any length, so this is always `Some`).
@@ -81,14 +76,6 @@ mod tests {
         assert_eq!(verify_signed("secret", &tampered), None);
         let url_safe = signed_value.replace('+', "-").replace('/', "_");
         assert_eq!(verify_signed("secret", &url_safe), Some("abc"));
-    }
-
-    #[test]
-    fn hashes_are_hex_sha256() {
-        assert_eq!(
-            sha256_hex("abc"),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 pub mod avatars;
 pub mod capabilities;
+pub mod digest;
 pub mod email;
 pub mod event_content;
 pub mod events;

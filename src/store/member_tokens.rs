@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use super::Database;
 use super::Unique;
-use crate::auth::tokens::sha256_hex;
+use crate::domain::digest::sha256_hex;
 use crate::domain::federation::{
     MEMBER_TOKEN_DAYS as LIFETIME_DAYS, member_token, member_token_expiry,
 };

@@ -45,6 +45,8 @@ use super::outgoing::TxnOutgoing;
 /// The statement that opens a write transaction: it takes SQLite's write lock at once, so
 /// a transaction that reads before it writes never finds the database changed under it.
 const BEGIN: &str = "BEGIN IMMEDIATE";
+/// SQLite's plain `SQLITE_ERROR` result code, as sqlx reports it.
+const SQLITE_ERROR: &str = "1";
 /// The statement that ends one.
 const COMMIT: &str = "COMMIT";
 
@@ -71,14 +73,16 @@ impl Slot {
     }
 
     /// Runs the rollback a dropped transaction owes. A transaction whose first statement
-    /// failed may never have begun, so "no transaction is active" is no error here.
+    /// failed may never have begun, so "no transaction is active" is no error here: the
+    /// plain `SQLITE_ERROR` a `ROLLBACK` answers then (its other failures, busy or locked,
+    /// have codes of their own).
     async fn settle(&mut self) -> Result<(), DbErr> {
         if !self.rollback_owed {
             return Ok(());
         }
         match self.conn()?.execute("ROLLBACK").await {
             Ok(_) => {}
-            Err(sqlx::Error::Database(err)) if err.message().contains("no transaction") => {}
+            Err(sqlx::Error::Database(err)) if err.code().as_deref() == Some(SQLITE_ERROR) => {}
             Err(err) => return Err(exec_err(err)),
         }
         self.rollback_owed = false;

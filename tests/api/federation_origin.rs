@@ -152,7 +152,7 @@ async fn accepting_an_invite_issues_a_member_token_for_a_new_viewer_shadow() {
     assert_eq!(stored.len(), 1);
     assert_eq!(
         stored[0].token_hash,
-        bowline::auth::tokens::sha256_hex(token)
+        bowline::domain::digest::sha256_hex(token)
     );
     let secret = token.rsplit('_').next().expect("secret");
     assert_eq!(columns_containing(&app, secret).await, vec![]);

@@ -52,8 +52,6 @@ mod helpers;
 mod home_governs;
 mod html_pages;
 mod ics;
-mod ics_corpus;
-mod ics_corpus_details;
 mod ics_export;
 mod ics_hostile;
 mod instances;

@@ -9,7 +9,7 @@ use super::wire::{self, DONE, REVOKE_HANDLE_PREFIX, SessionAndUser, Status, Succ
 use crate::auth::cookies::{self, DONT_REMEMBER};
 use crate::auth::principal::{Identity, Resolution};
 use crate::auth::session::{AuthReply, SESSION_TTL, needs_refresh};
-use crate::auth::tokens::sha256_hex;
+use crate::domain::digest::sha256_hex;
 use crate::error::AppError;
 use crate::store::sessions as session_store;
 

@@ -32,7 +32,7 @@ impl TestApp {
             member_tokens::ActiveModel {
                 id: Set(uuid::Uuid::new_v4()),
                 user_id: Set(id.to_owned()),
-                token_hash: Set(bowline::auth::tokens::sha256_hex(token)),
+                token_hash: Set(bowline::domain::digest::sha256_hex(token)),
                 created_at: Set(now - chrono::Duration::days(*age_days)),
             }
             .insert(&conn)

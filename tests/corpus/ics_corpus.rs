@@ -1,9 +1,9 @@
-//! The real-world corpus in `../shared/ics-corpus`: every file is imported over HTTP and its
+//! The real-world corpus in the directory `ICS_CORPUS_DIR` names: every file is imported over HTTP and its
 //! outcome compared with what Bowline promises for it (imported N events, or rejected
 //! naming a line), every file the manifest marks valid must import, and the table of
 //! outcomes is printed (the README carries a copy). A few files are then checked in detail
-//! (zones, all-day dates, overrides; more in `ics_corpus_details`). They fail, naming
-//! the path, when the corpus is absent.
+//! (zones, all-day dates, overrides; more in `ics_corpus_details`). They fail, saying
+//! what is missing, when `ICS_CORPUS_DIR` is unset or names no directory.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -13,8 +13,6 @@ use serde_json::Value;
 
 use crate::helpers::spawn_app;
 use crate::support::ics::{events_in, import, imported};
-
-const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/ics-corpus");
 
 /// What Bowline does with a corpus file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,14 +140,20 @@ const EXPECTED: &[(&str, Outcome)] = &[
     ("vobject/UntilRespectsTimezoneTest.ics", Imported(1)),
 ];
 
-/// The corpus directory; a test that needs it fails when it is absent (a test that could
-/// not run must not pass).
-pub fn corpus() -> &'static Path {
-    let path = Path::new(CORPUS);
+/// The corpus directory `ICS_CORPUS_DIR` names; a test that needs it fails when it is
+/// unset or names no directory (a test that could not run must not pass).
+pub fn corpus() -> PathBuf {
+    let Some(dir) = std::env::var_os("ICS_CORPUS_DIR") else {
+        panic!(
+            "ICS_CORPUS_DIR is not set: the corpus suite needs the directory of the iCalendar \
+             corpus (ICS_CORPUS_DIR=../shared/ics-corpus cargo test --test ics_corpus)"
+        );
+    };
+    let path = PathBuf::from(dir);
     assert!(
         path.is_dir(),
-        "the iCalendar corpus {CORPUS} is missing: clone the shared folder beside this \
-         repository (../shared/ics-corpus) to run the corpus tests"
+        "the iCalendar corpus {} (ICS_CORPUS_DIR) is not a directory",
+        path.display()
     );
     path
 }
@@ -192,6 +196,7 @@ fn manifest_malformed(corpus: &Path) -> BTreeMap<String, bool> {
 #[tokio::test]
 async fn every_corpus_file_imports_or_is_rejected_as_expected() {
     let corpus = corpus();
+    let corpus = corpus.as_path();
     let malformed = manifest_malformed(corpus);
     let app = spawn_app().await;
     let user = app.sign_up("corpus@example.com").await;
@@ -262,7 +267,7 @@ pub async fn corpus_events(
     user: &crate::helpers::TestUser,
     name: &str,
 ) -> Vec<Value> {
-    let bytes = std::fs::read(Path::new(CORPUS).join(name)).expect("corpus file");
+    let bytes = std::fs::read(corpus().join(name)).expect("corpus file");
     let answer = imported(app, user, "", bytes).await;
     events_in(app, user, answer["id"].as_str().expect("id")).await
 }
