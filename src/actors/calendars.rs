@@ -8,17 +8,16 @@
 //! on the calendar's next command).
 
 use super::Shared;
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
+use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::sync::watch;
 use uuid::Uuid;
 
 use super::calendar::{CalendarActor, CalendarArgs, CalendarMsg};
-use super::supervision::{RestartBudget, RestartPolicy};
-use super::{ActorKind, ChildSlot, MessageTimer};
+use super::keyed::KeyedChildren;
+use super::{ActorKind, ChildSlot, MessageTimer, await_reply};
 use crate::error::AppError;
 
 /// Handle for sending commands to calendar actors.
@@ -50,19 +49,7 @@ impl Calendars {
                 sent: Instant::now(),
             })
             .map_err(|_| AppError::Unavailable("calendar supervisor is not running".into()))?;
-        match tokio::time::timeout(timeout, answer).await {
-            Ok(Ok(result)) => result,
-            Ok(Err(_)) => {
-                tracing::warn!(calendar = %calendar_id, "actor.call.unavailable");
-                Err(AppError::Unavailable("calendar actor failed".into()))
-            }
-            Err(_) => {
-                tracing::warn!(calendar = %calendar_id, "actor.call.timeout");
-                Err(AppError::Unavailable(
-                    "calendar actor did not answer in time".into(),
-                ))
-            }
-        }
+        await_reply(answer, ActorKind::Calendar, timeout).await
     }
 
     /// How many calendar actors are alive, to wait on.
@@ -96,18 +83,10 @@ pub enum CalendarsMsg {
 #[derive(Debug)]
 pub struct CalendarSupervisor;
 
-struct Entry {
-    actor: ActorRef<CalendarMsg>,
-    forwarded: u64,
-}
-
 /// The supervisor's state.
 pub struct SupervisorState {
     shared: Arc<Shared>,
-    entries: HashMap<Uuid, Entry>,
-    by_actor: HashMap<ActorId, Uuid>,
-    budgets: HashMap<Uuid, RestartBudget>,
-    policy: RestartPolicy,
+    children: KeyedChildren<Uuid, CalendarMsg>,
 }
 
 impl SupervisorState {
@@ -116,7 +95,7 @@ impl SupervisorState {
             .actors
             .calendars
             .live
-            .send_replace(self.by_actor.len());
+            .send_replace(self.children.live());
     }
 }
 
@@ -132,18 +111,7 @@ impl CalendarSupervisor {
             supervisor: myself.clone(),
         };
         let (actor, _) = Actor::spawn_linked(None, CalendarActor, args, myself.get_cell()).await?;
-        state.by_actor.insert(actor.get_id(), calendar_id);
-        state.entries.insert(
-            calendar_id,
-            Entry {
-                actor: actor.clone(),
-                forwarded: 0,
-            },
-        );
-        state
-            .shared
-            .metrics
-            .actor_alive(ActorKind::Calendar.label(), 1.0);
+        state.children.started(calendar_id, actor.clone());
         state.publish_live();
         Ok(actor)
     }
@@ -159,13 +127,9 @@ impl Actor for CalendarSupervisor {
         _myself: ActorRef<Self::Msg>,
         shared: Self::Arguments,
     ) -> Result<Self::State, ActorProcessingErr> {
-        let policy = RestartPolicy::from_settings(&shared.settings.actors);
         Ok(SupervisorState {
+            children: KeyedChildren::new(ActorKind::Calendar, shared.clone()),
             shared,
-            entries: HashMap::new(),
-            by_actor: HashMap::new(),
-            budgets: HashMap::new(),
-            policy,
         })
     }
 
@@ -177,13 +141,7 @@ impl Actor for CalendarSupervisor {
         myself
             .stop_children_and_wait(None, Some(std::time::Duration::from_secs(10)))
             .await;
-        for _ in state.by_actor.drain() {
-            state
-                .shared
-                .metrics
-                .actor_alive(ActorKind::Calendar.label(), -1.0);
-        }
-        state.entries.clear();
+        state.children.clear();
         state.publish_live();
         Ok(())
     }
@@ -205,8 +163,8 @@ impl Actor for CalendarSupervisor {
                 shared
                     .metrics
                     .actor_mailbox_wait(ActorKind::CalendarSupervisor.label(), sent);
-                let actor = match state.entries.get(&calendar_id) {
-                    Some(entry) => entry.actor.clone(),
+                let actor = match state.children.get(&calendar_id) {
+                    Some(child) => child.actor.clone(),
                     None => match Self::spawn(&myself, state, calendar_id).await {
                         Ok(actor) => actor,
                         Err(err) => {
@@ -216,8 +174,8 @@ impl Actor for CalendarSupervisor {
                         }
                     },
                 };
-                if let Some(entry) = state.entries.get_mut(&calendar_id) {
-                    entry.forwarded += 1;
+                if let Some(child) = state.children.get_mut(&calendar_id) {
+                    child.forwarded += 1;
                 }
                 let forwarded = CalendarMsg::Forwarded {
                     message,
@@ -232,11 +190,11 @@ impl Actor for CalendarSupervisor {
                 handled,
             } => {
                 let idle = state
-                    .entries
+                    .children
                     .get(&calendar_id)
-                    .is_some_and(|entry| entry.forwarded == handled);
-                if idle && let Some(entry) = state.entries.remove(&calendar_id) {
-                    entry.actor.stop(Some("idle".into()));
+                    .is_some_and(|child| child.forwarded == handled);
+                if idle && let Some(child) = state.children.take(&calendar_id) {
+                    child.actor.stop(Some("idle".into()));
                 }
             }
         }
@@ -249,47 +207,12 @@ impl Actor for CalendarSupervisor {
         event: SupervisionEvent,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        let (cell, failure) = match event {
-            SupervisionEvent::ActorFailed(cell, err) => (cell, Some(err)),
-            SupervisionEvent::ActorTerminated(cell, _, _) => (cell, None),
-            _ => return Ok(()),
-        };
-        let Some(calendar_id) = state.by_actor.remove(&cell.get_id()) else {
+        let Some(ended) = state.children.ended(&event) else {
             return Ok(());
         };
-        state
-            .shared
-            .metrics
-            .actor_alive(ActorKind::Calendar.label(), -1.0);
-        let current = state
-            .entries
-            .get(&calendar_id)
-            .is_some_and(|entry| entry.actor.get_id() == cell.get_id());
-        if current {
-            state.entries.remove(&calendar_id);
-        }
         state.publish_live();
-        let Some(err) = failure else {
-            return Ok(());
-        };
-        let kind = ActorKind::Calendar;
-        state.shared.metrics.actor_failed(kind.label());
-        state.shared.actors.stats.failed(kind);
-        tracing::error!(calendar = %calendar_id, error = %err, "actor.failed");
-        let policy = state.policy;
-        let allowed = state
-            .budgets
-            .entry(calendar_id)
-            .or_insert_with(|| RestartBudget::new(policy))
-            .next_delay(Instant::now())
-            .is_some();
-        if allowed && current && !state.shared.shutdown.is_triggered() {
-            if Self::spawn(&myself, state, calendar_id).await.is_ok() {
-                state.shared.metrics.actor_restarted(kind.label());
-                state.shared.actors.stats.restarted(kind);
-            }
-        } else if !allowed {
-            tracing::error!(calendar = %calendar_id, "actor.restart_budget_exhausted");
+        if ended.restart && Self::spawn(&myself, state, ended.key).await.is_ok() {
+            state.children.restarted();
         }
         Ok(())
     }

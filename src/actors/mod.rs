@@ -19,8 +19,8 @@
 
 pub mod announcer;
 pub mod calendar;
-pub mod calendar_msg;
 pub mod calendars;
+pub mod keyed;
 pub mod mailer;
 pub mod provider_sync;
 pub mod providers;
@@ -35,7 +35,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::RwLock;
-use ractor::rpc::CallResult;
 use ractor::{ActorRef, Message, RpcReplyPort};
 
 use crate::error::AppError;
@@ -143,9 +142,8 @@ pub struct Actors {
     pub stats: SupervisionStats,
 }
 
-/// Sends a command built by `build` to `actor` and waits up to `timeout` for its reply.
-/// A dead actor, a reply port dropped by a failing actor, or a timeout all give
-/// [`AppError::Unavailable`].
+/// Sends a command built by `build` to `actor` and waits up to `timeout` for its reply
+/// ([`await_reply`]).
 pub async fn ask<M, T>(
     actor: &ActorRef<M>,
     kind: ActorKind,
@@ -156,18 +154,36 @@ where
     M: Message,
     T: Send + 'static,
 {
-    match actor.call(build, Some(timeout)).await {
-        Ok(CallResult::Success(result)) => result,
-        Ok(CallResult::Timeout) => {
+    let (port, answer) = ractor::concurrency::oneshot();
+    if actor.send_message(build(port.into())).is_err() {
+        tracing::warn!(actor = kind.label(), "actor.call.unavailable");
+        return Err(AppError::Unavailable(
+            format!("{} is not running", kind.label()).into(),
+        ));
+    }
+    await_reply(answer, kind, timeout).await
+}
+
+/// The one wait for an actor's answer: up to `timeout` (the configured call timeout); a
+/// reply port dropped by a failing actor, or no answer in time, is
+/// [`AppError::Unavailable`] (503), logged once.
+pub async fn await_reply<T>(
+    answer: ractor::concurrency::OneshotReceiver<Result<T, AppError>>,
+    kind: ActorKind,
+    timeout: Duration,
+) -> Result<T, AppError> {
+    match tokio::time::timeout(timeout, answer).await {
+        Ok(Ok(result)) => result,
+        Ok(Err(_)) => {
+            tracing::warn!(actor = kind.label(), "actor.call.unavailable");
+            Err(AppError::Unavailable(
+                format!("{} failed", kind.label()).into(),
+            ))
+        }
+        Err(_) => {
             tracing::warn!(actor = kind.label(), "actor.call.timeout");
             Err(AppError::Unavailable(
                 format!("{} did not answer in time", kind.label()).into(),
-            ))
-        }
-        Ok(CallResult::SenderError) | Err(_) => {
-            tracing::warn!(actor = kind.label(), "actor.call.unavailable");
-            Err(AppError::Unavailable(
-                format!("{} is not running", kind.label()).into(),
             ))
         }
     }

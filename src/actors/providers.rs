@@ -7,14 +7,12 @@
 //! another instance every quarter of `PROVIDER_LEASE_MS`, so that their actors stand by here
 //! and can take them over (see [`super::provider_sync`]).
 
-use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
 
-use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 
+use super::keyed::KeyedChildren;
 use super::provider_sync::{ProviderSyncActor, ProviderSyncArgs, ProviderSyncMsg};
-use super::supervision::{RestartBudget, RestartPolicy};
 use super::{ActorKind, ChildSlot, MessageTimer, Shared, reply};
 use crate::domain::providers::AccountKey;
 use crate::error::AppError;
@@ -87,10 +85,7 @@ pub struct ProviderSupervisor;
 /// Its state.
 pub struct ProvidersState {
     shared: Arc<Shared>,
-    running: HashMap<AccountKey, ActorRef<ProviderSyncMsg>>,
-    by_actor: HashMap<ActorId, AccountKey>,
-    budgets: HashMap<AccountKey, RestartBudget>,
-    policy: RestartPolicy,
+    children: KeyedChildren<AccountKey, ProviderSyncMsg>,
 }
 
 impl ProviderSupervisor {
@@ -99,8 +94,8 @@ impl ProviderSupervisor {
         state: &mut ProvidersState,
         account: &AccountKey,
     ) -> Option<ActorRef<ProviderSyncMsg>> {
-        if let Some(actor) = state.running.get(account) {
-            return Some(actor.clone());
+        if let Some(child) = state.children.get(account) {
+            return Some(child.actor.clone());
         }
         let args = ProviderSyncArgs {
             shared: state.shared.clone(),
@@ -108,12 +103,7 @@ impl ProviderSupervisor {
         };
         match Actor::spawn_linked(None, ProviderSyncActor, args, myself.get_cell()).await {
             Ok((actor, _)) => {
-                state.by_actor.insert(actor.get_id(), account.clone());
-                state.running.insert(account.clone(), actor.clone());
-                state
-                    .shared
-                    .metrics
-                    .actor_alive(ActorKind::ProviderSync.label(), 1.0);
+                state.children.started(account.clone(), actor.clone());
                 Some(actor)
             }
             Err(err) => {
@@ -134,13 +124,9 @@ impl Actor for ProviderSupervisor {
         myself: ActorRef<Self::Msg>,
         shared: Self::Arguments,
     ) -> Result<Self::State, ActorProcessingErr> {
-        let policy = RestartPolicy::from_settings(&shared.settings.actors);
         let mut state = ProvidersState {
+            children: KeyedChildren::new(ActorKind::ProviderSync, shared.clone()),
             shared,
-            running: HashMap::new(),
-            by_actor: HashMap::new(),
-            budgets: HashMap::new(),
-            policy,
         };
         myself.send_interval(OUTBOX_GAUGE_PERIOD, || ProvidersMsg::MeasureOutbox);
         if state.shared.db.crosses_instances() {
@@ -164,13 +150,7 @@ impl Actor for ProviderSupervisor {
         myself
             .stop_children_and_wait(None, Some(std::time::Duration::from_secs(10)))
             .await;
-        for _ in state.by_actor.drain() {
-            state
-                .shared
-                .metrics
-                .actor_alive(ActorKind::ProviderSync.label(), -1.0);
-        }
-        state.running.clear();
+        state.children.clear();
         Ok(())
     }
 
@@ -194,8 +174,8 @@ impl Actor for ProviderSupervisor {
                 }
             }
             ProvidersMsg::Stop { account } => {
-                if let Some(actor) = state.running.remove(&account) {
-                    actor.stop(Some("account removed".into()));
+                if let Some(child) = state.children.take(&account) {
+                    child.actor.stop(Some("account removed".into()));
                 }
             }
             ProvidersMsg::Deliver { account } => {
@@ -242,7 +222,7 @@ impl Actor for ProviderSupervisor {
                 Err(err) => tracing::warn!(error = %err, "sync.discover.failed"),
             },
             ProvidersMsg::MeasureOutbox => {
-                let depth = outbox::outbox_depth(state.shared.db.conn()).await?;
+                let depth = outbox::outbox_depth(&state.shared.db).await?;
                 let now = chrono::Utc::now();
                 for provider in crate::metrics::SYNC_PROVIDERS {
                     let (pending, oldest) = depth
@@ -257,8 +237,8 @@ impl Actor for ProviderSupervisor {
             }
             #[cfg(feature = "fault-injection")]
             ProvidersMsg::Panic { account } => {
-                if let Some(actor) = state.running.get(&account) {
-                    let _ = actor.send_message(ProviderSyncMsg::Panic);
+                if let Some(child) = state.children.get(&account) {
+                    let _ = child.actor.send_message(ProviderSyncMsg::Panic);
                 }
             }
         }
@@ -271,46 +251,11 @@ impl Actor for ProviderSupervisor {
         event: SupervisionEvent,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        let (cell, failure) = match event {
-            SupervisionEvent::ActorFailed(cell, err) => (cell, Some(err)),
-            SupervisionEvent::ActorTerminated(cell, _, _) => (cell, None),
-            _ => return Ok(()),
-        };
-        let Some(account) = state.by_actor.remove(&cell.get_id()) else {
+        let Some(ended) = state.children.ended(&event) else {
             return Ok(());
         };
-        state
-            .shared
-            .metrics
-            .actor_alive(ActorKind::ProviderSync.label(), -1.0);
-        let current = state
-            .running
-            .get(&account)
-            .is_some_and(|actor| actor.get_id() == cell.get_id());
-        if current {
-            state.running.remove(&account);
-        }
-        let Some(err) = failure else {
-            return Ok(());
-        };
-        let kind = ActorKind::ProviderSync;
-        state.shared.metrics.actor_failed(kind.label());
-        state.shared.actors.stats.failed(kind);
-        tracing::error!(error = %err, "actor.failed");
-        let policy = state.policy;
-        let allowed = state
-            .budgets
-            .entry(account.clone())
-            .or_insert_with(|| RestartBudget::new(policy))
-            .next_delay(Instant::now())
-            .is_some();
-        if allowed && current && !state.shared.shutdown.is_triggered() {
-            if Self::start(&myself, state, &account).await.is_some() {
-                state.shared.metrics.actor_restarted(kind.label());
-                state.shared.actors.stats.restarted(kind);
-            }
-        } else if !allowed {
-            tracing::error!("actor.restart_budget_exhausted");
+        if ended.restart && Self::start(&myself, state, &ended.key).await.is_some() {
+            state.children.restarted();
         }
         Ok(())
     }

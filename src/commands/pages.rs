@@ -127,7 +127,7 @@ impl PageWrite {
 
 /// The owner's active Pages by position, creating or repairing the default when needed.
 pub async fn list(services: &Services, user_id: &str) -> Result<Vec<PageDocument>, AppError> {
-    let db = services.db.conn();
+    let db = &services.db;
     let mut active = page_store::active(db, user_id).await?;
     if active.iter().filter(|p| p.is_default).count() != 1 {
         let mut write = PageWrite::new(user_id);
@@ -145,7 +145,7 @@ pub async fn list(services: &Services, user_id: &str) -> Result<Vec<PageDocument
 
 /// One of the owner's active Pages.
 pub async fn get(services: &Services, user_id: &str, id: Uuid) -> Result<PageDocument, AppError> {
-    let db = services.db.conn();
+    let db = &services.db;
     let page = page_store::find_active(db, user_id, id)
         .await?
         .ok_or_else(page_not_found)?;

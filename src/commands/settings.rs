@@ -21,7 +21,7 @@ fn account_gone() -> AppError {
 
 /// The user's settings row, created with the defaults when missing.
 pub async fn read(services: &Services, user_id: &str) -> Result<user_settings::Model, AppError> {
-    settings_store::find_or_create(services.db.conn(), user_id, Utc::now())
+    settings_store::find_or_create(&services.db, user_id, Utc::now())
         .await?
         .ok_or_else(account_gone)
 }

@@ -128,7 +128,7 @@ async fn download_handler(
     user_id: &str,
     version: Option<&String>,
 ) -> Result<Response, AppError> {
-    let avatar = avatar_store::find(ctx.db.conn(), user_id)
+    let avatar = avatar_store::find(&ctx.db, user_id)
         .await?
         .ok_or_else(|| AppError::not_found("Avatar not found..."))?;
     // The current versioned URL never changes its answer; a stale version's URL and the

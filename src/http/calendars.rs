@@ -198,8 +198,8 @@ async fn list_calendars_handler(
 ) -> Result<Response, AppError> {
     let calendars = calendar_store::list_for_user(&ctx.db, user.id()).await?;
     let ids: Vec<_> = calendars.iter().map(|(calendar, _)| calendar.id).collect();
-    let members = members::list_for_calendars(ctx.db.conn(), &ids).await?;
-    let links = mirrors::provider_links(ctx.db.conn(), &ids).await?;
+    let members = members::list_for_calendars(&ctx.db, &ids).await?;
+    let links = mirrors::provider_links(&ctx.db, &ids).await?;
     let views: Vec<CalendarView> = calendars
         .iter()
         .map(|(calendar, role)| {
@@ -282,13 +282,13 @@ fn get_calendar(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejectio
 
 async fn get_calendar_handler(ctx: &Ctx, user: &AuthUser, id: &str) -> Result<Response, AppError> {
     let id = require_uuid("id", id)?;
-    let role = members::role_of(ctx.db.conn(), id, user.id())
+    let role = members::role_of(&ctx.db, id, user.id())
         .await?
         .ok_or_else(not_a_member)?;
-    let calendar = calendar_store::find(ctx.db.conn(), id)
+    let calendar = calendar_store::find(&ctx.db, id)
         .await?
         .ok_or_else(|| AppError::not_found("Calendar not found..."))?;
-    let members = members::list(ctx.db.conn(), id).await?;
+    let members = members::list(&ctx.db, id).await?;
     Ok(warp::reply::json(&CalendarView::new(&calendar, &members, Some(role))).into_response())
 }
 
@@ -352,7 +352,7 @@ async fn create_calendar_handler(
         chrono::Utc::now(),
     )
     .await?;
-    let members = members::list(ctx.db.conn(), calendar.id).await?;
+    let members = members::list(&ctx.db, calendar.id).await?;
     let view = CalendarView::new(&calendar, &members, Some(Role::Owner));
     Ok(warp::reply::with_status(warp::reply::json(&view), StatusCode::CREATED).into_response())
 }

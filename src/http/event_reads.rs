@@ -156,7 +156,7 @@ async fn list_events_handler(
         ReadQuery::All => return full_read(ctx, user, server_time, if_none_match).await,
         // One statement: its own consistent snapshot.
         ReadQuery::Range(start, end) => (
-            event_reads::visible(ctx.db.conn(), user.id(), Window::Range(start, end)).await?,
+            event_reads::visible(&ctx.db, user.id(), Window::Range(start, end)).await?,
             Vec::new(),
         ),
         // Changes and deletions stamped in `(since, serverTime]`, from one snapshot, so

@@ -84,14 +84,14 @@ fn event_id(text: &str) -> Result<Uuid, AppError> {
 /// The calendar whose actor handles changes to `event_id`: its home, or (home deleted) the
 /// first calendar it is still in.
 async fn home_of(ctx: &Ctx, event_id: Uuid) -> Result<Uuid, AppError> {
-    let event = event_store::find(ctx.db.conn(), event_id)
+    let event = event_store::find(&ctx.db, event_id)
         .await?
         .filter(|event| event.deleted_at.is_none())
         .ok_or_else(|| AppError::not_found("Event not found..."))?;
     if let Some(home) = event.origin_calendar_id {
         return Ok(home);
     }
-    event_store::links(ctx.db.conn(), event_id)
+    event_store::links(&ctx.db, event_id)
         .await?
         .first()
         .copied()

@@ -198,7 +198,7 @@ async fn import_handler(
         skipped = parsed.skipped,
         "calendar.imported"
     );
-    let members = members::list(ctx.db.conn(), calendar.id).await?;
+    let members = members::list(&ctx.db, calendar.id).await?;
     let view = ImportedCalendarView {
         calendar: CalendarView::new(&calendar, &members, Some(Role::Owner)),
         imported: parsed.events.len(),
@@ -223,7 +223,7 @@ fn import_color(color: Option<&str>) -> Result<String, AppError> {
 
 /// The caller's settings time zone (UTC when unset or unknown).
 async fn user_zone(ctx: &Ctx, user: &AuthUser) -> Result<Tz, AppError> {
-    Ok(settings::zone_of(ctx.db.conn(), user.id()).await?)
+    Ok(settings::zone_of(&ctx.db, user.id()).await?)
 }
 
 /// GET /api/v1/calendars/:id/export — the calendar as `text/calendar` (members only).
@@ -252,13 +252,13 @@ fn export(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + C
 
 async fn export_handler(ctx: &Ctx, user: &AuthUser, id: &str) -> Result<Response, AppError> {
     let id = require_uuid("id", id)?;
-    members::role_of(ctx.db.conn(), id, user.id())
+    members::role_of(&ctx.db, id, user.id())
         .await?
         .ok_or_else(|| AppError::forbidden("You can't access this calendar."))?;
-    let calendar = calendar_store::find(ctx.db.conn(), id)
+    let calendar = calendar_store::find(&ctx.db, id)
         .await?
         .ok_or_else(|| AppError::not_found("Calendar not found..."))?;
-    let events = ics_store::live_events_in(ctx.db.conn(), id).await?;
+    let events = ics_store::live_events_in(&ctx.db, id).await?;
     let zone = user_zone(ctx, user).await?;
     let name = calendar.name.clone();
     let text = ctx

@@ -82,7 +82,7 @@ const PREVIEW_TIME: std::time::Duration = std::time::Duration::from_millis(500);
 async fn preview_events(ctx: &Ctx, calendar_id: uuid::Uuid) -> Result<Vec<PreviewEvent>, AppError> {
     let from = Utc::now();
     let to = from + chrono::Duration::days(PREVIEW_DAYS);
-    let rows = event_reads::for_preview(ctx.db.conn(), calendar_id, from, to).await?;
+    let rows = event_reads::for_preview(&ctx.db, calendar_id, from, to).await?;
     let (summaries, complete) = ctx
         .cpu
         .run("invite preview", move || summarize(rows, (from, to)))
@@ -180,13 +180,13 @@ async fn preview_handler(ctx: &Ctx, rctx: &RequestCtx, token: &str) -> Result<Re
         )
         .map_err(|retry_after_secs| AppError::TooManyRequests { retry_after_secs })?;
     let invite_id = canonical_uuid(token).ok_or_else(invite_not_found)?;
-    let invite = invites::find_usable(ctx.db.conn(), invite_id, Utc::now())
+    let invite = invites::find_usable(&ctx.db, invite_id, Utc::now())
         .await?
         .ok_or_else(invite_not_found)?;
-    let calendar = calendar_store::find(ctx.db.conn(), invite.calendar_id)
+    let calendar = calendar_store::find(&ctx.db, invite.calendar_id)
         .await?
         .ok_or_else(invite_not_found)?;
-    let members = members::list(ctx.db.conn(), calendar.id).await?;
+    let members = members::list(&ctx.db, calendar.id).await?;
     let response = PreviewResponse {
         id: calendar.id,
         name: calendar.name,

@@ -180,13 +180,13 @@ fn list_invites(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejectio
 
 async fn list_invites_handler(ctx: &Ctx, user: &AuthUser, id: &str) -> Result<Response, AppError> {
     let id = require_uuid("calendarId", id)?;
-    let role = members::role_of(ctx.db.conn(), id, user.id())
+    let role = members::role_of(&ctx.db, id, user.id())
         .await?
         .ok_or_else(not_a_member)?;
     if !role.allows(Action::Invite) {
         return Err(not_allowed(Action::Invite));
     }
-    let listed: Vec<InviteView> = invites::list_usable(ctx.db.conn(), id, Utc::now())
+    let listed: Vec<InviteView> = invites::list_usable(&ctx.db, id, Utc::now())
         .await?
         .iter()
         .map(InviteView::from)
@@ -197,7 +197,7 @@ async fn list_invites_handler(ctx: &Ctx, user: &AuthUser, id: &str) -> Result<Re
 /// The invite's calendar, for routing a command to its actor (404 when there is none).
 async fn calendar_of(ctx: &Ctx, invite_id: &str) -> Result<(uuid::Uuid, uuid::Uuid), AppError> {
     let invite_id = canonical_uuid(invite_id).ok_or_else(invite_not_found)?;
-    let invite = invites::find(ctx.db.conn(), invite_id)
+    let invite = invites::find(&ctx.db, invite_id)
         .await?
         .ok_or_else(invite_not_found)?;
     Ok((invite_id, invite.calendar_id))
@@ -294,14 +294,14 @@ async fn send_invite_handler(
         ));
     }
     let (invite_id, calendar_id) = calendar_of(ctx, id).await?;
-    let role = members::role_of(ctx.db.conn(), calendar_id, user.id())
+    let role = members::role_of(&ctx.db, calendar_id, user.id())
         .await?
         .ok_or_else(not_a_member)?;
     if !role.allows(Action::Invite) {
         return Err(not_allowed(Action::Invite));
     }
-    let usable = invites::find_usable(ctx.db.conn(), invite_id, Utc::now()).await?;
-    let calendar = calendar_store::find(ctx.db.conn(), calendar_id).await?;
+    let usable = invites::find_usable(&ctx.db, invite_id, Utc::now()).await?;
+    let calendar = calendar_store::find(&ctx.db, calendar_id).await?;
     let (Some(_), Some(calendar)) = (usable, calendar) else {
         return Err(invite_not_found());
     };

@@ -71,10 +71,10 @@ fn list_members(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejectio
 
 async fn list_members_handler(ctx: &Ctx, user: &AuthUser, id: &str) -> Result<Response, AppError> {
     let id = require_uuid("calendarId", id)?;
-    members::role_of(ctx.db.conn(), id, user.id())
+    members::role_of(&ctx.db, id, user.id())
         .await?
         .ok_or_else(not_a_member)?;
-    let listed: Vec<MemberView> = members::list(ctx.db.conn(), id)
+    let listed: Vec<MemberView> = members::list(&ctx.db, id)
         .await?
         .iter()
         .map(MemberView::new)

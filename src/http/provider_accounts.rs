@@ -209,8 +209,7 @@ fn list_caldav(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection
         .and_then(|ctx: Ctx, user: AuthUser| async move {
             respond(
                 async {
-                    let accounts =
-                        account_store::caldav_accounts_of(ctx.db.conn(), user.id()).await?;
+                    let accounts = account_store::caldav_accounts_of(&ctx.db, user.id()).await?;
                     let accounts = accounts
                         .iter()
                         .map(|account| CaldavAccount {
@@ -370,7 +369,7 @@ fn google_status(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejecti
             respond(
                 async {
                     let accounts =
-                        oauth_accounts::of_user(ctx.db.conn(), user.id(), Provider::Google).await?;
+                        oauth_accounts::of_user(&ctx.db, user.id(), Provider::Google).await?;
                     let connected = accounts.iter().any(|account| {
                         account.sync_status.is_none()
                             && account.refresh_token.is_some()

@@ -134,7 +134,7 @@ async fn read_handler(
             .map(|(id, rule)| (id.to_string(), rule))
             .collect()
     };
-    let db = ctx.db.conn();
+    let db = &ctx.db;
     let calendar_rules = reminder_store::calendar_rules(db, user.id()).await?;
     let event_rules = reminder_store::event_rules(db, user.id()).await?;
     // Built from the settings' revision (the default rule) and the rules themselves.

@@ -55,11 +55,11 @@ async fn send_batch(
     rows: Vec<pending_notifications::Model>,
     now: DateTime<Utc>,
 ) -> Result<(), AppError> {
-    let Some(user) = users::find(ctx.db.conn(), user_id).await? else {
+    let Some(user) = users::find(ctx.db, user_id).await? else {
         notifications::finish(ctx.db, &rows).await?;
         return Ok(());
     };
-    let preferences = settings::value_of(ctx.db.conn(), user_id).await?;
+    let preferences = settings::value_of(ctx.db, user_id).await?;
     let wanted = preferences
         .as_ref()
         .and_then(|s| s.pointer("/notificationEmails/eventChanged"))
@@ -71,7 +71,7 @@ async fn send_batch(
     }
     // Only news of events the person can still see (a member of a calendar they are in).
     let subjects: Vec<_> = rows.iter().map(|row| row.subject_id).collect();
-    let visible = events::visible_among(ctx.db.conn(), user_id, &subjects).await?;
+    let visible = events::visible_among(ctx.db, user_id, &subjects).await?;
     let (rows, unseen): (Vec<_>, Vec<_>) = rows
         .into_iter()
         .partition(|row| visible.contains(&row.subject_id));

@@ -347,7 +347,7 @@ impl Database {
     }
 
     /// The pool, for queries in this module's children.
-    pub(crate) fn conn(&self) -> &DatabaseConnection {
+    fn conn(&self) -> &DatabaseConnection {
         &self.conn
     }
 
@@ -582,5 +582,31 @@ impl<E: EntityTrait, F: EntityTrait> Unique for SelectTwo<E, F> {
 
     async fn unique<C: ConnectionTrait>(self, db: &C) -> Result<Option<Self::Item>, DbErr> {
         Ok(self.all(db).await?.into_iter().next())
+    }
+}
+
+/// The store's functions run on a [`Database`] as on a transaction: what is above the store
+/// holds the database, hands it to the store's functions, and never a connection of its
+/// own. Statements run on a pooled connection.
+#[sea_orm::prelude::async_trait::async_trait]
+impl ConnectionTrait for Database {
+    fn get_database_backend(&self) -> DbBackend {
+        self.conn.get_database_backend()
+    }
+
+    async fn execute_raw(&self, stmt: Statement) -> Result<sea_orm::ExecResult, DbErr> {
+        self.conn.execute_raw(stmt).await
+    }
+
+    async fn execute_unprepared(&self, sql: &str) -> Result<sea_orm::ExecResult, DbErr> {
+        self.conn.execute_unprepared(sql).await
+    }
+
+    async fn query_one_raw(&self, stmt: Statement) -> Result<Option<sea_orm::QueryResult>, DbErr> {
+        self.conn.query_one_raw(stmt).await
+    }
+
+    async fn query_all_raw(&self, stmt: Statement) -> Result<Vec<sea_orm::QueryResult>, DbErr> {
+        self.conn.query_all_raw(stmt).await
     }
 }

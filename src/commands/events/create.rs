@@ -127,7 +127,7 @@ async fn commit(
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
         .collect();
-    let mirrors = outbox::targets(&services.db, services.db.conn(), &calendars)
+    let mirrors = outbox::targets(&services.db, &services.db, &calendars)
         .await
         .map_err(|err| BatchError::Failed(err.into()))?;
     let mut announce =

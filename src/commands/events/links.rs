@@ -249,7 +249,7 @@ pub async fn attendees(
     reader: &str,
     event_id: Uuid,
 ) -> Result<Vec<AttendeeView>, AppError> {
-    let db = services.db.conn();
+    let db = &services.db;
     visible_event(db, event_id, reader).await?;
     let attendees = attendance::list(db, event_id).await?;
     Ok(attendees.into_iter().map(AttendeeView::from).collect())

@@ -71,7 +71,7 @@ impl Mirrors {
         if !self.enabled(key.provider) {
             return Ok(None);
         }
-        let db = self.services.db.conn();
+        let db = &self.services.db;
         Ok(match key.provider {
             Provider::Caldav => match Uuid::parse_str(&key.id) {
                 Ok(id) => caldav_store::caldav_account(db, id)
@@ -87,7 +87,7 @@ impl Mirrors {
 
     /// Every account with something to sync, of the providers enabled here.
     pub async fn all_accounts(&self) -> Result<Vec<AccountKey>, AppError> {
-        let db = self.services.db.conn();
+        let db = &self.services.db;
         let mut keys = Vec::new();
         if self.enabled(Provider::Caldav) {
             for account in caldav_store::all_caldav_accounts(db).await? {
@@ -106,7 +106,7 @@ impl Mirrors {
 
     /// The accounts of `user` with something to sync.
     pub async fn accounts_of(&self, user: &str) -> Result<Vec<AccountKey>, AppError> {
-        let db = self.services.db.conn();
+        let db = &self.services.db;
         let mut keys = Vec::new();
         if self.enabled(Provider::Caldav) {
             for account in caldav_store::caldav_accounts_of(db, user).await? {
@@ -133,7 +133,7 @@ impl Mirrors {
                 Ok(AnySource::Caldav(CaldavSource::open(self, account).await?))
             }
             Connected::Linked(provider, account) => {
-                let zone = settings::zone_of(self.services.db.conn(), &account.user_id).await?;
+                let zone = settings::zone_of(&self.services.db, &account.user_id).await?;
                 let not_enabled = || {
                     AppError::bad_request(format!(
                         "{provider} calendars are not enabled on this server."
@@ -161,7 +161,7 @@ impl Mirrors {
     /// Marks `account` as needing its owner to connect it again (`code`: why), holding its
     /// writes.
     pub async fn require_reconnect(&self, account: &Connected, code: &str) -> Result<(), AppError> {
-        let db = self.services.db.conn();
+        let db = &self.services.db;
         match account {
             Connected::Caldav(account) => {
                 caldav_store::set_caldav_status(db, account.id, Some((RECONNECT_REQUIRED, code)))
@@ -180,7 +180,7 @@ impl Mirrors {
         if let Connected::Caldav(account) = account
             && account.sync_status.is_some()
         {
-            caldav_store::set_caldav_status(self.services.db.conn(), account.id, None).await?;
+            caldav_store::set_caldav_status(&self.services.db, account.id, None).await?;
         }
         Ok(())
     }

@@ -39,7 +39,7 @@ pub async fn before_change(
     user: &UserId,
     change: RemoteChange<'_>,
 ) -> Result<(), AppError> {
-    let db = env.services.db.conn();
+    let db = &env.services.db;
     let Some(mirror) = mirrors::mirrors_of(db, &[calendar_id])
         .await?
         .remove(&calendar_id)
@@ -113,7 +113,7 @@ pub async fn create_in_account(
         created.ok_or_else(|| AppError::internal("a calendar just made is mirrored already"))?;
     let members = members::list(&txn, calendar.id).await?;
     txn.commit().await?;
-    let link = mirrors::provider_links(env.services.db.conn(), &[calendar.id]).await?;
+    let link = mirrors::provider_links(&env.services.db, &[calendar.id]).await?;
     Ok(CalendarView::new(&calendar, &members, Some(Role::Owner))
         .with_provider(link.get(&calendar.id), user.as_str()))
 }

@@ -40,7 +40,7 @@ pub async fn connect_caldav(
     credentials: CaldavCredentials,
 ) -> Result<Uuid, AppError> {
     let secrets = env.secrets()?;
-    let zone = settings::zone_of(env.services.db.conn(), user.as_str()).await?;
+    let zone = settings::zone_of(&env.services.db, user.as_str()).await?;
     let (source, discovery, calendars) =
         discover(env, &credentials, zone).await.inspect_err(|_| {
             env.services.metrics.sync_failed("caldav", "discovery");
@@ -53,7 +53,7 @@ pub async fn connect_caldav(
         principal_url: discovery.principal.to_string(),
         home_url: discovery.home.to_string(),
     };
-    let existing = account_store::caldav_accounts_of(env.services.db.conn(), user.as_str())
+    let existing = account_store::caldav_accounts_of(&env.services.db, user.as_str())
         .await?
         .into_iter()
         .find(|account| {

@@ -106,12 +106,12 @@ pub async fn deliver<S: Source>(
     for ((calendar_id, event_id), rows) in groups {
         let ids: Vec<i64> = rows.iter().map(|row| row.id).collect();
         if report.held {
-            outbox::retry_later(services.db.conn(), &ids, Utc::now(), "reconnect required").await?;
+            outbox::retry_later(&services.db, &ids, Utc::now(), "reconnect required").await?;
             report.retrying += ids.len();
             continue;
         }
         if let Some(until) = paused_until {
-            outbox::retry_later(services.db.conn(), &ids, until, "rate limited").await?;
+            outbox::retry_later(&services.db, &ids, until, "rate limited").await?;
             report.retrying += ids.len();
             continue;
         }
@@ -121,18 +121,18 @@ pub async fn deliver<S: Source>(
         let outcome = deliver_one(env, source, account.owner(), last).await?;
         match outcome {
             Outcome::Done => {
-                outbox::finish(services.db.conn(), &ids, &env.instance_id).await?;
+                outbox::finish(&services.db, &ids, &env.instance_id).await?;
                 report.done += ids.len();
             }
             Outcome::Conflict => {
-                outbox::finish(services.db.conn(), &ids, &env.instance_id).await?;
+                outbox::finish(&services.db, &ids, &env.instance_id).await?;
                 report.done += ids.len();
                 conflicts.push(calendar_id);
                 report_delivery(env, calendar_id, event_id, "conflict", None).await?;
             }
             Outcome::GivenUp(reason) => {
                 services.metrics.sync_failed(provider, "push");
-                outbox::finish(services.db.conn(), &ids, &env.instance_id).await?;
+                outbox::finish(&services.db, &ids, &env.instance_id).await?;
                 report.done += ids.len();
                 tracing::warn!(reason = %reason, "sync.push.given_up");
                 report_delivery(env, calendar_id, event_id, "failed", Some(&reason)).await?;
@@ -149,11 +149,11 @@ pub async fn deliver<S: Source>(
                 if let Some(code) = err.reconnect_code() {
                     env.require_reconnect(account, code).await?;
                     report.held = true;
-                    outbox::retry_later(services.db.conn(), &ids, Utc::now(), "reconnect required")
+                    outbox::retry_later(&services.db, &ids, Utc::now(), "reconnect required")
                         .await?;
                     report.retrying += ids.len();
                 } else if age > env.outbox.give_up_after {
-                    outbox::finish(services.db.conn(), &ids, &env.instance_id).await?;
+                    outbox::finish(&services.db, &ids, &env.instance_id).await?;
                     report.done += ids.len();
                     let reason = format!("gave up after {} attempts: {err}", attempts + 1);
                     tracing::warn!(reason = %reason, "sync.push.given_up");
@@ -161,7 +161,7 @@ pub async fn deliver<S: Source>(
                 } else {
                     let next = Utc::now() + backoff(env, attempts, err.retry_after());
                     tracing::info!(attempts, error = %err, "sync.push.retry");
-                    outbox::retry_later(services.db.conn(), &ids, next, &err.to_string()).await?;
+                    outbox::retry_later(&services.db, &ids, next, &err.to_string()).await?;
                     report.retrying += ids.len();
                     if let Some(wait) = err.retry_after() {
                         paused_until = Some(
@@ -205,7 +205,7 @@ async fn deliver_one<S: Source>(
     owner: &str,
     row: &provider_outbox::Model,
 ) -> Result<Outcome, AppError> {
-    let db = env.services.db.conn();
+    let db = &env.services.db;
     let Some(mirror) = mirrors::mirrors_of(db, &[row.calendar_id])
         .await?
         .remove(&row.calendar_id)
@@ -419,5 +419,5 @@ async fn report_delivery(
 
 /// The next moment an account's outbox has something due, if any.
 pub async fn next_due(env: &Mirrors, key: &AccountKey) -> Result<Option<DateTime<Utc>>, AppError> {
-    Ok(outbox::next_due(env.services.db.conn(), key.provider.as_str(), &key.id).await?)
+    Ok(outbox::next_due(&env.services.db, key.provider.as_str(), &key.id).await?)
 }

@@ -172,7 +172,7 @@ pub async fn disconnect_linked(
     provider: Provider,
     account: &str,
 ) -> Result<Option<AccountKey>, AppError> {
-    let db = env.services.db.conn();
+    let db = &env.services.db;
     let Some(found) = oauth_accounts::of_user(db, user.as_str(), provider)
         .await?
         .into_iter()
@@ -202,7 +202,7 @@ pub async fn disconnect_linked(
 /// (best effort) and forgets their tokens and scope; their mirrors stay, and their writes
 /// wait for the accounts to be linked again. Returns the accounts' keys.
 pub async fn revoke_google(env: &Mirrors, user: &UserId) -> Result<Vec<AccountKey>, AppError> {
-    let db = env.services.db.conn();
+    let db = &env.services.db;
     let mut keys = Vec::new();
     for account in oauth_accounts::of_user(db, user.as_str(), Provider::Google).await? {
         revoke_at_provider(env, &account, Provider::Google).await;

@@ -48,7 +48,7 @@ pub fn mirror_look(calendar: &RemoteCalendar) -> (String, String) {
 /// What the mirror holds of each resource (its tag and the time its events span), and the
 /// resources with a local delete still to deliver.
 pub async fn known_of(env: &Mirrors, calendar: Uuid) -> Result<(Known, HashSet<String>), AppError> {
-    let db = env.services.db.conn();
+    let db = &env.services.db;
     let resources = mirrors::resources_of(db, calendar).await?;
     let ids: Vec<Uuid> = resources
         .values()
@@ -92,8 +92,7 @@ pub async fn pull<S: Source>(
 ) -> Result<Vec<Uuid>, SyncError> {
     let services = &env.services;
     let remote = source.calendars().await?;
-    let known =
-        mirrors::calendars_of_account(services.db.conn(), key.provider.as_str(), &key.id).await?;
+    let known = mirrors::calendars_of_account(&services.db, key.provider.as_str(), &key.id).await?;
     let by_remote: HashMap<&str, &external_calendars::Model> =
         known.iter().map(|m| (m.remote_id.as_str(), m)).collect();
     let remote_ids: HashSet<&str> = remote.iter().map(|c| c.id.as_str()).collect();

@@ -163,7 +163,7 @@ impl<'a> Tokens<'a> {
             .as_deref()
             .map(|token| secrets.seal(token));
         oauth_accounts::store_refreshed(
-            self.env.services.db.conn(),
+            &self.env.services.db,
             &self.account_row,
             &secrets.seal(&tokens.access_token),
             expires_at,
@@ -186,8 +186,7 @@ impl<'a> Tokens<'a> {
         state.dead = Some(code.to_owned());
         state.access = None;
         if let Err(err) =
-            oauth_accounts::require_reconnect(self.env.services.db.conn(), &self.account_row, code)
-                .await
+            oauth_accounts::require_reconnect(&self.env.services.db, &self.account_row, code).await
         {
             tracing::error!(error = %err, "sync.token.status_not_stored");
         }

@@ -66,7 +66,7 @@ pub async fn sign_up(req: &AuthRequest) -> Result<AuthReply, AppError> {
     })?;
     req.rctx.set_user(&user.id);
     tracing::info!("auth.signed_up");
-    let issued = issue(ctx.db.conn(), &user.id, remember, &req.client(), req.now).await?;
+    let issued = issue(&ctx.db, &user.id, remember, &req.client(), req.now).await?;
     let body = TokenAndUser {
         token: Some(issued.token.clone()),
         user: wire::user(&user),
@@ -123,7 +123,7 @@ pub async fn sign_in(req: &AuthRequest) -> Result<AuthReply, AppError> {
         return Err(AuthError::invalid_email_or_password().into());
     }
     req.rctx.set_user(&user.id);
-    let issued = issue(ctx.db.conn(), &user.id, remember, &req.client(), req.now).await?;
+    let issued = issue(&ctx.db, &user.id, remember, &req.client(), req.now).await?;
     let body = SignedIn {
         redirect: callback.is_some(),
         token: issued.token.clone(),

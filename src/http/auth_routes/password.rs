@@ -61,7 +61,7 @@ pub async fn change_password(req: &AuthRequest) -> Result<AuthReply, AppError> {
         return Err(AuthError::invalid_password().into());
     }
     let hash = ctx.auth.hasher.hash(new_password.to_owned()).await?;
-    accounts::set_password(ctx.db.conn(), &current.user.id, &hash, req.now).await?;
+    accounts::set_password(&ctx.db, &current.user.id, &hash, req.now).await?;
     tracing::info!("auth.password_changed");
     if !revoke {
         return wire::reply(&TokenAndUser {
@@ -71,14 +71,7 @@ pub async fn change_password(req: &AuthRequest) -> Result<AuthReply, AppError> {
     }
     session_store::end_all_for_user(&ctx.db, &current.user.id, None).await?;
     let remember = current.session.remember;
-    let issued = issue(
-        ctx.db.conn(),
-        &current.user.id,
-        remember,
-        &req.client(),
-        req.now,
-    )
-    .await?;
+    let issued = issue(&ctx.db, &current.user.id, remember, &req.client(), req.now).await?;
     let body = TokenAndUser {
         token: Some(issued.token.clone()),
         user: wire::user(&current.user),

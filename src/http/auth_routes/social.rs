@@ -185,7 +185,7 @@ pub async fn sign_in(req: &AuthRequest) -> Result<AuthReply, AppError> {
         },
     };
     req.rctx.set_user(&user.id);
-    let issued = issue(ctx.db.conn(), &user.id, true, &req.client(), req.now).await?;
+    let issued = issue(&ctx.db, &user.id, true, &req.client(), req.now).await?;
     let body = SignedIn {
         redirect: false,
         token: issued.token.clone(),

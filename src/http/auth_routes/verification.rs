@@ -146,7 +146,7 @@ pub async fn verify_email(req: &AuthRequest) -> Result<AuthReply, AppError> {
                 return fail(AuthError::user_already_exists());
             }
             users::set_email_verified(&ctx.db, &user.id, req.now).await?;
-            if let Some(updated) = users::find(ctx.db.conn(), &user.id).await? {
+            if let Some(updated) = users::find(&ctx.db, &user.id).await? {
                 changed_user = Some(wire::user(&updated));
             }
             tracing::info!("auth.email_changed");

@@ -95,7 +95,7 @@ async fn accept_handler(
         .ok_or_else(|| AppError::bad_request(MISSING_TOKEN))?;
     let profile = read_profile(body.profile.as_ref())?;
     let invite_id = canonical_uuid(token).ok_or_else(invite_not_found)?;
-    let invite = invites::find_usable(ctx.db.conn(), invite_id, chrono::Utc::now())
+    let invite = invites::find_usable(&ctx.db, invite_id, chrono::Utc::now())
         .await?
         .ok_or_else(invite_not_found)?;
     let presented = bearer_token(headers).map(|bearer| sha256_hex(&bearer));

@@ -48,7 +48,7 @@ impl<'a> CaldavSource<'a> {
         let client = env.caldav_client(account)?;
         let home = url::Url::parse(&account.home_url)
             .map_err(|err| AppError::internal(format!("stored calendar home: {err}")))?;
-        let zone = settings::zone_of(env.services.db.conn(), &account.user_id).await?;
+        let zone = settings::zone_of(&env.services.db, &account.user_id).await?;
         Ok(Self::new(env, client, home, zone))
     }
 

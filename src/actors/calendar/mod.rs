@@ -25,7 +25,9 @@ use crate::domain::ids::{CalendarId, EventId, UserId};
 use crate::store::events::remembered_roles::RememberedRoles;
 use crate::views::events::EventView;
 
-pub use super::calendar_msg::{CalendarCommand, CalendarMsg, EditReply, EventCommand, Reply};
+mod messages;
+
+pub use messages::{CalendarCommand, CalendarMsg, EditReply, EventCommand, Reply};
 
 /// A calendar's actor.
 #[derive(Debug)]
@@ -326,9 +328,7 @@ impl Actor for CalendarActor {
         let idle_after = Duration::from_millis(args.shared.settings.actors.calendar_idle_ms);
         myself.send_after(idle_after, || CalendarMsg::IdleCheck { handled: 0 });
         // Commands may name any calendar id; one that does not exist must not keep an actor.
-        let missing = match crate::store::calendars::find(args.shared.db.conn(), args.calendar_id)
-            .await
-        {
+        let missing = match crate::store::calendars::find(&args.shared.db, args.calendar_id).await {
             Ok(found) => found.is_none(),
             Err(err) => {
                 tracing::warn!(calendar = %args.calendar_id, error = %err, "calendar.lookup_failed");

@@ -1,4 +1,4 @@
-//! What a [`CalendarActor`](super::calendar::CalendarActor) receives: the commands of
+//! What a [`CalendarActor`](super::CalendarActor) receives: the commands of
 //! clients ([`CalendarCommand`], each with the reply port its caller waits on) and its own
 //! messages ([`CalendarMsg`]).
 
