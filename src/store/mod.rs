@@ -477,6 +477,9 @@ impl Database {
 
     /// Closes the pools, waiting for connections to be returned.
     pub async fn close(self) -> Result<(), DbErr> {
+        if let Some(bus) = &self.bus {
+            bus.stop();
+        }
         if let Some(writer) = self.writer {
             writer.close().await?;
         }

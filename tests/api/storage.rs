@@ -12,7 +12,9 @@ use crate::helpers::{TestDb, WAIT, spawn_app, test_settings_on};
 
 #[tokio::test]
 async fn the_configured_backend_is_migrated_at_start() {
-    let app = spawn_app().await;
+    crate::helpers::init();
+    let db = TestDb::create_empty().await;
+    let app = crate::helpers::spawn_app_on(db).await;
     let expected = if std::env::var("TEST_DATABASE_URL").is_ok_and(|u| !u.is_empty()) {
         Backend::Postgres
     } else {
@@ -31,7 +33,7 @@ async fn the_configured_backend_is_migrated_at_start() {
 #[tokio::test]
 async fn migrations_are_idempotent_across_restarts() {
     crate::helpers::init();
-    let db = TestDb::create().await;
+    let db = TestDb::create_empty().await;
     for _ in 0..2 {
         let settings = test_settings_on(&db);
         let database = Database::connect(&settings.storage).await.expect("connect");

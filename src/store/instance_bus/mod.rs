@@ -78,7 +78,8 @@ struct Inner {
     /// Notices sent after a commit, in the order they were asked for.
     outgoing: mpsc::UnboundedSender<String>,
     events: Arc<OnceLock<Arc<dyn InstanceEvents>>>,
-    _tasks: [AbortOnDropHandle<()>; 3],
+    /// The listener, the sender and the cleanup, stopped with the bus.
+    tasks: [AbortOnDropHandle<()>; 3],
 }
 
 /// Own notices awaited by number, each until the listener heard it.
@@ -160,13 +161,22 @@ impl InstanceBus {
                 waiting,
                 outgoing,
                 events,
-                _tasks: [
+                tasks: [
                     AbortOnDropHandle::new(listener),
                     AbortOnDropHandle::new(sender),
                     AbortOnDropHandle::new(cleanup),
                 ],
             }),
         })
+    }
+
+    /// Stops listening (the server stopped; a clone that outlives it, such as a test's
+    /// handle on the server, keeps no listening connection open nor opens it again). What
+    /// was asked to be sent before still goes out: the sender ends with the last clone.
+    pub(crate) fn stop(&self) {
+        let [listener, _, cleanup] = &self.inner.tasks;
+        listener.abort();
+        cleanup.abort();
     }
 
     /// Sets what this instance does with the notices it hears (once; later calls are

@@ -310,6 +310,12 @@ pub async fn spawn_app_built(
     start(settings, build, Some(db)).await
 }
 
+/// A server with the test settings on `db`.
+pub async fn spawn_app_on(db: TestDb) -> TestApp {
+    let settings = test_settings_on(&db);
+    start(settings, |builder| builder, Some(db)).await
+}
+
 /// A second server with `app`'s settings and database (another process, as far as
 /// correctness goes).
 pub async fn spawn_app_sharing_database(app: &TestApp) -> TestApp {
