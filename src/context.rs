@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use crate::actors::Shared;
 use crate::auth::Auth;
+use crate::config::capabilities::Capabilities;
 use crate::cpu::CpuWork;
-use crate::domain::capabilities::Capabilities;
 
 /// Everything one server's requests share.
 #[derive(Debug)]

@@ -9,7 +9,7 @@ use super::calendar::{CalendarMsg, Reply};
 use crate::commands::Services;
 use crate::commands::mirrors::Mirrors;
 use crate::config::Settings;
-use crate::domain::ids::CalendarId;
+use crate::domain::ids::{CalendarId, EventId};
 use crate::error::AppError;
 use crate::federation::Federation;
 use crate::mail::MailService;
@@ -17,6 +17,7 @@ use crate::metrics::Metrics;
 use crate::rate_limit::RateLimiter;
 use crate::shutdown::Shutdown;
 use crate::store::Database;
+use crate::store::events as event_store;
 
 /// What one server's actors share.
 #[derive(Debug)]
@@ -67,5 +68,23 @@ impl Shared {
                 build(reply).into()
             })
             .await
+    }
+
+    /// Asks the actor of the calendar that serializes changes to `event` (its home, or with
+    /// the home deleted the first calendar it is still in), as [`Self::ask_calendar`]; an
+    /// event that does not exist or is deleted is a 404.
+    pub async fn ask_event_home<T, C>(
+        &self,
+        event: EventId,
+        build: impl FnOnce(Reply<T>) -> C,
+    ) -> Result<T, AppError>
+    where
+        T: Send + 'static,
+        C: Into<CalendarMsg>,
+    {
+        let home = event_store::home_calendar(&self.db, event.0)
+            .await?
+            .ok_or_else(|| AppError::not_found("Event not found..."))?;
+        self.ask_calendar(CalendarId(home), build).await
     }
 }

@@ -8,6 +8,7 @@
 //! "not set", lists) in [`values`]. Nothing here is global: a server is built from a
 //! `Settings` value, so several can run in one process.
 
+pub mod capabilities;
 mod load;
 mod providers;
 mod validate;

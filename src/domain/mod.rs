@@ -2,7 +2,6 @@
 //! in isolation and is shared by the HTTP edge, the actors and the store.
 
 pub mod avatars;
-pub mod capabilities;
 pub mod digest;
 pub mod email;
 pub mod event_content;
@@ -10,7 +9,6 @@ pub mod events;
 pub mod federation;
 pub mod frames;
 pub mod ids;
-pub mod input;
 pub mod invites;
 pub mod origins;
 pub mod pages;

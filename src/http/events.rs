@@ -14,16 +14,16 @@ use warp::filters::BoxedFilter;
 use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
 
+use super::event_bodies::{AttendanceBody, EventBody};
 use super::extract::{AuthUser, json_body, respond, session_or_member_token, with_ctx};
 use crate::actors::calendar::EventCommand;
 use crate::commands::events::links as event_links;
 use crate::context::Ctx;
-use crate::domain::events::{Attendance, AttendanceBody, EventBody, EventInput, EventUpdate};
+use crate::domain::events::{Attendance, EventInput, EventUpdate};
 use crate::domain::ids::{CalendarId, EventId, canonical_uuid, require_uuid};
-use crate::domain::input::Lenient;
 use crate::error::AppError;
+use crate::http::input::Lenient;
 use crate::http::openapi::schemas::{ErrorBody, StaleRevision};
-use crate::store::events as event_store;
 use crate::views::events::{AttendeeView, DeletedEventView, EventView};
 
 /// The event operations of the OpenAPI document (the reads are in
@@ -79,23 +79,6 @@ const INVALID_UPDATE: &str = "Request missing valid event data...";
 fn event_id(text: &str) -> Result<Uuid, AppError> {
     canonical_uuid(text)
         .ok_or_else(|| AppError::bad_request("eventId must be an event id, not an occurrence."))
-}
-
-/// The calendar whose actor handles changes to `event_id`: its home, or (home deleted) the
-/// first calendar it is still in.
-async fn home_of(ctx: &Ctx, event_id: Uuid) -> Result<Uuid, AppError> {
-    let event = event_store::find(&ctx.db, event_id)
-        .await?
-        .filter(|event| event.deleted_at.is_none())
-        .ok_or_else(|| AppError::not_found("Event not found..."))?;
-    if let Some(home) = event.origin_calendar_id {
-        return Ok(home);
-    }
-    event_store::links(&ctx.db, event_id)
-        .await?
-        .first()
-        .copied()
-        .ok_or_else(|| AppError::not_found("Event not found..."))
 }
 
 /// POST /api/v1/events — creates the event (client-chosen id), 201.
@@ -176,10 +159,9 @@ async fn update_event_handler(
         input,
         base_revision,
     } = EventUpdate::try_from(body)?;
-    let home = home_of(ctx, input.id).await?;
     let actor = user.id().to_owned();
     let view = ctx
-        .ask_calendar(CalendarId(home), |reply| EventCommand::Update {
+        .ask_event_home(EventId(input.id), |reply| EventCommand::Update {
             by: actor.into(),
             input,
             base_revision,
@@ -263,10 +245,9 @@ async fn delete_event_handler(
     body: DeleteBody,
 ) -> Result<Response, AppError> {
     let Deletion { event, unlink } = Deletion::try_from(body)?;
-    let home = home_of(ctx, event).await?;
     let actor = user.id().to_owned();
     let deleted = ctx
-        .ask_calendar(CalendarId(home), |reply| EventCommand::Delete {
+        .ask_event_home(EventId(event), |reply| EventCommand::Delete {
             by: actor.into(),
             event: EventId(event),
             unlink: unlink.map(CalendarId),
@@ -334,10 +315,9 @@ async fn link_event_handler(
 ) -> Result<Response, AppError> {
     let event = event_id(id)?;
     let target = CalendarId::try_from(body)?;
-    let home = home_of(ctx, event).await?;
     let actor = user.id().to_owned();
     let view = ctx
-        .ask_calendar(CalendarId(home), |reply| EventCommand::Link {
+        .ask_event_home(EventId(event), |reply| EventCommand::Link {
             by: actor.into(),
             event: EventId(event),
             target,
@@ -462,10 +442,9 @@ async fn set_attendance_handler(
 ) -> Result<Response, AppError> {
     let event = event_id(id)?;
     let answer = Attendance::try_from(body)?;
-    let home = home_of(ctx, event).await?;
     let actor = user.id().to_owned();
     let attendees = ctx
-        .ask_calendar(CalendarId(home), |reply| EventCommand::SetAttendance {
+        .ask_event_home(EventId(event), |reply| EventCommand::SetAttendance {
             by: actor.into(),
             event: EventId(event),
             answer,

@@ -15,8 +15,8 @@ use super::request::RequestCtx;
 use crate::auth::csrf;
 use crate::auth::principal::{self, Identity, Resolution, Transport};
 use crate::context::Ctx;
-use crate::domain::input;
 use crate::error::AppError;
+use crate::http::input;
 
 /// The JSON body cap of the spec's pipeline (512 KB).
 pub const JSON_BODY_LIMIT: u64 = 512 * 1024;
@@ -115,7 +115,7 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8], invalid: &str) -> Result<T,
     }
     serde_json::from_slice(bytes).map_err(|err| match err.classify() {
         serde_json::error::Category::Data => {
-            // Valid JSON of the wrong shape: say where, never what (see `domain::input`).
+            // Valid JSON of the wrong shape: say where, never what (see `http::input`).
             let problem = serde_json::from_slice(bytes).map_or_else(
                 |_| "the body does not have the expected shape".to_owned(),
                 |body| input::shape_problem::<T>(&body),

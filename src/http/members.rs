@@ -23,6 +23,7 @@ use crate::error::AppError;
 use crate::http::openapi::schemas::ErrorBody;
 use crate::store::members;
 use crate::views::calendars::{MemberView, MembershipView};
+use crate::views::schemas::RoleSchema;
 
 /// The member operations of the OpenAPI document.
 #[derive(OpenApi)]
@@ -182,7 +183,7 @@ async fn leave_handler(ctx: &Ctx, user: &AuthUser, id: &str) -> Result<Response,
 struct RoleRequest {
     /// The new role (`owner` transfers ownership: non-default native calendars only).
     #[serde(default)]
-    #[schema(value_type = Role, required = true)]
+    #[schema(value_type = RoleSchema, required = true)]
     role: Option<String>,
 }
 

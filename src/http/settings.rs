@@ -15,9 +15,9 @@ use super::conditional::{self, EntityTag, if_none_match};
 use super::extract::{AuthUser, json_body, respond, signed_in, with_ctx};
 use crate::commands::settings as commands;
 use crate::context::Ctx;
-use crate::domain::input::Lenient;
 use crate::domain::settings;
 use crate::error::AppError;
+use crate::http::input::Lenient;
 use crate::http::openapi::schemas::StaleRevision;
 use crate::views::settings::{
     AllDayReminder, CompleteSettings, DateFormat, DefaultCalendarView, NotificationEmails,

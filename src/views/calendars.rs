@@ -6,6 +6,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use super::schemas::RoleSchema;
 use super::{optional_timestamp, timestamp};
 use crate::domain::roles::Role;
 use crate::store::members::Member;
@@ -37,7 +38,7 @@ pub struct CalendarView {
     pub members: Vec<MemberSummary>,
     /// The reader's role (absent where the document is not for one reader).
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Role)]
+    #[schema(value_type = RoleSchema)]
     pub role: Option<&'static str>,
     /// Connected provider (`google`, `microsoft`, `caldav`), null for native calendars.
     #[schema(value_type = Option<super::events::ProviderName>)]
@@ -113,7 +114,7 @@ pub struct MemberView {
     /// Avatar URL.
     pub image: Option<String>,
     /// Role.
-    #[schema(value_type = Role)]
+    #[schema(value_type = RoleSchema)]
     pub role: &'static str,
 }
 
@@ -174,7 +175,7 @@ pub struct MembershipView {
     #[serde(rename = "calendarID")]
     pub calendar_id: Uuid,
     /// Role.
-    #[schema(value_type = Role)]
+    #[schema(value_type = RoleSchema)]
     pub role: String,
     /// Reminder rule (null: inherit).
     pub reminder: Option<serde_json::Value>,

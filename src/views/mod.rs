@@ -6,6 +6,7 @@ pub mod event_list;
 pub mod events;
 pub mod page_config;
 pub mod pages;
+pub mod schemas;
 pub mod settings;
 
 use chrono::{DateTime, Utc};

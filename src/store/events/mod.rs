@@ -72,6 +72,22 @@ pub async fn find(db: &impl ConnectionTrait, id: Uuid) -> Result<Option<events::
     events::Entity::find_by_id(id).unique(db).await
 }
 
+/// The calendar whose actor serializes changes to the event `id`: its home, or (home
+/// deleted) the first calendar it is still in; `None` when the event does not exist, is
+/// deleted or is in no calendar.
+pub async fn home_calendar(db: &impl ConnectionTrait, id: Uuid) -> Result<Option<Uuid>, DbErr> {
+    let Some(event) = find(db, id)
+        .await?
+        .filter(|event| event.deleted_at.is_none())
+    else {
+        return Ok(None);
+    };
+    if let Some(home) = event.origin_calendar_id {
+        return Ok(Some(home));
+    }
+    Ok(links(db, id).await?.first().copied())
+}
+
 /// Locks the event row for the rest of the transaction. A write that changes events or
 /// their links takes [`lock_for_changes`] instead, so that their calendars are locked first.
 pub async fn lock(txn: &impl ConnectionTrait, id: Uuid) -> Result<Option<events::Model>, DbErr> {

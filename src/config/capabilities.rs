@@ -1,6 +1,6 @@
 //! What a server advertises in `GET /api/v1/server`, derived from its configuration.
 
-use crate::config::Settings;
+use super::Settings;
 
 /// The advertised capabilities.
 #[derive(Debug, Clone, PartialEq, Eq)]
