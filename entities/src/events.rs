@@ -3,8 +3,8 @@
 
 use sea_orm::entity::prelude::*;
 
-/// An event.
-#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+/// An event (its `Default` is for tests: a nil id, empty texts, the epoch).
+#[derive(Clone, Debug, Default, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "events")]
 pub struct Model {
     /// Client-chosen UUID.

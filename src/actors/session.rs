@@ -327,7 +327,7 @@ impl SessionState {
         }
     }
 
-    fn retry_later(&mut self, err: &sea_orm::DbErr) {
+    fn retry_later(&mut self, err: &crate::store::DbErr) {
         tracing::warn!(error = %err, "stream.credential_check_failed");
         let at = Utc::now() + RETRY_CHECK;
         for connection in &mut self.connections {

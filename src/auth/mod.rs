@@ -52,7 +52,7 @@ impl Auth {
         base_url: &str,
         db: &Database,
         http: reqwest::Client,
-    ) -> Result<Self, sea_orm::DbErr> {
+    ) -> Result<Self, crate::store::DbErr> {
         let secret = match &settings.auth.secret {
             Some(secret) => secret.expose().to_owned(),
             None => {

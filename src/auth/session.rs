@@ -1,11 +1,11 @@
 //! Issuing sessions, and the better-auth response helper that hands one to a client: the
 //! signed session cookie plus, for bearer clients, `set-auth-token`.
 
+use crate::store::{Connection, DbErr};
 use chrono::{DateTime, Duration, Utc};
 use entities::sessions;
 use http::header::{HeaderValue, LOCATION, SET_COOKIE};
 use http::{HeaderName, StatusCode};
-use sea_orm::{ConnectionTrait, DbErr};
 use serde_json::Value;
 use warp::reply::Response;
 
@@ -43,7 +43,7 @@ pub struct IssuedSession {
 
 /// Creates a session for `user_id`.
 pub async fn issue(
-    db: &impl ConnectionTrait,
+    db: &impl Connection,
     user_id: &str,
     remember: bool,
     client: &ClientInfo,

@@ -18,8 +18,8 @@ pub mod pages;
 pub mod reminders;
 pub mod settings;
 
+use crate::store::Connection;
 use entities::calendars;
-use sea_orm::ConnectionTrait;
 use uuid::Uuid;
 
 use std::sync::Arc;
@@ -208,18 +208,14 @@ pub trait MaybeTransient {
 
 impl MaybeTransient for AppError {
     fn is_transient(&self) -> bool {
-        let AppError::Internal(cause) = self else {
-            return false;
-        };
-        cause
-            .downcast_ref::<sea_orm::DbErr>()
+        crate::store::db_errors::database_cause(self)
             .is_some_and(crate::store::db_errors::is_transient)
     }
 }
 
 /// Locks the calendar and returns it with `user`'s role, which must allow `action`.
 pub async fn authorize(
-    txn: &impl ConnectionTrait,
+    txn: &impl Connection,
     calendar_id: Uuid,
     user: &str,
     action: Action,

@@ -5,9 +5,9 @@
 
 use std::collections::HashSet;
 
+use crate::store::Connection;
 use chrono::{DateTime, Utc};
 use entities::pages;
-use sea_orm::ConnectionTrait;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -26,7 +26,7 @@ pub fn page_not_found() -> AppError {
 }
 
 /// The calendars `user_id` can access, as they appear in Page configs.
-async fn accessible(db: &impl ConnectionTrait, user_id: &str) -> Result<HashSet<String>, AppError> {
+async fn accessible(db: &impl Connection, user_id: &str) -> Result<HashSet<String>, AppError> {
     Ok(members::calendars_of(db, user_id)
         .await?
         .into_iter()
@@ -52,7 +52,7 @@ impl PageWrite {
     }
 
     /// Locks the owner and returns the active Pages with the default repaired.
-    async fn begin(&mut self, txn: &impl ConnectionTrait) -> Result<Vec<pages::Model>, AppError> {
+    async fn begin(&mut self, txn: &impl Connection) -> Result<Vec<pages::Model>, AppError> {
         if !page_store::lock_owner(txn, &self.user_id).await? {
             return Err(AppError::Unauthorized(
                 "Your account no longer exists.".into(),
@@ -93,7 +93,7 @@ impl PageWrite {
     /// Writes a changed Page and queues its `page_updated`.
     async fn save(
         &mut self,
-        txn: &impl ConnectionTrait,
+        txn: &impl Connection,
         page: pages::Model,
     ) -> Result<pages::Model, AppError> {
         let saved = page_store::update(txn, page, self.now).await?;

@@ -8,7 +8,8 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use uuid::Uuid;
 
-use super::event_content::EventContent;
+use super::event_content::{EventContent, event_content_of};
+use super::event_fields::event_fields;
 use crate::error::AppError;
 
 /// A write transaction that changes events must commit within this long of taking its
@@ -28,40 +29,27 @@ pub fn event_exists() -> AppError {
 /// The longest range a range read may ask for (3 × 366 days).
 pub const MAX_RANGE_DAYS: i64 = 3 * 366;
 
-/// A validated Event body.
-#[derive(Debug, Clone, PartialEq)]
-pub struct EventInput {
-    /// Client-chosen id.
-    pub id: Uuid,
-    /// Organizer.
-    pub organizer: String,
-    /// Title.
-    pub title: String,
-    /// Colour.
-    pub color: String,
-    /// Start.
-    pub start: DateTime<Utc>,
-    /// End.
-    pub end: DateTime<Utc>,
-    /// Linked calendars, in the client's order, without duplicates.
-    pub calendars: Vec<Uuid>,
-    /// Home calendar as sent (checked against `calendars`).
-    pub origin_calendar_id: Option<Uuid>,
-    /// Cancelled.
-    pub is_canceled: bool,
-    /// All-day.
-    pub is_all_day: bool,
-    /// Shows attendance.
-    pub has_attendees: bool,
-    /// Description.
-    pub description: Option<String>,
-    /// Location.
-    pub location: Option<String>,
-    /// Recurrence.
-    pub recurrence: Option<String>,
-    /// URL.
-    pub url: Option<String>,
+/// Writes [`EventInput`] with the content fields of [`event_fields!`].
+macro_rules! event_input {
+    ($($name:ident: [$($ty:tt)*] $kind:ident $wire:literal $doc:literal,)*) => {
+        /// A validated Event body.
+        #[derive(Debug, Clone, PartialEq)]
+        pub struct EventInput {
+            /// Client-chosen id.
+            pub id: Uuid,
+            /// Linked calendars, in the client's order, without duplicates.
+            pub calendars: Vec<Uuid>,
+            /// Home calendar as sent (checked against `calendars`).
+            pub origin_calendar_id: Option<Uuid>,
+            $(
+                #[doc = $doc]
+                pub $name: $($ty)*,
+            )*
+        }
+    };
 }
+
+event_fields!(event_input {});
 
 /// An update: the validated event and the revision the client last saw.
 #[derive(Debug)]
@@ -76,17 +64,7 @@ pub struct EventUpdate {
 impl EventInput {
     /// The stored fields, to check.
     pub fn content(&self) -> EventContent<'_> {
-        EventContent {
-            title: &self.title,
-            organizer: &self.organizer,
-            color: &self.color,
-            start: self.start,
-            end: self.end,
-            description: self.description.as_deref(),
-            location: self.location.as_deref(),
-            recurrence: self.recurrence.as_deref(),
-            url: self.url.as_deref(),
-        }
+        event_content_of!(self)
     }
 
     /// The rules of a create: at least one calendar; the home calendar (by default the

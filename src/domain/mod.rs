@@ -5,6 +5,7 @@ pub mod avatars;
 pub mod digest;
 pub mod email;
 pub mod event_content;
+pub mod event_fields;
 pub mod events;
 pub mod federation;
 pub mod frames;

@@ -31,7 +31,6 @@ use crate::context::Ctx;
 use crate::domain::events::MAX_RANGE_DAYS;
 use crate::domain::time::parse_timestamp;
 use crate::error::AppError;
-use crate::store::events::history as event_history;
 use crate::store::events::reads::{self as event_reads, Window};
 use crate::store::events::streamed::{self, StreamBroken, StreamRefused, StreamedRead};
 use crate::views::event_list::{self, EventsResponse, StreamedResponse};
@@ -165,12 +164,7 @@ async fn list_events_handler(
             // A `since` after this horizon (one read elsewhere, or later) is a horizon too:
             // nothing stamped up to it is returned again.
             let until = server_time.max(since);
-            let txn = ctx.db.begin_read().await?;
-            let deleted = event_history::deleted_since(&txn, user.id(), since, until).await?;
-            let changed =
-                event_reads::visible(&txn, user.id(), Window::Since { since, until }).await?;
-            txn.commit().await?;
-            (changed, deleted)
+            event_reads::changed_since(&ctx.db, user.id(), since, until).await?
         }
     };
     let server_time = match query {

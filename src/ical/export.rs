@@ -259,17 +259,12 @@ mod tests {
             start: span.0,
             end: span.1,
             is_all_day: all_day,
-            is_canceled: false,
-            has_attendees: false,
             description: Some("Line one\nLine two, with; punctuation".into()),
-            location: None,
             recurrence: rule.map(str::to_owned),
-            url: None,
-            origin_calendar_id: None,
             revision: 3,
             created_at: span.0,
             updated_at: span.0,
-            deleted_at: None,
+            ..events::Model::default()
         }
     }
 

@@ -97,6 +97,41 @@ pub async fn delete_for_user(db: &Database, user_id: &str, id: &str) -> Result<b
     Ok(result.rows_affected > 0)
 }
 
+/// How a password reset by token ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PasswordReset {
+    /// The password is set and every session of the user ended.
+    Done,
+    /// The token was used, expired or is not `user_id`'s (any more).
+    TokenSpent,
+    /// The user is gone.
+    UserGone,
+}
+
+/// Resets `user_id`'s password with the reset token `identifier` in one write: the token is
+/// consumed (it must still be `user_id`'s), the password set to `password_hash` and every
+/// session of the user deleted; nothing is written unless all of it is.
+pub async fn reset_password(
+    db: &Database,
+    identifier: &str,
+    user_id: &str,
+    password_hash: &str,
+    now: DateTime<Utc>,
+) -> Result<PasswordReset, DbErr> {
+    let txn = db.begin_write().await?;
+    match super::verifications::consume(&txn, identifier, now).await? {
+        Some(consumed) if consumed == user_id => {}
+        _ => return Ok(PasswordReset::TokenSpent),
+    }
+    if super::users::find(&txn, user_id).await?.is_none() {
+        return Ok(PasswordReset::UserGone);
+    }
+    set_password(&txn, user_id, password_hash, now).await?;
+    super::sessions::delete_all_for_user(&txn, user_id, None).await?;
+    txn.commit().await?;
+    Ok(PasswordReset::Done)
+}
+
 /// Sets the user's password, creating the password account if they had none.
 pub async fn set_password(
     db: &impl sea_orm::ConnectionTrait,

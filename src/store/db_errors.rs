@@ -14,6 +14,14 @@ pub fn is_transient(err: &DbErr) -> bool {
         .is_some_and(|db_err| matches!(db_err.code().as_deref(), Some("40P01" | "40001")))
 }
 
+/// The database failure behind `err`, if an operation of the store failed it.
+pub fn database_cause(err: &crate::error::AppError) -> Option<&DbErr> {
+    match err {
+        crate::error::AppError::Internal(cause) => cause.downcast_ref::<DbErr>(),
+        _ => None,
+    }
+}
+
 /// The error the database itself reported (with its SQLSTATE on PostgreSQL, its extended
 /// result code on SQLite), if `err` is one.
 fn database_error(err: &DbErr) -> Option<&dyn sea_orm::sqlx::error::DatabaseError> {

@@ -56,8 +56,8 @@ use sea_orm::sea_query::{
 use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
 use sea_orm::{
     AccessMode, ConnectOptions, ConnectionTrait, DatabaseConnection, DatabaseTransaction,
-    DbBackend, DbErr, EntityTrait, IsolationLevel, Select, SelectTwo, Statement,
-    TransactionOptions, TransactionTrait,
+    DbBackend, EntityTrait, IsolationLevel, Select, SelectTwo, Statement, TransactionOptions,
+    TransactionTrait,
 };
 
 use crate::config::StorageSettings;
@@ -74,6 +74,12 @@ use session_cache::SessionCache;
 use unpinged_connections::UnpingedConnections;
 use writer::SqliteWriter;
 pub use writer::WriteTxn;
+
+/// What the store's operations run on, as the layers above name it: the pool
+/// ([`Database`]) or a write transaction the store handed out ([`WriteTxn`]).
+pub use sea_orm::ConnectionTrait as Connection;
+/// A failure of the database, as the store's operations report it.
+pub use sea_orm::DbErr;
 
 /// Which database Bowline is running on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,6 +12,7 @@ use serde_json::value::RawValue;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use crate::domain::event_fields::event_fields;
 use crate::domain::time::{YEARS, format_timestamp};
 use crate::error::AppError;
 use crate::store::events::reads::PackedEvent;
@@ -153,6 +154,29 @@ impl StreamedResponse {
     }
 }
 
+/// Writes the content fields of [`event_fields!`] of the packed event `$e` into `$out`, each
+/// by its kind, in the order of [`super::events::EventView`].
+macro_rules! push_content {
+    ($out:ident, $e:ident; $($name:ident: [$($ty:tt)*] $kind:ident $wire:literal $doc:literal,)*) => {
+        $(
+            $out.push_str(concat!(",\"", $wire, "\":"));
+            push_content!(@ $kind $out, $e, $name);
+        )*
+    };
+    (@ text $out:ident, $e:ident, $name:ident) => {
+        $out.push_str($e.$name.get())
+    };
+    (@ optional $out:ident, $e:ident, $name:ident) => {
+        push_optional($out, $e.$name)
+    };
+    (@ time $out:ident, $e:ident, $name:ident) => {
+        push_timestamp($out, $e.$name).map_err(|()| Unreadable(stringify!($name)))?
+    };
+    (@ flag $out:ident, $e:ident, $name:ident) => {
+        push_bool($out, $e.$name.0)
+    };
+}
+
 /// One event document, keys in [`super::events::EventView`]'s order.
 fn push_event(out: &mut String, e: &PackedEvent<'_>) -> Result<(), Unreadable> {
     out.push_str("{\"id\":");
@@ -163,30 +187,7 @@ fn push_event(out: &mut String, e: &PackedEvent<'_>) -> Result<(), Unreadable> {
     push_timestamp(out, e.updated_at).map_err(|()| Unreadable("updated_at"))?;
     out.push_str(",\"creatorID\":");
     out.push_str(e.creator_id.get());
-    out.push_str(",\"title\":");
-    out.push_str(e.title.get());
-    out.push_str(",\"color\":");
-    out.push_str(e.color.get());
-    out.push_str(",\"start\":");
-    push_timestamp(out, e.start).map_err(|()| Unreadable("start"))?;
-    out.push_str(",\"end\":");
-    push_timestamp(out, e.end).map_err(|()| Unreadable("end"))?;
-    out.push_str(",\"isAllDay\":");
-    push_bool(out, e.is_all_day.0);
-    out.push_str(",\"description\":");
-    push_optional(out, e.description);
-    out.push_str(",\"location\":");
-    push_optional(out, e.location);
-    out.push_str(",\"isCanceled\":");
-    push_bool(out, e.is_canceled.0);
-    out.push_str(",\"hasAttendees\":");
-    push_bool(out, e.has_attendees.0);
-    out.push_str(",\"organizer\":");
-    out.push_str(e.organizer.get());
-    out.push_str(",\"recurrence\":");
-    push_optional(out, e.recurrence);
-    out.push_str(",\"url\":");
-    push_optional(out, e.url);
+    event_fields!(push_content { out, e; });
     out.push_str(",\"originCalendarID\":");
     match e.origin_calendar_id {
         Some(origin) => push_uuid(out, origin).map_err(|()| Unreadable("origin_calendar_id"))?,
@@ -301,21 +302,29 @@ mod tests {
             revision: 7,
             created_at: at("2026-07-01T00:00:00.999999999+00:00"),
             updated_at: at("2026-07-02T00:00:00.5+00:00"),
-            deleted_at: None,
+            ..events::Model::default()
         };
         let hex = |u: Uuid| u.simple().to_string().to_uppercase();
         let text = |s: &str| serde_json::to_string(s).unwrap();
+        // The content columns in the order the read packs them, each as SQLite writes it.
+        macro_rules! packed_content {
+            ($($name:ident: [$($ty:tt)*] $kind:ident $wire:literal $doc:literal,)*) => {
+                vec![$(packed_content!(@ $kind model.$name),)*]
+            };
+            (@ text $value:expr) => { text(&$value) };
+            (@ optional $value:expr) => { $value.as_deref().map_or("null".into(), text) };
+            (@ time $value:expr) => {
+                format!("\"{}\"", $value.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, false))
+            };
+            (@ flag $value:expr) => { u8::from($value).to_string() };
+        }
+        let content: Vec<String> = event_fields!(packed_content {});
         let packed = format!(
-            "[[\"{}\",{},{},{},{},\"2026-07-23T09:15:30.123456+00:00\",\
-             \"2026-07-23T10:00:00+00:00\",0,1,0,{},null,{},null,\"{}\",7,\
+            "[[\"{}\",{},{},\"{}\",7,\
              \"2026-07-01T00:00:00.999999999+00:00\",\"2026-07-02T00:00:00.5Z\",\"{},{}\"]]",
             hex(id),
             text(&model.creator_id),
-            text(&model.organizer),
-            text(&model.title),
-            text(&model.color),
-            text("line one\nline two"),
-            text("RRULE:FREQ=WEEKLY"),
+            content.join(","),
             hex(origin),
             hex(origin),
             hex(other),

@@ -7,64 +7,76 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::{optional_timestamp, timestamp};
+use crate::domain::event_fields::event_fields;
 use crate::store::attendance::Attendee;
 
-/// An event with the calendars (of the reader) it is in.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct EventView {
-    /// Id.
-    pub id: Uuid,
-    /// Creation time.
-    #[serde(serialize_with = "timestamp")]
-    pub created_at: DateTime<Utc>,
-    /// Last change.
-    #[serde(serialize_with = "timestamp")]
-    pub updated_at: DateTime<Utc>,
-    /// Creator.
-    #[serde(rename = "creatorID")]
-    pub creator_id: String,
-    /// Title.
-    pub title: String,
-    /// Colour.
-    pub color: String,
-    /// Start.
-    #[serde(serialize_with = "timestamp")]
-    pub start: DateTime<Utc>,
-    /// End.
-    #[serde(serialize_with = "timestamp")]
-    pub end: DateTime<Utc>,
-    /// All-day.
-    pub is_all_day: bool,
-    /// Description.
-    pub description: Option<String>,
-    /// Location.
-    pub location: Option<String>,
-    /// Cancelled.
-    pub is_canceled: bool,
-    /// Shows attendance.
-    pub has_attendees: bool,
-    /// Organizer.
-    pub organizer: String,
-    /// Recurrence.
-    pub recurrence: Option<String>,
-    /// URL.
-    pub url: Option<String>,
-    /// Home calendar.
-    #[serde(rename = "originCalendarID")]
-    pub origin_calendar_id: Option<Uuid>,
-    /// Tombstone time (always null in answers and reads: they carry live events).
-    #[serde(serialize_with = "optional_timestamp")]
-    pub deleted_at: Option<DateTime<Utc>>,
-    /// Increases with every change.
-    pub revision: i64,
-    /// The reader's calendars this event is in.
-    pub calendars: Vec<Uuid>,
-    /// In a write's answer: how the write reaches the providers of the mirrors it touched
-    /// (absent when it touched none; clients that do not know it ignore it).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub provider_delivery: Option<Vec<ProviderDelivery>>,
+/// Writes [`EventView`] with the content fields of [`event_fields!`], in their order: each
+/// field's attributes by its kind (instants written as wire timestamps).
+macro_rules! event_view {
+    (@fields [$($done:tt)*]) => {
+        /// An event with the calendars (of the reader) it is in.
+        #[derive(Debug, Clone, Serialize, ToSchema)]
+        #[serde(rename_all = "camelCase")]
+        pub struct EventView {
+            /// Id.
+            pub id: Uuid,
+            /// Creation time.
+            #[serde(serialize_with = "timestamp")]
+            pub created_at: DateTime<Utc>,
+            /// Last change.
+            #[serde(serialize_with = "timestamp")]
+            pub updated_at: DateTime<Utc>,
+            /// Creator.
+            #[serde(rename = "creatorID")]
+            pub creator_id: String,
+            $($done)*
+            /// Home calendar.
+            #[serde(rename = "originCalendarID")]
+            pub origin_calendar_id: Option<Uuid>,
+            /// Tombstone time (always null in answers and reads: they carry live events).
+            #[serde(serialize_with = "optional_timestamp")]
+            pub deleted_at: Option<DateTime<Utc>>,
+            /// Increases with every change.
+            pub revision: i64,
+            /// The reader's calendars this event is in.
+            pub calendars: Vec<Uuid>,
+            /// In a write's answer: how the write reaches the providers of the mirrors it
+            /// touched (absent when it touched none; clients that do not know it ignore it).
+            #[serde(skip_serializing_if = "Option::is_none")]
+            pub provider_delivery: Option<Vec<ProviderDelivery>>,
+        }
+    };
+    (@fields [$($done:tt)*] $name:ident: [$($ty:tt)*] time $wire:literal $doc:literal, $($rest:tt)*) => {
+        event_view!(@fields [$($done)*
+            #[doc = $doc]
+            #[serde(serialize_with = "timestamp")]
+            pub $name: $($ty)*,
+        ] $($rest)*);
+    };
+    (@fields [$($done:tt)*] $name:ident: [$($ty:tt)*] $kind:ident $wire:literal $doc:literal, $($rest:tt)*) => {
+        event_view!(@fields [$($done)* #[doc = $doc] pub $name: $($ty)*,] $($rest)*);
+    };
+    (@from $event:ident, $calendars:ident;
+        $($name:ident: [$($ty:tt)*] $kind:ident $wire:literal $doc:literal,)*) => {
+        EventView {
+            id: $event.id,
+            created_at: $event.created_at,
+            updated_at: $event.updated_at,
+            creator_id: $event.creator_id,
+            $($name: $event.$name,)*
+            origin_calendar_id: $event.origin_calendar_id,
+            deleted_at: $event.deleted_at,
+            revision: $event.revision,
+            calendars: $calendars,
+            provider_delivery: None,
+        }
+    };
+    ($($list:tt)*) => {
+        event_view!(@fields [] $($list)*);
+    };
 }
+
+event_fields!(event_view {});
 
 /// How a write reaches one mirror's provider: `pending` when it answers (committed to the
 /// outbox, delivered by the account's actor; a later failure or conflict is announced with
@@ -126,29 +138,7 @@ impl EventView {
 
     /// The document of `event` (taken, not copied) for a reader who sees it in `calendars`.
     pub fn from_model(event: events::Model, calendars: Vec<Uuid>) -> Self {
-        Self {
-            id: event.id,
-            created_at: event.created_at,
-            updated_at: event.updated_at,
-            creator_id: event.creator_id,
-            title: event.title,
-            color: event.color,
-            start: event.start,
-            end: event.end,
-            is_all_day: event.is_all_day,
-            description: event.description,
-            location: event.location,
-            is_canceled: event.is_canceled,
-            has_attendees: event.has_attendees,
-            organizer: event.organizer,
-            recurrence: event.recurrence,
-            url: event.url,
-            origin_calendar_id: event.origin_calendar_id,
-            deleted_at: event.deleted_at,
-            revision: event.revision,
-            calendars,
-            provider_delivery: None,
-        }
+        event_fields!(event_view { @from event, calendars; })
     }
 }
 

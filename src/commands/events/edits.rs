@@ -17,9 +17,9 @@ use std::collections::{BTreeSet, HashMap};
 
 use crate::commands::mirrors::intents::{self, EventChange};
 
+use crate::store::Connection;
 use chrono::{DateTime, Utc};
 use entities::events;
-use sea_orm::ConnectionTrait;
 use uuid::Uuid;
 
 use super::readers::Memberships;
@@ -303,7 +303,7 @@ async fn edit_once(
 
 /// Runs one edit of the batch.
 async fn run(
-    txn: &impl ConnectionTrait,
+    txn: &impl Connection,
     services: &Services,
     batch: &mut EditBatch,
     edit: &Edit,

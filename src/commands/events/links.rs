@@ -3,7 +3,7 @@
 //! the target calendar's actor). Both need the actor to see the event and to edit the
 //! target. Also here: attendance answers (an edit too) and the reads of who sees an event.
 
-use sea_orm::ConnectionTrait;
+use crate::store::Connection;
 use uuid::Uuid;
 
 use super::edits::EditBatch;
@@ -11,7 +11,8 @@ use super::readers::Memberships;
 use super::{add_event, event_not_found, send_event};
 use super::{refuse_constraint, retry_transient};
 use crate::commands::Services;
-use crate::domain::event_content::EventContent;
+use crate::domain::event_content::{EventContent, event_content_of};
+use crate::domain::event_fields::event_fields;
 use crate::domain::events::{Attendance, EventInput};
 use crate::domain::ids::{CalendarId, EventId, UserId};
 use crate::domain::roles::Action;
@@ -36,7 +37,7 @@ pub struct Visible {
 /// (for reads and for writes that only copy it; writes that change it read it in their
 /// batch: [`EditBatch::visible`]).
 pub async fn visible_event(
-    db: &impl ConnectionTrait,
+    db: &impl Connection,
     event_id: Uuid,
     actor: &str,
 ) -> Result<Visible, AppError> {
@@ -61,17 +62,7 @@ pub async fn visible_event(
 
 /// The stored fields of `event`, for the rules every stored event follows.
 fn content_of(event: &entities::events::Model) -> EventContent<'_> {
-    EventContent {
-        title: &event.title,
-        organizer: &event.organizer,
-        color: &event.color,
-        start: event.start,
-        end: event.end,
-        description: event.description.as_deref(),
-        location: event.location.as_deref(),
-        recurrence: event.recurrence.as_deref(),
-        url: event.url.as_deref(),
-    }
+    event_content_of!(event)
 }
 
 fn require_target(memberships: &Memberships, target: Uuid, actor: &str) -> Result<(), AppError> {
@@ -90,7 +81,7 @@ fn require_target(memberships: &Memberships, target: Uuid, actor: &str) -> Resul
 /// Links the event into `target` (idempotent; the home calendar is unchanged), as one
 /// edit of `batch`; `event_updated` to the readers of every linked calendar.
 pub(super) async fn link(
-    txn: &impl ConnectionTrait,
+    txn: &impl Connection,
     services: &Services,
     batch: &mut EditBatch,
     actor: &str,
@@ -157,23 +148,21 @@ async fn fork_once(
             "This event is already in that calendar.",
         ));
     }
-    let copy = EventInput {
-        id: Uuid::new_v4(),
-        organizer: actor.to_owned(),
-        title: source.title,
-        color: source.color,
-        start: source.start,
-        end: source.end,
-        calendars: vec![target],
-        origin_calendar_id: Some(target),
-        is_canceled: false,
-        is_all_day: source.is_all_day,
-        has_attendees: source.has_attendees,
-        description: source.description,
-        location: source.location,
-        recurrence: source.recurrence,
-        url: source.url,
-    };
+    // Every content field of the source, then what a fork makes its own: the caller
+    // organizes the copy, which is not cancelled.
+    macro_rules! copy_of {
+        ($source:ident; $($name:ident: [$($ty:tt)*] $kind:ident $wire:literal $doc:literal,)*) => {
+            EventInput {
+                id: Uuid::new_v4(),
+                calendars: vec![target],
+                origin_calendar_id: Some(target),
+                $($name: $source.$name,)*
+            }
+        };
+    }
+    let mut copy = event_fields!(copy_of { source; });
+    copy.organizer = actor.to_owned();
+    copy.is_canceled = false;
     copy.content().check()?;
     let clock = WriteDeadline::start(&txn).await?;
     let new = NewEvent {
@@ -216,7 +205,7 @@ async fn fork_once(
 /// Sets the actor's attendance (any member who sees the event, viewers included), as one
 /// edit of `batch`; `attendance_changed` to every reader.
 pub(super) async fn set_attendance(
-    txn: &impl ConnectionTrait,
+    txn: &impl Connection,
     services: &Services,
     batch: &mut EditBatch,
     actor: &str,

@@ -15,9 +15,9 @@ pub mod visibility;
 
 use std::collections::BTreeSet;
 
+use crate::store::Connection;
 use chrono::{DateTime, Utc};
 use entities::events;
-use sea_orm::ConnectionTrait;
 use serde_json::json;
 use uuid::Uuid;
 
@@ -29,7 +29,7 @@ use crate::domain::roles::Action;
 use crate::error::AppError;
 use crate::store::events::history as event_history;
 use crate::store::events::{self as event_store, RaceLost};
-use crate::store::{attendance, notifications};
+use crate::store::{attendance, db_errors, notifications};
 use crate::views::events::{DeletedEventView, EventView};
 use edits::EditBatch;
 pub use frames::{add_event, add_removed, send_event, send_removed};
@@ -45,13 +45,7 @@ fn event_not_found() -> AppError {
 /// written meanwhile a 409 (try again). None of them is a 500; any other error passes
 /// through.
 pub fn refuse_constraint(err: AppError) -> AppError {
-    let AppError::Internal(cause) = &err else {
-        return err;
-    };
-    let Some(lost) = cause
-        .downcast_ref::<sea_orm::DbErr>()
-        .and_then(event_store::race_lost)
-    else {
+    let Some(lost) = db_errors::database_cause(&err).and_then(event_store::race_lost) else {
         return err;
     };
     tracing::warn!(race = ?lost, "event.write.race_lost");
@@ -73,7 +67,7 @@ pub fn refuse_constraint(err: AppError) -> AppError {
 /// one, it changes nothing and answers 409 `EVENT_CONFLICT` with the current event as
 /// `current`.
 async fn update(
-    txn: &impl ConnectionTrait,
+    txn: &impl Connection,
     services: &Services,
     batch: &mut EditBatch,
     actor: &str,
@@ -212,7 +206,7 @@ struct News<'a> {
 /// the event, except the actor.
 async fn queue_news(
     services: &Services,
-    txn: &impl ConnectionTrait,
+    txn: &impl Connection,
     news: News<'_>,
     now: DateTime<Utc>,
 ) -> Result<Option<DateTime<Utc>>, AppError> {
@@ -246,7 +240,7 @@ async fn queue_news(
 /// from the calendars they may edit, and without `unlink` it leaves those. `removed` is
 /// `true` when no calendar keeps it (it is tombstoned).
 async fn delete(
-    txn: &impl ConnectionTrait,
+    txn: &impl Connection,
     services: &Services,
     batch: &mut EditBatch,
     actor: &str,

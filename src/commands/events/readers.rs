@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use sea_orm::ConnectionTrait;
+use crate::store::Connection;
 use uuid::Uuid;
 
 use crate::domain::roles::Role;
@@ -30,7 +30,7 @@ where
 }
 
 /// Who sees an event linked to `links`, and through which calendars.
-pub async fn readers(db: &impl ConnectionTrait, links: &[Uuid]) -> Result<Readers, AppError> {
+pub async fn readers(db: &impl Connection, links: &[Uuid]) -> Result<Readers, AppError> {
     let by_calendar = members::ids_by_calendar(db, links).await?;
     Ok(readers_among(links, |calendar| {
         by_calendar
@@ -56,7 +56,7 @@ pub struct Memberships(HashMap<Uuid, Vec<(String, Role)>>);
 
 impl Memberships {
     /// Reads the members of `calendars`.
-    pub async fn of(db: &impl ConnectionTrait, calendars: &[Uuid]) -> Result<Self, AppError> {
+    pub async fn of(db: &impl Connection, calendars: &[Uuid]) -> Result<Self, AppError> {
         Ok(Self(members::roles_in(db, calendars).await?))
     }
 

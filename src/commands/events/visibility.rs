@@ -11,9 +11,9 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
+use crate::store::Connection;
 use chrono::{DateTime, Utc};
 use entities::events;
-use sea_orm::ConnectionTrait;
 use uuid::Uuid;
 
 use super::readers::{Readers, lost_readers, readers, readers_among};
@@ -58,7 +58,7 @@ impl CalendarDeletion {
 /// from it (before the calendar row goes), recording the losses of everyone who saw an
 /// event only there.
 pub async fn on_calendar_deleted(
-    txn: &impl ConnectionTrait,
+    txn: &impl Connection,
     calendar_id: Uuid,
     now: DateTime<Utc>,
 ) -> Result<CalendarDeletion, AppError> {
@@ -142,7 +142,7 @@ pub async fn on_calendar_deleted(
 /// they saw only through it, and see the others through fewer calendars. Returns the events
 /// they lost (for `event_removed`).
 pub async fn on_membership_lost(
-    txn: &impl ConnectionTrait,
+    txn: &impl Connection,
     calendar_id: Uuid,
     user: &str,
     now: DateTime<Utc>,
@@ -196,7 +196,7 @@ impl LinksUndone {
 /// made from events homed there into other calendars are removed, each event one revision
 /// up, with the losses of everyone who saw it only through them.
 pub async fn on_home_membership_lost(
-    txn: &impl ConnectionTrait,
+    txn: &impl Connection,
     home: Uuid,
     user: &str,
     now: DateTime<Utc>,

@@ -5,8 +5,8 @@
 //! goes with the change. An event that shares its resource with others (a series and its
 //! edited occurrences) leaves it without a remote delete: the resource still holds them.
 
+use crate::store::{Connection, DbErr};
 use chrono::{DateTime, Utc};
-use sea_orm::{ConnectionTrait, DbErr};
 use uuid::Uuid;
 
 use crate::store::{Database, mirrors, outbox};
@@ -65,7 +65,7 @@ pub fn delivery_of(
 /// Writes the outbox rows of `changes`.
 pub async fn record(
     db: &Database,
-    txn: &impl ConnectionTrait,
+    txn: &impl Connection,
     changes: &[EventChange],
     now: DateTime<Utc>,
 ) -> Result<Queued, DbErr> {

@@ -31,8 +31,8 @@ pub enum SyncError {
     Local(#[from] AppError),
 }
 
-impl From<sea_orm::DbErr> for SyncError {
-    fn from(err: sea_orm::DbErr) -> Self {
+impl From<crate::store::DbErr> for SyncError {
+    fn from(err: crate::store::DbErr) -> Self {
         Self::Local(err.into())
     }
 }

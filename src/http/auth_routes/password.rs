@@ -16,7 +16,8 @@ use crate::domain::digest::sha256_hex;
 use crate::error::AppError;
 use crate::http::openapi::schemas::AuthErrorBody;
 use crate::mail::templates;
-use crate::store::{accounts, sessions as session_store, users, verifications};
+use crate::store::accounts::{self, PasswordReset};
+use crate::store::{sessions as session_store, users, verifications};
 
 /// How long a reset link works.
 pub const RESET_TOKEN_TTL: Duration = Duration::hours(1);
@@ -202,17 +203,11 @@ pub async fn reset_password(req: &AuthRequest) -> Result<AuthReply, AppError> {
         return Err(AuthError::invalid_token().into());
     };
     let hash = ctx.auth.hasher.hash(new_password.to_owned()).await?;
-    let txn = ctx.db.begin_write().await?;
-    match verifications::consume(&txn, &identifier, req.now).await? {
-        Some(consumed) if consumed == user_id => {}
-        _ => return Err(AuthError::invalid_token().into()),
+    match accounts::reset_password(&ctx.db, &identifier, &user_id, &hash, req.now).await? {
+        PasswordReset::Done => {}
+        PasswordReset::TokenSpent => return Err(AuthError::invalid_token().into()),
+        PasswordReset::UserGone => return Err(AuthError::user_not_found().into()),
     }
-    if users::find(&txn, &user_id).await?.is_none() {
-        return Err(AuthError::user_not_found().into());
-    }
-    accounts::set_password(&txn, &user_id, &hash, req.now).await?;
-    session_store::delete_all_for_user(&txn, &user_id, None).await?;
-    txn.commit().await?;
     tracing::info!("auth.password_reset");
     wire::reply(&DONE)
 }

@@ -10,6 +10,7 @@ use sea_orm::{
 use uuid::Uuid;
 
 use super::calendar_roles;
+use crate::domain::event_fields::event_fields;
 use crate::domain::events::EventInput;
 use crate::store::{CommitWrite, attendance, insert_in_one_statement, one_statement};
 
@@ -131,28 +132,22 @@ fn chunk_texts(
 
 /// The rows of new events, at revision 1.
 pub fn new_models(new: &[NewEvent<'_>], now: DateTime<Utc>) -> Vec<events::Model> {
+    macro_rules! new_model {
+        ($n:ident; $($name:ident: [$($ty:tt)*] $kind:ident $wire:literal $doc:literal,)*) => {
+            events::Model {
+                id: $n.input.id,
+                creator_id: $n.creator.to_owned(),
+                $($name: $n.input.$name.clone(),)*
+                origin_calendar_id: Some($n.home),
+                revision: 1,
+                created_at: now,
+                updated_at: now,
+                deleted_at: None,
+            }
+        };
+    }
     new.iter()
-        .map(|n| events::Model {
-            id: n.input.id,
-            creator_id: n.creator.to_owned(),
-            organizer: n.input.organizer.clone(),
-            title: n.input.title.clone(),
-            color: n.input.color.clone(),
-            start: n.input.start,
-            end: n.input.end,
-            is_all_day: n.input.is_all_day,
-            is_canceled: n.input.is_canceled,
-            has_attendees: n.input.has_attendees,
-            description: n.input.description.clone(),
-            location: n.input.location.clone(),
-            recurrence: n.input.recurrence.clone(),
-            url: n.input.url.clone(),
-            origin_calendar_id: Some(n.home),
-            revision: 1,
-            created_at: now,
-            updated_at: now,
-            deleted_at: None,
-        })
+        .map(|n| event_fields!(new_model { n; }))
         .collect()
 }
 

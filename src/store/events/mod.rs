@@ -29,6 +29,7 @@ use uuid::Uuid;
 
 use super::Unique;
 use super::db_errors::{BrokenKey, broken_key};
+use crate::domain::event_fields::event_fields;
 use crate::domain::events::EventInput;
 
 /// A change an event write lost a race to: the database refused one of its rows because of
@@ -211,18 +212,12 @@ pub async fn update_content(
 ) -> Result<events::Model, DbErr> {
     let revision = current.revision + 1;
     let mut active: events::ActiveModel = current.into();
-    active.organizer = Set(input.organizer.clone());
-    active.title = Set(input.title.clone());
-    active.color = Set(input.color.clone());
-    active.start = Set(input.start);
-    active.end = Set(input.end);
-    active.is_all_day = Set(input.is_all_day);
-    active.is_canceled = Set(input.is_canceled);
-    active.has_attendees = Set(input.has_attendees);
-    active.description = Set(input.description.clone());
-    active.location = Set(input.location.clone());
-    active.recurrence = Set(input.recurrence.clone());
-    active.url = Set(input.url.clone());
+    macro_rules! set_content {
+        ($($name:ident: [$($ty:tt)*] $kind:ident $wire:literal $doc:literal,)*) => {
+            $(active.$name = Set(input.$name.clone());)*
+        };
+    }
+    event_fields!(set_content {});
     active.revision = Set(revision);
     active.updated_at = Set(now);
     active.update(txn).await

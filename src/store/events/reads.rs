@@ -25,6 +25,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use uuid::Uuid;
 
+use crate::domain::event_fields::event_fields;
 use crate::store::{Database, placeholder};
 
 /// What a read asks for.
@@ -135,11 +136,6 @@ pub async fn for_preview(
         .collect())
 }
 
-/// The columns packed per event, in the order of [`PackedEvent`].
-pub(super) const COLUMNS: &str = "e.id, e.creator_id, e.organizer, e.title, e.color, e.start, e.\"end\", \
-    e.is_all_day, e.is_canceled, e.has_attendees, e.description, e.location, e.recurrence, \
-    e.url, e.origin_calendar_id, e.revision, e.created_at, e.updated_at";
-
 /// The live events a reader can see, as the database packed them (ordered by start, then
 /// id). Read them with [`PackedEvents::rows`].
 #[derive(Debug)]
@@ -222,6 +218,22 @@ pub async fn visible(
         None => "[]".to_owned(),
     };
     Ok(PackedEvents(text))
+}
+
+/// What changed for `user_id` in `(since, until]`: the live events it can see that changed
+/// and the ids of those it lost sight of, from one snapshot, so that no change falls
+/// between the two reads.
+pub async fn changed_since(
+    db: &Database,
+    user_id: &str,
+    since: DateTime<Utc>,
+    until: DateTime<Utc>,
+) -> Result<(PackedEvents, Vec<Uuid>), DbErr> {
+    let txn = db.begin_read().await?;
+    let deleted = super::history::deleted_since(&txn, user_id, since, until).await?;
+    let changed = visible(&txn, user_id, Window::Since { since, until }).await?;
+    txn.commit().await?;
+    Ok((changed, deleted))
 }
 
 /// [`versions`] on PostgreSQL.
@@ -386,60 +398,64 @@ impl PackedEvents {
     }
 }
 
-/// One event as [`visible`] packed it: a JSON array of its columns in [`COLUMNS`] order, then
-/// its calendars (serde reads a struct from an array field by field, in declaration order).
-///
-/// Ids are hex (SQLite) or hyphenated (PostgreSQL), timestamps as stored (RFC 3339 with any
-/// fraction), and the text columns JSON string tokens exactly as the database wrote them.
-#[derive(Debug, Deserialize)]
-pub struct PackedEvent<'a> {
-    /// `id`.
-    pub id: &'a str,
-    /// `creator_id`.
-    #[serde(borrow)]
-    pub creator_id: &'a RawValue,
-    /// `organizer`.
-    #[serde(borrow)]
-    pub organizer: &'a RawValue,
-    /// `title`.
-    #[serde(borrow)]
-    pub title: &'a RawValue,
-    /// `color`.
-    #[serde(borrow)]
-    pub color: &'a RawValue,
-    /// `start`.
-    pub start: &'a str,
-    /// `end`.
-    pub end: &'a str,
-    /// `is_all_day`.
-    pub is_all_day: Flag,
-    /// `is_canceled`.
-    pub is_canceled: Flag,
-    /// `has_attendees`.
-    pub has_attendees: Flag,
-    /// `description`.
-    #[serde(borrow)]
-    pub description: Option<&'a RawValue>,
-    /// `location`.
-    #[serde(borrow)]
-    pub location: Option<&'a RawValue>,
-    /// `recurrence`.
-    #[serde(borrow)]
-    pub recurrence: Option<&'a RawValue>,
-    /// `url`.
-    #[serde(borrow)]
-    pub url: Option<&'a RawValue>,
-    /// `origin_calendar_id`.
-    pub origin_calendar_id: Option<&'a str>,
-    /// `revision`.
-    pub revision: i64,
-    /// `created_at`.
-    pub created_at: &'a str,
-    /// `updated_at`.
-    pub updated_at: &'a str,
-    /// The reader's calendars, comma-separated.
-    pub calendars: &'a str,
+/// Writes [`COLUMNS`] and [`PackedEvent`] with the content fields of [`event_fields!`], in
+/// the same order: each field read by its kind (texts as the database escaped them,
+/// instants as stored, flags as either database packs them).
+macro_rules! packed_event {
+    (@fields [$($done:tt)*]) => {
+        /// One event as [`visible`] packed it: a JSON array of its columns in [`COLUMNS`]
+        /// order, then its calendars (serde reads a struct from an array field by field, in
+        /// declaration order).
+        ///
+        /// Ids are hex (SQLite) or hyphenated (PostgreSQL), timestamps as stored (RFC 3339
+        /// with any fraction), and the text columns JSON string tokens exactly as the
+        /// database wrote them.
+        #[derive(Debug, Deserialize)]
+        pub struct PackedEvent<'a> {
+            /// `id`.
+            pub id: &'a str,
+            /// `creator_id`.
+            #[serde(borrow)]
+            pub creator_id: &'a RawValue,
+            $($done)*
+            /// `origin_calendar_id`.
+            pub origin_calendar_id: Option<&'a str>,
+            /// `revision`.
+            pub revision: i64,
+            /// `created_at`.
+            pub created_at: &'a str,
+            /// `updated_at`.
+            pub updated_at: &'a str,
+            /// The reader's calendars, comma-separated.
+            pub calendars: &'a str,
+        }
+    };
+    (@fields [$($done:tt)*] $name:ident: [$($ty:tt)*] text $wire:literal $doc:literal, $($rest:tt)*) => {
+        packed_event!(@fields [$($done)* #[doc = $doc] #[serde(borrow)] pub $name: &'a RawValue,] $($rest)*);
+    };
+    (@fields [$($done:tt)*] $name:ident: [$($ty:tt)*] optional $wire:literal $doc:literal, $($rest:tt)*) => {
+        packed_event!(@fields [$($done)* #[doc = $doc] #[serde(borrow)] pub $name: Option<&'a RawValue>,] $($rest)*);
+    };
+    (@fields [$($done:tt)*] $name:ident: [$($ty:tt)*] time $wire:literal $doc:literal, $($rest:tt)*) => {
+        packed_event!(@fields [$($done)* #[doc = $doc] pub $name: &'a str,] $($rest)*);
+    };
+    (@fields [$($done:tt)*] $name:ident: [$($ty:tt)*] flag $wire:literal $doc:literal, $($rest:tt)*) => {
+        packed_event!(@fields [$($done)* #[doc = $doc] pub $name: Flag,] $($rest)*);
+    };
+    ($($name:ident: [$($ty:tt)*] $kind:ident $wire:literal $doc:literal,)*) => {
+        /// The columns packed per event, in the order of [`PackedEvent`] (every name
+        /// quoted: `end` is a keyword).
+        pub(super) const COLUMNS: &str = concat!(
+            "e.id, e.creator_id, ",
+            $("e.\"", stringify!($name), "\", ",)*
+            "e.origin_calendar_id, e.revision, e.created_at, e.updated_at"
+        );
+
+        packed_event!(@fields [] $($name: [$($ty)*] $kind $wire $doc,)*);
+    };
 }
+
+event_fields!(packed_event {});
 
 /// A boolean as PostgreSQL (`true`) or SQLite (`1`) packs it.
 #[derive(Debug, Clone, Copy)]
