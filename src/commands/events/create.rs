@@ -1,7 +1,7 @@
 //! Group commit of event creation. A calendar actor collects the `CreateEvent` commands
-//! queued in its mailbox and runs them here as one batch, written by
-//! [`creations::create_batch`] (how it is written, and with which roles, is the store's):
-//! this module authorizes each command against the roles the write read, announces each
+//! queued in its mailbox and runs them here as one batch, through the write the store hands
+//! out ([`creations::begin`]; how it is written, and with which roles, is the store's):
+//! this module authorizes each command against the roles the write holds, announces each
 //! created event's frames into the write (they leave when it commits) and answers every
 //! command. A command refused on its own (no
 //! right, an id twice in the batch) is answered without affecting the others; if the batch
@@ -10,9 +10,10 @@
 //! its own and the one concerned is refused. Checking ids before inserting would cost every
 //! batch a round trip for a case that almost never happens.
 
-use uuid::Uuid;
+use std::collections::{BTreeSet, HashSet};
 
 use entities::events;
+use uuid::Uuid;
 
 use super::readers::readers_among;
 use super::send_event;
@@ -23,12 +24,11 @@ use crate::domain::events::{EventInput, event_exists};
 use crate::domain::ids::{CalendarId, UserId};
 use crate::domain::roles::Action;
 use crate::error::AppError;
-use crate::store::WriteTxn;
 use crate::store::events::WriteDeadline;
 use crate::store::events::calendar_roles::CalendarRoles;
-use crate::store::events::creations::{self, Creation, CreationsError};
+use crate::store::events::creations::{self, CommitError, Creation, CreationsError};
 use crate::store::events::remembered_roles::RememberedRoles;
-use crate::store::outbox;
+use crate::store::outbox::{self, MirrorTargets};
 use crate::views::events::EventView;
 use crate::views::events::ProviderDelivery;
 
@@ -106,60 +106,43 @@ impl From<CreationsError> for BatchError {
     }
 }
 
-/// Writes the batch ([`creations::create_batch`]), announcing each created event's frames
-/// (and the outbox rows it queued) into the write; per-command refusals are in the result.
+/// Writes the batch: begins its write ([`creations::begin`]), authorizes each command by the
+/// roles the write holds, announces each created event's frames (and the outbox rows it
+/// queued) into the write and commits it; per-command refusals are in the result. When the
+/// roles the actor remembered turn out stale, nothing was written and the batch runs again
+/// reading them.
 async fn commit(
     services: &Services,
     home: Uuid,
     batch: &[PendingCreate],
     remembered: &RememberedRoles,
 ) -> Result<Committed, BatchError> {
-    let creations: Vec<Creation<'_>> = batch
-        .iter()
-        .map(|pending| Creation {
-            input: &pending.input,
-            creator: pending.by.as_str(),
-        })
-        .collect();
     let calendars: Vec<Uuid> = batch
         .iter()
         .flat_map(|pending| pending.input.calendars.iter().copied())
-        .collect::<std::collections::BTreeSet<_>>()
+        .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
     let mirrors = outbox::targets(&services.db, &services.db, &calendars)
         .await
         .map_err(|err| BatchError::Failed(err.into()))?;
-    let mut announce =
-        |txn: &WriteTxn, roles: &CalendarRoles, created: &[(usize, &events::Model)]| {
-            let services = services.within(txn);
-            for (index, event) in created {
-                let readers = readers_among(&batch[*index].input.calendars, |calendar| {
-                    roles
-                        .members
-                        .get(calendar)
-                        .into_iter()
-                        .flat_map(|list| list.iter())
-                        .map(|(user, _)| user.as_str())
-                });
-                send_event(&services, "event_created", event, &readers);
+    let mut stale = false;
+    let created = loop {
+        match commit_once(services, home, batch, remembered, &calendars, &mirrors).await {
+            Err(CommitError::MembersChanged) if !stale => {
+                stale = true;
+                remembered.forget();
             }
-            if !created.is_empty() {
-                services.provider_writes_queued(mirrors.values());
+            Err(CommitError::MembersChanged) => {
+                return Err(BatchError::Failed(AppError::internal(
+                    "the roles read in the write changed",
+                )));
             }
-        };
-    let created = creations::create_batch(
-        &services.db,
-        home,
-        &creations,
-        remembered,
-        &mut check,
-        &mirrors,
-        &mut announce,
-    )
-    .await?;
+            Err(CommitError::Failed(err)) => return Err(err.into()),
+            Ok(created) => break created,
+        }
+    };
     Ok(created
-        .outcomes
         .into_iter()
         .zip(batch)
         .map(|(outcome, pending)| {
@@ -175,12 +158,93 @@ async fn commit(
         .collect())
 }
 
+/// [`commit`], once: each command's row or refusal.
+async fn commit_once(
+    services: &Services,
+    home: Uuid,
+    batch: &[PendingCreate],
+    remembered: &RememberedRoles,
+    calendars: &[Uuid],
+    mirrors: &MirrorTargets,
+) -> Result<Vec<Result<events::Model, AppError>>, CommitError> {
+    let write = match creations::begin(&services.db, home, calendars, remembered).await? {
+        Some(write) => write,
+        // No home calendar: nobody may create in it.
+        None => {
+            let roles = CalendarRoles::default();
+            return Ok(batch
+                .iter()
+                .map(|pending| {
+                    check(&roles, pending)
+                        .and_then(|()| Err(AppError::internal("no home calendar to create in")))
+                })
+                .collect());
+        }
+    };
+    let mut refusals: Vec<Option<AppError>> = Vec::with_capacity(batch.len());
+    let mut accepted = Vec::new();
+    let mut taken = HashSet::new();
+    for pending in batch {
+        let outcome = check(write.roles(), pending).and_then(|()| {
+            // An id twice in one batch: the second is refused on its own.
+            if taken.insert(pending.input.id) {
+                Ok(())
+            } else {
+                Err(event_exists())
+            }
+        });
+        match outcome {
+            Ok(()) => {
+                accepted.push(Creation {
+                    input: &pending.input,
+                    creator: pending.by.as_str(),
+                });
+                refusals.push(None);
+            }
+            Err(refusal) => refusals.push(Some(refusal)),
+        }
+    }
+    let prepared = write.prepare(&accepted, mirrors).await?;
+    let roles = prepared.roles();
+    let services = services.within(prepared.txn());
+    let created = batch
+        .iter()
+        .zip(&refusals)
+        .filter(|(_, refusal)| refusal.is_none())
+        .zip(prepared.rows());
+    for ((pending, _), event) in created {
+        let readers = readers_among(&pending.input.calendars, |calendar| {
+            roles
+                .members
+                .get(calendar)
+                .into_iter()
+                .flat_map(|list| list.iter())
+                .map(|(user, _)| user.as_str())
+        });
+        send_event(&services, "event_created", event, &readers);
+    }
+    if !accepted.is_empty() {
+        services.provider_writes_queued(mirrors.values());
+    }
+    let mut inserted = prepared.commit().await?.into_iter();
+    Ok(refusals
+        .into_iter()
+        .map(|refusal| match refusal {
+            Some(refusal) => Err(refusal),
+            None => inserted
+                .next()
+                .ok_or_else(|| AppError::internal("batch insert lost an event")),
+        })
+        .collect())
+}
+
 /// Whether the command may run: editEvents on every calendar.
-fn check(members: &CalendarRoles, creation: &Creation<'_>) -> Result<(), AppError> {
-    let allowed = creation.input.calendars.iter().all(|calendar| {
+fn check(members: &CalendarRoles, pending: &PendingCreate) -> Result<(), AppError> {
+    let allowed = pending.input.calendars.iter().all(|calendar| {
         members.members.get(calendar).is_some_and(|list| {
-            list.iter()
-                .any(|(user, role)| *user == creation.creator && role.allows(Action::EditEvents))
+            list.iter().any(|(user, role)| {
+                user.as_str() == pending.by.as_str() && role.allows(Action::EditEvents)
+            })
         })
     });
     if !allowed {

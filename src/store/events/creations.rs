@@ -1,5 +1,8 @@
 //! A batch of event creations homed in one calendar, written together with the check of
-//! who may create them, in as few round trips as the backend allows.
+//! who may create them, in as few round trips as the backend allows: [`begin`] hands out
+//! the write with the roles of the batch's calendars, the caller authorizes each creation
+//! by them, [`CreationsWrite::prepare`] stamps the write and lays out the rows, the caller
+//! announces into it, and [`PreparedCreations::commit`] writes and commits.
 //!
 //! The batch is authorized by the roles of its calendars. When the calendar's actor
 //! remembers them ([`RememberedRoles`]), the batch is one write of its inserts (on
@@ -9,17 +12,15 @@
 //! the roles are read (and on PostgreSQL the calendars locked) at the start of a write
 //! transaction, and remembered for the next batch.
 
-use std::collections::HashSet;
-
 use entities::events;
+use sea_orm::sea_query::InsertStatement;
 use sea_orm::{ConnectionTrait, DbErr};
 use uuid::Uuid;
 
 use super::calendar_roles::{self, CalendarRoles};
 use super::inserts::{self, InsertEventError, NewEvent};
 use super::remembered_roles::RememberedRoles;
-use crate::domain::events::{EventInput, event_exists};
-use crate::error::AppError;
+use crate::domain::events::EventInput;
 use crate::store::outbox::{self, MirrorTargets};
 use crate::store::{Database, WriteTxn};
 
@@ -67,170 +68,159 @@ impl From<DbErr> for CreationsError {
     }
 }
 
-/// What a written batch produced: for each creation, in order, its row or the refusal
-/// `authorize` gave it; and the roles it was authorized by.
+/// Why a prepared batch wrote nothing.
 #[derive(Debug)]
-pub struct Created {
-    /// Each creation's row or refusal.
-    pub outcomes: Vec<Result<events::Model, AppError>>,
-    /// The members and roles of the batch's calendars.
-    pub roles: CalendarRoles,
-}
-
-/// Writes the creations of `batch` homed in `home` that `authorize` allows, given the roles
-/// of their calendars; the others are answered with its refusal (or, for an id already in
-/// the batch, [`event_exists`]) and not written.
-pub async fn create_batch(
-    db: &Database,
-    home: Uuid,
-    batch: &[Creation<'_>],
-    remembered: &RememberedRoles,
-    authorize: &mut (dyn FnMut(&CalendarRoles, &Creation<'_>) -> Result<(), AppError> + Send),
-    mirrors: &MirrorTargets,
-    announce: &mut BeforeCommit<'_>,
-) -> Result<Created, CreationsError> {
-    let outcome = match create_once(db, home, batch, remembered, authorize, mirrors, announce).await
-    {
-        Err(Attempt::MembersChanged) => {
-            // With nothing remembered, the roles are read and there is no check to fail.
-            remembered.forget();
-            create_once(db, home, batch, remembered, authorize, mirrors, announce).await
-        }
-        outcome => outcome,
-    };
-    outcome.map_err(|attempt| match attempt {
-        Attempt::Failed(err) => err,
-        Attempt::MembersChanged => {
-            CreationsError::Database(DbErr::Custom("roles read in the write changed".into()))
-        }
-    })
-}
-
-/// Called once the rows of a batch are known, before its commit, with its write
-/// transaction (to announce into), the roles it was authorized by, and each row to insert
-/// with the index of its creation in the batch.
-pub type BeforeCommit<'a> =
-    dyn FnMut(&WriteTxn, &CalendarRoles, &[(usize, &events::Model)]) + Send + 'a;
-
-/// Why one attempt wrote nothing.
-enum Attempt {
-    /// The remembered roles were out of date.
+pub enum CommitError {
+    /// The roles the calendar's actor remembered were out of date: nothing was written.
+    /// The caller forgets them ([`RememberedRoles::forget`]) and begins the batch again,
+    /// which then reads them (with nothing remembered there is no check to fail).
     MembersChanged,
+    /// The batch failed.
     Failed(CreationsError),
 }
 
-impl From<DbErr> for Attempt {
+impl From<DbErr> for CommitError {
     fn from(err: DbErr) -> Self {
         Self::Failed(err.into())
     }
 }
 
-/// [`create_batch`], once: with the roles `remembered` has if it has them all, else reading
-/// them (and remembering them).
-async fn create_once(
+/// A batch of creations homed in one calendar, begun: its write transaction and the roles
+/// of its calendars, remembered (then checked in the same write as the inserts) or read
+/// under the calendars' locks.
+#[derive(Debug)]
+pub struct CreationsWrite {
+    txn: WriteTxn,
+    home: Uuid,
+    roles: CalendarRoles,
+    check: Option<InsertStatement>,
+}
+
+/// Begins the write of a batch of creations homed in `home` and linked to `calendars`:
+/// with the roles `remembered` has if it has them all (the batch is then its inserts and
+/// their check, whose locks are bounded in the database, in a transaction that takes its
+/// stamp first, [`WriteTxn::stamp`]), else reading them (and remembering them). `None`
+/// when the home calendar does not exist: nobody may create in it (nothing was begun).
+pub async fn begin(
     db: &Database,
     home: Uuid,
-    batch: &[Creation<'_>],
+    calendars: &[Uuid],
     remembered: &RememberedRoles,
-    authorize: &mut (dyn FnMut(&CalendarRoles, &Creation<'_>) -> Result<(), AppError> + Send),
-    mirrors: &MirrorTargets,
-    announce: &mut BeforeCommit<'_>,
-) -> Result<Created, Attempt> {
-    let calendars: Vec<Uuid> = batch
-        .iter()
-        .flat_map(|c| c.input.calendars.iter().copied())
-        .collect::<HashSet<_>>()
-        .into_iter()
-        .collect();
-    // With the roles remembered, the batch is its inserts and their check (whose locks are
-    // bounded in the database), in a transaction that takes its stamp first
-    // ([`WriteTxn::stamp`]).
-    let (txn, roles, check): (WriteTxn, _, _) = match remembered.get(home, &calendars) {
+) -> Result<Option<CreationsWrite>, DbErr> {
+    let txn = db.begin_write().await?;
+    let (roles, check) = match remembered.get(home, calendars) {
         Some(roles) => {
-            let txn = db.begin_write().await?;
             let check =
                 calendar_roles::roles_unchanged_check(txn.get_database_backend(), &roles.versions);
-            (txn, roles, check)
+            (roles, check)
         }
         None => {
-            let txn = db.begin_write().await?;
-            let Some(roles) = calendar_roles::lock_with_roles(&txn, home, &calendars).await? else {
-                // No home calendar: nobody may create in it.
-                let roles = CalendarRoles::default();
-                let outcomes = batch
-                    .iter()
-                    .map(|c| {
-                        authorize(&roles, c)
-                            .and_then(|()| Err(AppError::internal("no home calendar to create in")))
-                    })
-                    .collect();
-                return Ok(Created { outcomes, roles });
+            let Some(roles) = calendar_roles::lock_with_roles(&txn, home, calendars).await? else {
+                return Ok(None);
             };
             remembered.learn(&roles);
-            (txn, roles, None)
+            (roles, None)
         }
     };
-    let mut outcomes: Vec<Result<(), AppError>> = Vec::with_capacity(batch.len());
-    let mut accepted = Vec::new();
-    let mut taken = HashSet::new();
-    for creation in batch {
-        let outcome = authorize(&roles, creation).and_then(|()| {
-            // An id twice in one batch: the second is refused on its own.
-            if taken.insert(creation.input.id) {
-                Ok(())
-            } else {
-                Err(event_exists())
-            }
-        });
-        if outcome.is_ok() {
-            accepted.push(NewEvent {
+    Ok(Some(CreationsWrite {
+        txn,
+        home,
+        roles,
+        check,
+    }))
+}
+
+impl CreationsWrite {
+    /// The members and roles of the batch's calendars, to authorize each creation by.
+    pub fn roles(&self) -> &CalendarRoles {
+        &self.roles
+    }
+
+    /// Takes the write's timestamp and lays out the rows of `accepted` (the creations the
+    /// caller authorized, each id once) with the outbox rows their `mirrors` need: the
+    /// inserts and the commit follow right after the timestamp, no step left between them
+    /// for a deadline check to bound.
+    pub async fn prepare<'a>(
+        self,
+        accepted: &[Creation<'a>],
+        mirrors: &MirrorTargets,
+    ) -> Result<PreparedCreations<'a>, DbErr> {
+        let now = self.txn.stamp().await?;
+        let new: Vec<NewEvent<'a>> = accepted
+            .iter()
+            .map(|creation| NewEvent {
                 input: creation.input,
                 creator: creation.creator,
-                home,
-            });
-        }
-        outcomes.push(outcome);
-    }
-    // The inserts and the commit go right after the timestamp is taken: no step is left
-    // between them for a deadline check to bound.
-    let now = txn.stamp().await?;
-    let writes = outbox::puts_for_new(
-        mirrors,
-        accepted
-            .iter()
-            .map(|new| (new.input.id, new.input.calendars.as_slice())),
-    );
-    let also = outbox::insert_statement(&writes, now);
-    let models = inserts::new_models(&accepted, now);
-    let indexed: Vec<(usize, &events::Model)> = outcomes
-        .iter()
-        .enumerate()
-        .filter(|(_, outcome)| outcome.is_ok())
-        .map(|(index, _)| index)
-        .zip(&models)
-        .collect();
-    announce(&txn, &roles, &indexed);
-    drop(indexed);
-    // The frames go in the last statement too, not in one of their own before the commit.
-    let also = also.into_iter().chain(txn.frames_insert()).collect();
-    let inserted = match inserts::insert_models_and_commit(txn, models, &accepted, now, check, also)
-        .await
-    {
-        Ok(inserted) => inserted,
-        Err(InsertEventError::Duplicate) => return Err(Attempt::Failed(CreationsError::Duplicate)),
-        Err(InsertEventError::MembersChanged) => return Err(Attempt::MembersChanged),
-        Err(InsertEventError::TooSlow) => return Err(Attempt::Failed(CreationsError::TooSlow)),
-        Err(InsertEventError::Database(err)) => return Err(err.into()),
-    };
-    let mut inserted = inserted.into_iter();
-    let outcomes = outcomes
-        .into_iter()
-        .map(|outcome| {
-            outcome?;
-            inserted
-                .next()
-                .ok_or_else(|| AppError::internal("batch insert lost an event"))
+                home: self.home,
+            })
+            .collect();
+        let writes = outbox::puts_for_new(
+            mirrors,
+            new.iter()
+                .map(|new| (new.input.id, new.input.calendars.as_slice())),
+        );
+        let outbox = outbox::insert_statement(&writes, now);
+        let rows = inserts::new_models(&new, now);
+        Ok(PreparedCreations {
+            write: self,
+            new,
+            rows,
+            outbox,
+            now,
         })
-        .collect();
-    Ok(Created { outcomes, roles })
+    }
+}
+
+/// A batch laid out and stamped, not yet written: announce into [`Self::txn`] (the frames
+/// go in the batch's last statement), then [`Self::commit`].
+#[derive(Debug)]
+pub struct PreparedCreations<'a> {
+    write: CreationsWrite,
+    new: Vec<NewEvent<'a>>,
+    rows: Vec<events::Model>,
+    outbox: Option<InsertStatement>,
+    now: chrono::DateTime<chrono::Utc>,
+}
+
+impl PreparedCreations<'_> {
+    /// The write transaction, to announce into.
+    pub fn txn(&self) -> &WriteTxn {
+        &self.write.txn
+    }
+
+    /// The members and roles of the batch's calendars.
+    pub fn roles(&self) -> &CalendarRoles {
+        &self.write.roles
+    }
+
+    /// The rows to insert, in the order of the accepted creations.
+    pub fn rows(&self) -> &[events::Model] {
+        &self.rows
+    }
+
+    /// Inserts the rows, their links, their creators' attendance, the outbox rows and the
+    /// frames announced, with the remembered roles' check in front, and commits: one write
+    /// (on PostgreSQL one statement that commits on its own). Returns the rows written.
+    pub async fn commit(self) -> Result<Vec<events::Model>, CommitError> {
+        let Self {
+            write,
+            new,
+            rows,
+            outbox,
+            now,
+        } = self;
+        // The frames go in the last statement too, not in one of their own before the commit.
+        let also = outbox
+            .into_iter()
+            .chain(write.txn.frames_insert())
+            .collect();
+        match inserts::insert_models_and_commit(write.txn, rows, &new, now, write.check, also).await
+        {
+            Ok(inserted) => Ok(inserted),
+            Err(InsertEventError::Duplicate) => Err(CommitError::Failed(CreationsError::Duplicate)),
+            Err(InsertEventError::MembersChanged) => Err(CommitError::MembersChanged),
+            Err(InsertEventError::TooSlow) => Err(CommitError::Failed(CreationsError::TooSlow)),
+            Err(InsertEventError::Database(err)) => Err(err.into()),
+        }
+    }
 }
