@@ -14,10 +14,11 @@ use std::time::Instant;
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use parking_lot::RwLock;
-use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio_util::task::AbortOnDropHandle;
 
+use super::keyed::KeyedChildren;
 use super::session::{SessionActor, SessionArgs, SessionMsg, StreamCredential};
 use super::{ActorKind, ChildSlot, MessageTimer, reply};
 use crate::domain::frames::{Frame, FrameBatch};
@@ -193,16 +194,13 @@ async fn follow_credential_changes(shared: Arc<Shared>) {
     }
 }
 
-struct UserEntry {
-    actor: ActorRef<SessionMsg>,
-    connections: HashSet<u64>,
-}
-
 /// The registry's state.
 pub struct RegistryState {
     shared: Arc<Shared>,
-    users: HashMap<String, UserEntry>,
-    actors: HashMap<ActorId, String>,
+    /// Each connected user's session actor.
+    sessions: KeyedChildren<String, SessionMsg>,
+    /// Each connected user's open connections.
+    connections: HashMap<String, HashSet<u64>>,
     next_connection: u64,
     /// Passes committed credential changes on to the users' session actors (stopped with
     /// the registry, however it ends).
@@ -211,25 +209,22 @@ pub struct RegistryState {
 
 impl RegistryState {
     fn update_gauges(&self) {
-        let connections: usize = self.users.values().map(|u| u.connections.len()).sum();
-        self.shared
-            .metrics
-            .sse_gauges(connections, self.users.len());
+        let connections: usize = self.connections.values().map(HashSet::len).sum();
+        let users = self.connections.len();
+        self.shared.metrics.sse_gauges(connections, users);
         self.shared
             .actors
             .sessions
             .counts
-            .send_replace(StreamCounts {
-                connections,
-                users: self.users.len(),
-            });
+            .send_replace(StreamCounts { connections, users });
     }
 
-    /// Stops the user's actor; its termination event settles the gauge.
+    /// Stops the user's actor; its end settles the gauge.
     fn forget(&mut self, user_id: &str) {
-        if let Some(entry) = self.users.remove(user_id) {
+        self.connections.remove(user_id);
+        if let Some(session) = self.sessions.take(&user_id.to_owned()) {
             self.shared.actors.sessions.set(user_id, None);
-            entry.actor.stop(None);
+            session.actor.stop(None);
         }
     }
 }
@@ -247,9 +242,9 @@ impl Actor for SessionRegistryActor {
         let follower =
             AbortOnDropHandle::new(tokio::spawn(follow_credential_changes(shared.clone())));
         let state = RegistryState {
+            sessions: KeyedChildren::new(ActorKind::Session, shared.clone()),
             shared,
-            users: HashMap::new(),
-            actors: HashMap::new(),
+            connections: HashMap::new(),
             next_connection: 0,
             _follower: follower,
         };
@@ -265,16 +260,11 @@ impl Actor for SessionRegistryActor {
         myself
             .stop_children_and_wait(None, Some(std::time::Duration::from_secs(5)))
             .await;
-        let users: Vec<String> = state.users.keys().cloned().collect();
+        let users: Vec<String> = state.connections.keys().cloned().collect();
         for user in users {
             state.forget(&user);
         }
-        for _ in state.actors.drain() {
-            state
-                .shared
-                .metrics
-                .actor_alive(ActorKind::Session.label(), -1.0);
-        }
+        state.sessions.clear();
         state.update_gauges();
         Ok(())
     }
@@ -295,7 +285,7 @@ impl Actor for SessionRegistryActor {
                 credentials_seen,
                 reply: port,
             } => {
-                if !state.users.contains_key(&user_id) {
+                if state.sessions.get(&user_id).is_none() {
                     let args = SessionArgs {
                         shared: shared.clone(),
                         user_id: user_id.clone(),
@@ -303,16 +293,8 @@ impl Actor for SessionRegistryActor {
                     };
                     match Actor::spawn_linked(None, SessionActor, args, myself.get_cell()).await {
                         Ok((actor, _)) => {
-                            shared.metrics.actor_alive(ActorKind::Session.label(), 1.0);
-                            state.actors.insert(actor.get_id(), user_id.clone());
                             shared.actors.sessions.set(&user_id, Some(actor.clone()));
-                            state.users.insert(
-                                user_id.clone(),
-                                UserEntry {
-                                    actor,
-                                    connections: HashSet::new(),
-                                },
-                            );
+                            state.sessions.started(user_id.clone(), actor);
                         }
                         Err(err) => {
                             tracing::error!(error = %err, "stream.session_spawn_failed");
@@ -325,15 +307,19 @@ impl Actor for SessionRegistryActor {
                 state.next_connection += 1;
                 let capacity = usize::try_from(shared.settings.stream.buffer).unwrap_or(256);
                 let (queue, frames) = mpsc::channel(capacity);
-                if let Some(entry) = state.users.get_mut(&user_id) {
-                    let _ = entry.actor.send_message(SessionMsg::Attach {
+                if let Some(session) = state.sessions.get(&user_id) {
+                    let _ = session.actor.send_message(SessionMsg::Attach {
                         connection,
                         frames: queue,
                         credential,
                         expires_at,
                         credentials_seen,
                     });
-                    entry.connections.insert(connection);
+                    state
+                        .connections
+                        .entry(user_id)
+                        .or_default()
+                        .insert(connection);
                 }
                 state.update_gauges();
                 reply(port, Ok(Attached { connection, frames }));
@@ -343,11 +329,15 @@ impl Actor for SessionRegistryActor {
                 connection,
             } => {
                 let mut now_empty = false;
-                if let Some(entry) = state.users.get_mut(&user_id)
-                    && entry.connections.remove(&connection)
+                if let Some(open) = state.connections.get_mut(&user_id)
+                    && open.remove(&connection)
                 {
-                    let _ = entry.actor.send_message(SessionMsg::Detach { connection });
-                    now_empty = entry.connections.is_empty();
+                    if let Some(session) = state.sessions.get(&user_id) {
+                        let _ = session
+                            .actor
+                            .send_message(SessionMsg::Detach { connection });
+                    }
+                    now_empty = open.is_empty();
                 }
                 if now_empty {
                     state.forget(&user_id);
@@ -364,35 +354,14 @@ impl Actor for SessionRegistryActor {
         event: SupervisionEvent,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        let (cell, failure) = match event {
-            SupervisionEvent::ActorFailed(cell, err) => (cell, Some(err)),
-            SupervisionEvent::ActorTerminated(cell, _, _) => (cell, None),
-            _ => return Ok(()),
-        };
-        let Some(user_id) = state.actors.remove(&cell.get_id()) else {
+        let Some(ended) = state.sessions.ended(&event) else {
             return Ok(());
         };
-        state
-            .shared
-            .metrics
-            .actor_alive(ActorKind::Session.label(), -1.0);
-        if let Some(err) = failure {
-            // Its connections' queues died with it: their streams end and clients reconnect,
-            // which spawns a fresh actor.
-            state
-                .shared
-                .metrics
-                .actor_failed(ActorKind::Session.label());
-            state.shared.actors.stats.failed(ActorKind::Session);
-            tracing::error!(error = %err, "actor.failed");
-            let same_actor = state
-                .users
-                .get(&user_id)
-                .is_some_and(|entry| entry.actor.get_id() == cell.get_id());
-            if same_actor {
-                state.users.remove(&user_id);
-                state.shared.actors.sessions.set(&user_id, None);
-            }
+        // A failed actor's connections' queues died with it: their streams end and clients
+        // reconnect, which spawns a fresh actor (a session is never restarted in place).
+        if ended.failed && ended.current {
+            state.connections.remove(&ended.key);
+            state.shared.actors.sessions.set(&ended.key, None);
             state.update_gauges();
         }
         Ok(())
