@@ -10,9 +10,9 @@ use super::{announce_calendar, announce_removed, authorize, events, not_a_member
 use crate::commands::Services;
 use crate::domain::frames::FrameBatch;
 use crate::domain::ids::{CalendarId, UserId};
-use crate::domain::invites::is_usable;
 use crate::domain::roles::{Action, Role};
 use crate::error::AppError;
+use crate::store::invites::is_usable;
 use crate::store::{calendars as calendar_store, invites, members, users};
 use crate::views::calendars::MembershipView;
 

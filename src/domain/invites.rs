@@ -2,15 +2,29 @@
 //! `maxUses`. Checked on every read and every join.
 
 use chrono::{DateTime, Utc};
-use entities::invites;
 
 use crate::error::AppError;
 
-/// Whether `invite` may be previewed or used at `now`.
-pub fn is_usable(invite: &invites::Model, now: DateTime<Utc>) -> bool {
-    invite.revoked_at.is_none()
-        && invite.expires_at.is_none_or(|expires| expires > now)
-        && invite.max_uses.is_none_or(|max| invite.uses < max)
+/// What decides whether an invite can still be used.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct InviteUse {
+    /// When it was revoked, if it was.
+    pub revoked_at: Option<DateTime<Utc>>,
+    /// When it expires, if it does.
+    pub expires_at: Option<DateTime<Utc>>,
+    /// How many joins it allows, if it is limited.
+    pub max_uses: Option<i32>,
+    /// How many joins it had.
+    pub uses: i32,
+}
+
+impl InviteUse {
+    /// Whether the invite may be previewed or used at `now`.
+    pub fn is_usable(&self, now: DateTime<Utc>) -> bool {
+        self.revoked_at.is_none()
+            && self.expires_at.is_none_or(|expires| expires > now)
+            && self.max_uses.is_none_or(|max| self.uses < max)
+    }
 }
 
 /// 404 for an invite that does not exist, is not the calendar's, or is no longer usable.
@@ -19,52 +33,36 @@ pub fn invite_not_found() -> AppError {
 }
 
 #[cfg(test)]
-#[allow(clippy::expect_used, clippy::unwrap_used)]
 mod tests {
     use chrono::Duration;
 
     use super::*;
 
-    fn invite() -> invites::Model {
-        let now = Utc::now();
-        invites::Model {
-            id: uuid::Uuid::new_v4(),
-            calendar_id: uuid::Uuid::new_v4(),
-            created_by: None,
-            expires_at: None,
-            max_uses: None,
-            uses: 0,
-            revoked_at: None,
-            created_at: now,
-            updated_at: now,
-        }
-    }
-
     #[test]
     fn expiry_exhaustion_and_revocation() {
         let now = Utc::now();
-        assert!(is_usable(&invite(), now));
-        let expired = invites::Model {
+        assert!(InviteUse::default().is_usable(now));
+        let expired = InviteUse {
             expires_at: Some(now - Duration::seconds(1)),
-            ..invite()
+            ..InviteUse::default()
         };
-        assert!(!is_usable(&expired, now));
-        let exhausted = invites::Model {
+        assert!(!expired.is_usable(now));
+        let exhausted = InviteUse {
             max_uses: Some(2),
             uses: 2,
-            ..invite()
+            ..InviteUse::default()
         };
-        assert!(!is_usable(&exhausted, now));
-        let one_left = invites::Model {
+        assert!(!exhausted.is_usable(now));
+        let one_left = InviteUse {
             max_uses: Some(2),
             uses: 1,
-            ..invite()
+            ..InviteUse::default()
         };
-        assert!(is_usable(&one_left, now));
-        let revoked = invites::Model {
+        assert!(one_left.is_usable(now));
+        let revoked = InviteUse {
             revoked_at: Some(now),
-            ..invite()
+            ..InviteUse::default()
         };
-        assert!(!is_usable(&revoked, now));
+        assert!(!revoked.is_usable(now));
     }
 }

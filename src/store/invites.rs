@@ -10,7 +10,18 @@ use sea_orm::{
 use uuid::Uuid;
 
 use super::Unique;
-use crate::domain::invites::is_usable;
+use crate::domain::invites::InviteUse;
+
+/// Whether `invite` may be previewed or used at `now` ([`InviteUse::is_usable`]).
+pub fn is_usable(invite: &invites::Model, now: DateTime<Utc>) -> bool {
+    InviteUse {
+        revoked_at: invite.revoked_at,
+        expires_at: invite.expires_at,
+        max_uses: invite.max_uses,
+        uses: invite.uses,
+    }
+    .is_usable(now)
+}
 
 /// An invite to create.
 #[derive(Debug, Clone)]
