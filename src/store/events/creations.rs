@@ -45,17 +45,9 @@ pub enum CreationsError {
     /// The write waited for its locks past its time bound.
     #[error("the write waited too long for its locks")]
     TooSlow,
-    /// The database failed (perhaps transiently: [`CreationsError::is_transient`]).
+    /// The database failed (perhaps transiently: [`crate::store::db_errors::is_transient`]).
     #[error(transparent)]
     Database(DbErr),
-}
-
-impl CreationsError {
-    /// Whether the database aborted the write to let another go on (running it again
-    /// could succeed).
-    pub fn is_transient(&self) -> bool {
-        matches!(self, Self::Database(err) if crate::store::db_errors::is_transient(err))
-    }
 }
 
 impl From<DbErr> for CreationsError {
