@@ -2,6 +2,7 @@
 //! `microsoft`); a Google or Microsoft identity linked with calendar consent also holds the
 //! tokens its calendars are mirrored with.
 
+use ids::{AccountId, UserId};
 use sea_orm::entity::prelude::*;
 
 /// An account.
@@ -12,11 +13,11 @@ pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub id: String,
     /// Owner.
-    pub user_id: String,
+    pub user_id: UserId,
     /// `credential`, `google`, `apple`, `microsoft`.
     pub provider_id: String,
     /// The provider's subject id (`sub`); the user id for `credential`.
-    pub account_id: String,
+    pub account_id: AccountId,
     /// argon2id PHC string, for `credential` accounts.
     pub password_hash: Option<String>,
     /// Granted scopes, comma-separated.

@@ -1,5 +1,6 @@
 //! A user's avatar image: sniffed type and bytes, versioned by upload time.
 
+use ids::UserId;
 use sea_orm::entity::prelude::*;
 
 /// One avatar.
@@ -8,7 +9,7 @@ use sea_orm::entity::prelude::*;
 pub struct Model {
     /// The user.
     #[sea_orm(primary_key, auto_increment = false)]
-    pub user_id: String,
+    pub user_id: UserId,
     /// `image/jpeg`, `image/png` or `image/webp`.
     pub mime: String,
     /// The image.

@@ -1,6 +1,7 @@
 //! Connected CalDAV accounts: the server, the user name and the AES-256-GCM encrypted
 //! password, with what discovery found (principal, calendar home).
 
+use ids::{CaldavAccountId, UserId};
 use sea_orm::entity::prelude::*;
 
 /// A CalDAV account.
@@ -9,9 +10,9 @@ use sea_orm::entity::prelude::*;
 pub struct Model {
     /// Row id (the wire's `accountId`).
     #[sea_orm(primary_key, auto_increment = false)]
-    pub id: Uuid,
+    pub id: CaldavAccountId,
     /// The Bowline user who connected it.
-    pub user_id: String,
+    pub user_id: UserId,
     /// The server URL as the user gave it.
     pub server_url: String,
     /// The user name on that server.

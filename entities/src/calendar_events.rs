@@ -1,5 +1,6 @@
 //! An event's link into a calendar.
 
+use ids::{CalendarId, EventId, UserId};
 use sea_orm::entity::prelude::*;
 
 /// A link.
@@ -8,15 +9,15 @@ use sea_orm::entity::prelude::*;
 pub struct Model {
     /// The event.
     #[sea_orm(primary_key, auto_increment = false)]
-    pub event_id: Uuid,
+    pub event_id: EventId,
     /// The calendar.
     #[sea_orm(primary_key, auto_increment = false)]
-    pub calendar_id: Uuid,
+    pub calendar_id: CalendarId,
     /// When the event was linked (delta reads).
     pub created_at: DateTimeUtc,
     /// Who linked it here; `None` for the event's home (and for links older than the
     /// column).
-    pub linked_by: Option<String>,
+    pub linked_by: Option<UserId>,
 }
 
 /// Relations of a link.

@@ -1,5 +1,6 @@
 //! A user's membership of a calendar, with a role and an optional reminder rule.
 
+use ids::{CalendarId, UserId};
 use sea_orm::entity::prelude::*;
 
 /// A membership.
@@ -10,9 +11,9 @@ pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub id: Uuid,
     /// The calendar.
-    pub calendar_id: Uuid,
+    pub calendar_id: CalendarId,
     /// The member.
-    pub user_id: String,
+    pub user_id: UserId,
     /// `owner`, `editor` or `viewer`.
     pub role: String,
     /// The member's reminder rule for this calendar; `None` inherits the default.

@@ -5,6 +5,7 @@
 //! kept the same way and read only by a batch of creations (`store::batch_roles`); they are
 //! deliberately not part of the model, so no model write can ever set them back.
 
+use ids::{CalendarId, UserId};
 use sea_orm::entity::prelude::*;
 
 /// A calendar.
@@ -13,9 +14,9 @@ use sea_orm::entity::prelude::*;
 pub struct Model {
     /// Calendar id.
     #[sea_orm(primary_key, auto_increment = false)]
-    pub id: Uuid,
+    pub id: CalendarId,
     /// The owner.
-    pub creator_id: String,
+    pub creator_id: UserId,
     /// Display name.
     pub name: String,
     /// `#RRGGBB`.

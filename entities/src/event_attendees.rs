@@ -1,5 +1,6 @@
 //! A member's attendance answer for an event (`none` is the absence of a row).
 
+use ids::{EventId, UserId};
 use sea_orm::entity::prelude::*;
 
 /// An attendance answer.
@@ -8,10 +9,10 @@ use sea_orm::entity::prelude::*;
 pub struct Model {
     /// The event.
     #[sea_orm(primary_key, auto_increment = false)]
-    pub event_id: Uuid,
+    pub event_id: EventId,
     /// The member.
     #[sea_orm(primary_key, auto_increment = false)]
-    pub user_id: String,
+    pub user_id: UserId,
     /// `going`, `maybe` or `declined`.
     pub status: String,
     /// First answer.

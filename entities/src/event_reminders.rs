@@ -1,5 +1,6 @@
 //! A user's reminder override for one event (explicit choices only; clearing deletes it).
 
+use ids::{EventId, UserId};
 use sea_orm::entity::prelude::*;
 
 /// One override.
@@ -8,10 +9,10 @@ use sea_orm::entity::prelude::*;
 pub struct Model {
     /// The user.
     #[sea_orm(primary_key, auto_increment = false)]
-    pub user_id: String,
+    pub user_id: UserId,
     /// The event.
     #[sea_orm(primary_key, auto_increment = false)]
-    pub event_id: Uuid,
+    pub event_id: EventId,
     /// The reminder rule (`{minutesBefore, allDay}`).
     pub rule: Json,
     /// Last change.

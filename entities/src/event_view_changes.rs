@@ -1,6 +1,7 @@
 //! "This user's view of this event changed then" (they still see it, through fewer
 //! calendars): read by delta reads, which return the event again.
 
+use ids::{EventId, UserId};
 use sea_orm::entity::prelude::*;
 
 /// A change of what a user sees of an event.
@@ -11,9 +12,9 @@ pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub id: Uuid,
     /// The user.
-    pub user_id: String,
+    pub user_id: UserId,
     /// The event.
-    pub event_id: Uuid,
+    pub event_id: EventId,
     /// When their view changed.
     pub at: DateTimeUtc,
 }

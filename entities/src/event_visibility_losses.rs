@@ -1,6 +1,7 @@
 //! "This user could see this event until then": written with every change that takes an
 //! event out of someone's view, read by delta reads as `deletedIds`.
 
+use ids::{EventId, UserId};
 use sea_orm::entity::prelude::*;
 
 /// A loss of visibility.
@@ -11,9 +12,9 @@ pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub id: Uuid,
     /// The user.
-    pub user_id: String,
+    pub user_id: UserId,
     /// The event.
-    pub event_id: Uuid,
+    pub event_id: EventId,
     /// When it left their view.
     pub at: DateTimeUtc,
 }

@@ -1,6 +1,7 @@
 //! An event; its `id` is chosen by the client. Deleted events stay as tombstones
 //! (`deleted_at`) for delta reads.
 
+use ids::{CalendarId, EventId, UserId};
 use sea_orm::entity::prelude::*;
 
 /// An event (its `Default` is for tests: a nil id, empty texts, the epoch).
@@ -9,9 +10,9 @@ use sea_orm::entity::prelude::*;
 pub struct Model {
     /// Client-chosen UUID.
     #[sea_orm(primary_key, auto_increment = false)]
-    pub id: Uuid,
+    pub id: EventId,
     /// Creator (set by the server).
-    pub creator_id: String,
+    pub creator_id: UserId,
     /// Free-text organizer.
     pub organizer: String,
     /// Title.
@@ -37,7 +38,7 @@ pub struct Model {
     /// URL.
     pub url: Option<String>,
     /// Home calendar (edit rights); unset when that calendar was deleted.
-    pub origin_calendar_id: Option<Uuid>,
+    pub origin_calendar_id: Option<CalendarId>,
     /// Incremented on every change.
     pub revision: i64,
     /// Creation time.

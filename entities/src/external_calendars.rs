@@ -1,5 +1,6 @@
 //! The remote calendars of connected accounts and their local mirrors.
 
+use ids::{AccountId, CalendarId, UserId};
 use sea_orm::entity::prelude::*;
 
 /// A remote calendar of a connected account.
@@ -12,13 +13,13 @@ pub struct Model {
     /// `caldav`, `google` or `microsoft`.
     pub provider: String,
     /// The account (a CalDAV account's id, a provider account's id).
-    pub account_id: String,
+    pub account_id: AccountId,
     /// The user who owns the account.
-    pub user_id: String,
+    pub user_id: UserId,
     /// The calendar at the provider (a CalDAV collection URL).
     pub remote_id: String,
     /// The local mirror; `None` once disabled.
-    pub calendar_id: Option<Uuid>,
+    pub calendar_id: Option<CalendarId>,
     /// The user disconnected this mirror: discovery leaves it out.
     pub disabled: bool,
     /// The provider lets the account read only.

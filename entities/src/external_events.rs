@@ -1,5 +1,6 @@
 //! Which remote resource each local event of a mirror belongs to.
 
+use ids::{CalendarId, EventId};
 use sea_orm::entity::prelude::*;
 
 /// A local event's place at the provider.
@@ -8,10 +9,10 @@ use sea_orm::entity::prelude::*;
 pub struct Model {
     /// The mirror calendar.
     #[sea_orm(primary_key, auto_increment = false)]
-    pub calendar_id: Uuid,
+    pub calendar_id: CalendarId,
     /// The local event.
     #[sea_orm(primary_key, auto_increment = false)]
-    pub event_id: Uuid,
+    pub event_id: EventId,
     /// The remote resource (a CalDAV object URL).
     pub remote_href: String,
     /// The event's place among the resource's events (0: the series or the only one).

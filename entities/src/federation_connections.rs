@@ -1,6 +1,7 @@
 //! A user's connection to another server's calendar (federation, home side): the shadow
 //! user made there and the sealed member token that acts as it.
 
+use ids::{ConnectionId, UserId};
 use sea_orm::entity::prelude::*;
 
 /// A federated connection.
@@ -9,9 +10,9 @@ use sea_orm::entity::prelude::*;
 pub struct Model {
     /// Row id (the gateway's `:connectionId`).
     #[sea_orm(primary_key, auto_increment = false)]
-    pub id: Uuid,
+    pub id: ConnectionId,
     /// The local user it belongs to.
-    pub user_id: String,
+    pub user_id: UserId,
     /// The other server's origin (`https://host[:port]`).
     pub server: String,
     /// The shadow user's id on that server.

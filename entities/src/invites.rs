@@ -1,5 +1,6 @@
 //! A calendar invite; its id is the token.
 
+use ids::{CalendarId, InviteId, UserId};
 use sea_orm::entity::prelude::*;
 
 /// An invite.
@@ -8,11 +9,11 @@ use sea_orm::entity::prelude::*;
 pub struct Model {
     /// The token (a UUID).
     #[sea_orm(primary_key, auto_increment = false)]
-    pub id: Uuid,
+    pub id: InviteId,
     /// The calendar it opens.
-    pub calendar_id: Uuid,
+    pub calendar_id: CalendarId,
     /// Who created it (unset once that user is gone).
-    pub created_by: Option<String>,
+    pub created_by: Option<UserId>,
     /// Unusable from this instant; `None` never expires.
     pub expires_at: Option<DateTimeUtc>,
     /// Memberships it may create; `None` is unlimited.

@@ -1,5 +1,6 @@
 //! Federation member tokens: bearer credentials of shadow users, stored as SHA-256 only.
 
+use ids::UserId;
 use sea_orm::entity::prelude::*;
 
 /// A member token.
@@ -10,7 +11,7 @@ pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub id: Uuid,
     /// The shadow user it authenticates.
-    pub user_id: String,
+    pub user_id: UserId,
     /// Hex SHA-256 of the token.
     #[sea_orm(unique)]
     pub token_hash: String,

@@ -1,6 +1,7 @@
 //! A Page: a private, per-user view profile. Deleted Pages stay as soft-deleted rows; at most
 //! one active Page per user is the default (a partial unique index).
 
+use ids::{PageId, UserId};
 use sea_orm::entity::prelude::*;
 
 /// One Page.
@@ -9,9 +10,9 @@ use sea_orm::entity::prelude::*;
 pub struct Model {
     /// Server-assigned id.
     #[sea_orm(primary_key, auto_increment = false)]
-    pub id: Uuid,
+    pub id: PageId,
     /// The owner.
-    pub user_id: String,
+    pub user_id: UserId,
     /// Display name (1–80 characters, trimmed).
     pub name: String,
     /// Order among the owner's active Pages.

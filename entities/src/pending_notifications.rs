@@ -1,6 +1,7 @@
 //! A change-notification waiting for its batch: one row per (person, kind, event); the
 //! batch's due time is fixed by the person's first pending change.
 
+use ids::UserId;
 use sea_orm::entity::prelude::*;
 
 /// A pending notification.
@@ -11,7 +12,7 @@ pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub id: Uuid,
     /// Recipient.
-    pub user_id: String,
+    pub user_id: UserId,
     /// `moved` or `cancelled`.
     pub kind: String,
     /// The event.

@@ -1,6 +1,7 @@
 //! Which instance runs a connected account's sync, and "sync now" requests between
 //! instances (see the `provider_sync` actor).
 
+use ids::AccountId;
 use sea_orm::entity::prelude::*;
 
 /// One connected account's lease.
@@ -12,7 +13,7 @@ pub struct Model {
     pub provider: String,
     /// The account.
     #[sea_orm(primary_key, auto_increment = false)]
-    pub account_id: String,
+    pub account_id: AccountId,
     /// Instance holding the lease, if any.
     pub lease_owner: Option<String>,
     /// The lease is free once this instant has passed.

@@ -1,5 +1,6 @@
 //! Provider writes still to deliver, committed with the local change they carry.
 
+use ids::{AccountId, CalendarId, EventId};
 use sea_orm::entity::prelude::*;
 
 /// One write to deliver.
@@ -12,11 +13,11 @@ pub struct Model {
     /// `caldav`, `google` or `microsoft`.
     pub provider: String,
     /// The account that delivers it.
-    pub account_id: String,
+    pub account_id: AccountId,
     /// The mirror calendar.
-    pub calendar_id: Uuid,
+    pub calendar_id: CalendarId,
     /// The event.
-    pub event_id: Uuid,
+    pub event_id: EventId,
     /// `put` (create or update with the event as it is at delivery) or `delete`.
     pub action: String,
     /// The remote resource, captured at commit for deletes.

@@ -1,5 +1,6 @@
 //! A signed-in device. Only the SHA-256 of its token is stored.
 
+use ids::UserId;
 use sea_orm::entity::prelude::*;
 
 /// A session.
@@ -13,7 +14,7 @@ pub struct Model {
     #[sea_orm(unique)]
     pub token_hash: String,
     /// Owner.
-    pub user_id: String,
+    pub user_id: UserId,
     /// The session is invalid from this instant.
     pub expires_at: DateTimeUtc,
     /// `false` for a "don't remember me" session: one day, never extended.

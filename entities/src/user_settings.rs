@@ -1,5 +1,6 @@
 //! A user's settings document and its revision.
 
+use ids::UserId;
 use sea_orm::entity::prelude::*;
 
 /// Settings of one user.
@@ -8,7 +9,7 @@ use sea_orm::entity::prelude::*;
 pub struct Model {
     /// The user.
     #[sea_orm(primary_key, auto_increment = false)]
-    pub user_id: String,
+    pub user_id: UserId,
     /// The settings value (JSON object).
     pub value: Json,
     /// Incremented on every change (compare-and-swap).

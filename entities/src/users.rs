@@ -1,5 +1,6 @@
 //! A person (or a federated shadow user) who can sign in.
 
+use ids::UserId;
 use sea_orm::entity::prelude::*;
 
 /// A user.
@@ -8,7 +9,7 @@ use sea_orm::entity::prelude::*;
 pub struct Model {
     /// 32 alphanumeric characters (better-auth's id format); `fed_<uuid>` for shadow users.
     #[sea_orm(primary_key, auto_increment = false)]
-    pub id: String,
+    pub id: UserId,
     /// Display name.
     pub name: String,
     /// Lower-cased email address.

@@ -17,6 +17,7 @@ use chrono::{DateTime, Utc};
 use super::{Actors, providers};
 use crate::commands::Announce;
 use crate::domain::frames::{Frame, FrameBatch};
+use crate::domain::ids::{AccountId, UserId};
 use crate::domain::providers::AccountKey;
 use crate::store::{Database, InstanceEvents};
 
@@ -35,7 +36,7 @@ impl Announcer {
 }
 
 impl Announce for Announcer {
-    fn broadcast_to(&self, users: &mut dyn Iterator<Item = &str>, frame: &Frame) {
+    fn broadcast_to(&self, users: &mut dyn Iterator<Item = &UserId>, frame: &Frame) {
         if self.db.crosses_instances() {
             let mut batch = FrameBatch::default();
             batch.add(users, frame);
@@ -56,19 +57,19 @@ impl Announce for Announcer {
         self.db.tell_mail_batch_due(due_at);
     }
 
-    fn is_connected(&self, user: &str) -> bool {
+    fn is_connected(&self, user: &UserId) -> bool {
         // A user connected to another instance is not known here.
         self.db.crosses_instances() || self.actors.sessions.is_connected(user)
     }
 
-    fn provider_writes_queued(&self, accounts: &[(String, String)]) {
+    fn provider_writes_queued(&self, accounts: &[(String, AccountId)]) {
         wake_sync_actors(&self.actors, accounts);
         self.db.tell_provider_writes_queued(accounts);
     }
 }
 
 /// Has the sync actors of `accounts` (`(provider, account)`) deliver their outbox rows.
-fn wake_sync_actors(actors: &Actors, accounts: &[(String, String)]) {
+fn wake_sync_actors(actors: &Actors, accounts: &[(String, AccountId)]) {
     for (provider, account) in accounts {
         if let Some(account) = AccountKey::from_row(provider, account) {
             actors
@@ -92,7 +93,7 @@ impl InstanceListener {
 }
 
 impl InstanceEvents for InstanceListener {
-    fn frames(&self, frames: Vec<(String, Bytes)>) {
+    fn frames(&self, frames: Vec<(UserId, Bytes)>) {
         self.actors.sessions.deliver_blocks(frames);
     }
 
@@ -104,7 +105,7 @@ impl InstanceEvents for InstanceListener {
         self.actors.notify_batch(at);
     }
 
-    fn provider_writes_queued(&self, accounts: &[(String, String)]) {
+    fn provider_writes_queued(&self, accounts: &[(String, AccountId)]) {
         wake_sync_actors(&self.actors, accounts);
     }
 }

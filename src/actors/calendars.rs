@@ -13,11 +13,11 @@ use std::time::Instant;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::sync::watch;
-use uuid::Uuid;
 
 use super::calendar::{CalendarActor, CalendarArgs, CalendarMsg};
 use super::keyed::KeyedChildren;
 use super::{ActorKind, ChildSlot, MessageTimer, await_reply};
+use crate::domain::ids::CalendarId;
 use crate::error::AppError;
 
 /// Handle for sending commands to calendar actors.
@@ -34,7 +34,7 @@ impl Calendars {
     pub async fn ask<T: Send + 'static>(
         &self,
         timeout: std::time::Duration,
-        calendar_id: Uuid,
+        calendar_id: CalendarId,
         build: impl FnOnce(super::calendar::Reply<T>) -> CalendarMsg,
     ) -> Result<T, AppError> {
         let supervisor = self
@@ -64,7 +64,7 @@ pub enum CalendarsMsg {
     /// A command for a calendar.
     Forward {
         /// The calendar.
-        calendar_id: Uuid,
+        calendar_id: CalendarId,
         /// The command (boxed: commands carry whole events).
         message: Box<CalendarMsg>,
         /// When it was sent (`svc_actor_mailbox_wait_seconds`).
@@ -73,7 +73,7 @@ pub enum CalendarsMsg {
     /// A calendar actor has handled `handled` commands and nothing since.
     Idle {
         /// The calendar.
-        calendar_id: Uuid,
+        calendar_id: CalendarId,
         /// Its count.
         handled: u64,
     },
@@ -86,7 +86,7 @@ pub struct CalendarSupervisor;
 /// The supervisor's state.
 pub struct SupervisorState {
     shared: Arc<Shared>,
-    children: KeyedChildren<Uuid, CalendarMsg>,
+    children: KeyedChildren<CalendarId, CalendarMsg>,
 }
 
 impl SupervisorState {
@@ -103,7 +103,7 @@ impl CalendarSupervisor {
     async fn spawn(
         myself: &ActorRef<CalendarsMsg>,
         state: &mut SupervisorState,
-        calendar_id: Uuid,
+        calendar_id: CalendarId,
     ) -> Result<ActorRef<CalendarMsg>, ActorProcessingErr> {
         let args = CalendarArgs {
             shared: state.shared.clone(),

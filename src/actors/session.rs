@@ -26,9 +26,9 @@ use tokio::sync::mpsc;
 
 use super::sessions::RegistryMsg;
 use super::{ActorKind, MessageTimer};
+use crate::domain::ids::{ConnectionId, UserId};
 use crate::federation::upstream::{self, Upstream, UpstreamContext};
 use crate::store::{federation_connections, member_tokens, sessions};
-use uuid::Uuid;
 
 /// What a stream was opened with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,7 +57,7 @@ pub struct SessionArgs {
     /// What the server's actors share.
     pub shared: Arc<Shared>,
     /// The user.
-    pub user_id: String,
+    pub user_id: UserId,
     /// The registry, told about connections this actor drops.
     pub registry: ActorRef<RegistryMsg>,
 }
@@ -73,13 +73,13 @@ struct Connection {
 /// The actor's state.
 pub struct SessionState {
     shared: Arc<Shared>,
-    user_id: String,
+    user_id: UserId,
     registry: ActorRef<RegistryMsg>,
     connections: Vec<Connection>,
     /// When a check is already scheduled for.
     next_check: Option<DateTime<Utc>>,
     /// The user's upstream streams, by connection.
-    upstreams: HashMap<Uuid, Upstream>,
+    upstreams: HashMap<ConnectionId, Upstream>,
     /// Reads of the user's connections started, and the latest one applied.
     connection_reads: (u64, u64),
 }
@@ -125,7 +125,7 @@ pub enum SessionMsg {
         /// Which read this is (a later read's answer may arrive first).
         read: u64,
         /// Their ids.
-        connections: Vec<Uuid>,
+        connections: Vec<ConnectionId>,
     },
 }
 
@@ -304,7 +304,7 @@ impl SessionState {
     /// Holds one upstream stream per federated connection of the user: starts the missing,
     /// drops those of removed connections. A shadow user (a member from another server)
     /// has none.
-    fn hold_upstreams(&mut self, myself: &ActorRef<SessionMsg>, wanted: Vec<Uuid>) {
+    fn hold_upstreams(&mut self, myself: &ActorRef<SessionMsg>, wanted: Vec<ConnectionId>) {
         self.upstreams.retain(|id, _| wanted.contains(id));
         for connection in wanted {
             if self.upstreams.contains_key(&connection) {

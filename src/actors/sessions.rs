@@ -22,6 +22,7 @@ use super::keyed::KeyedChildren;
 use super::session::{SessionActor, SessionArgs, SessionMsg, StreamCredential};
 use super::{ActorKind, ChildSlot, MessageTimer, reply};
 use crate::domain::frames::{Frame, FrameBatch};
+use crate::domain::ids::UserId;
 use crate::error::AppError;
 use crate::store::credentials::CredentialChange;
 
@@ -30,7 +31,7 @@ use crate::store::credentials::CredentialChange;
 pub struct Sessions {
     /// The registry.
     pub registry: ChildSlot<RegistryMsg>,
-    live: Arc<RwLock<HashMap<String, ActorRef<SessionMsg>>>>,
+    live: Arc<RwLock<HashMap<UserId, ActorRef<SessionMsg>>>>,
     counts: watch::Sender<StreamCounts>,
 }
 
@@ -46,7 +47,7 @@ pub struct StreamCounts {
 impl Sessions {
     /// Sends `frame` to every connection of each user in `users`, once per user. Users
     /// without an open stream are skipped (no replay; clients recover with the delta read).
-    pub fn broadcast<'a>(&self, users: impl IntoIterator<Item = &'a str>, frame: &Frame) {
+    pub fn broadcast<'a>(&self, users: impl IntoIterator<Item = &'a UserId>, frame: &Frame) {
         let block = frame.block();
         let live = self.live.read();
         let mut seen = HashSet::new();
@@ -81,7 +82,7 @@ impl Sessions {
 
     /// Sends each user with an open stream here their block of frames (one entry in each
     /// of their connections' queues).
-    pub fn deliver_blocks(&self, blocks: Vec<(String, Bytes)>) {
+    pub fn deliver_blocks(&self, blocks: Vec<(UserId, Bytes)>) {
         let live = self.live.read();
         for (user, frames) in blocks {
             if let Some(actor) = live.get(&user) {
@@ -106,7 +107,7 @@ impl Sessions {
     }
 
     /// Has `user`'s session actor check the credentials of their open streams.
-    pub fn check_credentials_of(&self, user: &str) {
+    pub fn check_credentials_of(&self, user: &UserId) {
         if let Some(actor) = self.live.read().get(user) {
             let _ = actor.send_message(SessionMsg::CheckCredentials);
         }
@@ -114,7 +115,7 @@ impl Sessions {
 
     /// Has `user`'s session actor hold upstream streams for their current federated
     /// connections (after a connect or a disconnect).
-    pub fn refresh_upstreams_of(&self, user: &str) {
+    pub fn refresh_upstreams_of(&self, user: &UserId) {
         if let Some(actor) = self.live.read().get(user) {
             let _ = actor.send_message(SessionMsg::RefreshUpstreams);
         }
@@ -128,11 +129,11 @@ impl Sessions {
     }
 
     /// Whether `user` has an open stream.
-    pub fn is_connected(&self, user: &str) -> bool {
+    pub fn is_connected(&self, user: &UserId) -> bool {
         self.live.read().contains_key(user)
     }
 
-    fn set(&self, user: &str, actor: Option<ActorRef<SessionMsg>>) {
+    fn set(&self, user: &UserId, actor: Option<ActorRef<SessionMsg>>) {
         let mut live = self.live.write();
         match actor {
             Some(actor) => live.insert(user.to_owned(), actor),
@@ -156,7 +157,7 @@ pub enum RegistryMsg {
     /// Open a connection for `user_id`.
     Attach {
         /// The user.
-        user_id: String,
+        user_id: UserId,
         /// What the stream was opened with.
         credential: StreamCredential,
         /// When that credential expires.
@@ -169,7 +170,7 @@ pub enum RegistryMsg {
     /// A connection closed (the stream ended, or the session actor dropped it).
     Detach {
         /// The user.
-        user_id: String,
+        user_id: UserId,
         /// The connection.
         connection: u64,
     },
@@ -198,9 +199,9 @@ async fn follow_credential_changes(shared: Arc<Shared>) {
 pub struct RegistryState {
     shared: Arc<Shared>,
     /// Each connected user's session actor.
-    sessions: KeyedChildren<String, SessionMsg>,
+    sessions: KeyedChildren<UserId, SessionMsg>,
     /// Each connected user's open connections.
-    connections: HashMap<String, HashSet<u64>>,
+    connections: HashMap<UserId, HashSet<u64>>,
     next_connection: u64,
     /// Passes committed credential changes on to the users' session actors (stopped with
     /// the registry, however it ends).
@@ -220,7 +221,7 @@ impl RegistryState {
     }
 
     /// Stops the user's actor; its end settles the gauge.
-    fn forget(&mut self, user_id: &str) {
+    fn forget(&mut self, user_id: &UserId) {
         self.connections.remove(user_id);
         if let Some(session) = self.sessions.take(&user_id.to_owned()) {
             self.shared.actors.sessions.set(user_id, None);
@@ -260,7 +261,7 @@ impl Actor for SessionRegistryActor {
         myself
             .stop_children_and_wait(None, Some(std::time::Duration::from_secs(5)))
             .await;
-        let users: Vec<String> = state.connections.keys().cloned().collect();
+        let users: Vec<UserId> = state.connections.keys().cloned().collect();
         for user in users {
             state.forget(&user);
         }

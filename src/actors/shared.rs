@@ -64,7 +64,7 @@ impl Shared {
     {
         self.actors
             .calendars
-            .ask(self.settings.call_timeout(), calendar.0, |reply| {
+            .ask(self.settings.call_timeout(), calendar, |reply| {
                 build(reply).into()
             })
             .await
@@ -82,9 +82,9 @@ impl Shared {
         T: Send + 'static,
         C: Into<CalendarMsg>,
     {
-        let home = event_store::home_calendar(&self.db, event.0)
+        let home = event_store::home_calendar(&self.db, event)
             .await?
             .ok_or_else(|| AppError::not_found("Event not found..."))?;
-        self.ask_calendar(CalendarId(home), build).await
+        self.ask_calendar(home, build).await
     }
 }

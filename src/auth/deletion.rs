@@ -10,6 +10,7 @@ use entities::users;
 use super::tokens::random_alphanumeric;
 use crate::actors::Shared;
 use crate::domain::digest::sha256_hex;
+use crate::domain::ids::UserId;
 use crate::error::AppError;
 use crate::mail::templates;
 use crate::store::{users as user_store, verifications};
@@ -28,7 +29,7 @@ pub async fn start(server: &Shared, user: &users::Model) -> Result<(), AppError>
     verifications::create(
         &server.db,
         &identifier(&token),
-        &user.id,
+        user.id.as_str(),
         now + DELETE_TOKEN_TTL,
         now,
     )
@@ -47,14 +48,15 @@ pub async fn start(server: &Shared, user: &users::Model) -> Result<(), AppError>
 pub async fn confirm(
     server: &Shared,
     token: &str,
-    expected_user: Option<&str>,
-) -> Result<Option<String>, AppError> {
+    expected_user: Option<&UserId>,
+) -> Result<Option<UserId>, AppError> {
     let now = chrono::Utc::now();
     let txn = server.db.begin_write().await?;
     let Some(user_id) = verifications::consume(&txn, &identifier(token), now).await? else {
         return Ok(None);
     };
-    if expected_user.is_some_and(|expected| expected != user_id) {
+    let user_id = UserId::new(user_id);
+    if expected_user.is_some_and(|expected| *expected != user_id) {
         // Dropping the transaction rolls the consumption back.
         return Ok(None);
     }

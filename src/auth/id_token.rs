@@ -18,6 +18,7 @@ use serde::Deserialize;
 
 use super::error::AuthError;
 use crate::domain::digest::sha256_hex;
+use crate::domain::ids::AccountId;
 use crate::error::AppError;
 
 /// Clock tolerance for `exp`, `iat` (better-auth's).
@@ -46,7 +47,7 @@ pub struct ProviderSpec {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VerifiedToken {
     /// The account's id at the provider: `sub` (Microsoft's `oid`, as better-auth keeps).
-    pub sub: String,
+    pub sub: AccountId,
     /// Email claim.
     pub email: Option<String>,
     /// `email_verified` (boolean or the string `"true"`).
@@ -248,10 +249,12 @@ impl IdTokenVerifier {
                 .filter(|name| crate::domain::email::is_valid(&name.trim().to_lowercase()))
         });
         Ok(VerifiedToken {
-            sub: claims
-                .oid
-                .filter(|oid| !oid.is_empty())
-                .unwrap_or(claims.sub),
+            sub: AccountId::new(
+                claims
+                    .oid
+                    .filter(|oid| !oid.is_empty())
+                    .unwrap_or(claims.sub),
+            ),
             email: email.map(|email| email.trim().to_lowercase()),
             email_verified: claims.email_verified.is_some_and(|v| v.is_true()),
             name: claims.name,

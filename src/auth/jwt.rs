@@ -4,6 +4,8 @@
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation, errors::ErrorKind};
 use serde::{Deserialize, Serialize};
 
+use crate::domain::ids::UserId;
+
 /// How long a verification link works.
 pub const EMAIL_VERIFICATION_TTL_SECS: i64 = 3600;
 
@@ -14,7 +16,7 @@ pub struct VerificationClaims {
     pub email: String,
     /// The user.
     #[serde(rename = "userId", default, skip_serializing_if = "Option::is_none")]
-    pub user_id: Option<String>,
+    pub user_id: Option<UserId>,
     /// For an email change: the new address.
     #[serde(rename = "updateTo", default, skip_serializing_if = "Option::is_none")]
     pub update_to: Option<String>,

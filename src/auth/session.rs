@@ -12,6 +12,7 @@ use warp::reply::Response;
 use super::Auth;
 use super::tokens::{new_session_token, signed};
 use crate::domain::digest::sha256_hex;
+use crate::domain::ids::UserId;
 use crate::store::sessions::{self as session_store, NewSession};
 
 /// Lifetime of a remembered session.
@@ -44,7 +45,7 @@ pub struct IssuedSession {
 /// Creates a session for `user_id`.
 pub async fn issue(
     db: &impl Connection,
-    user_id: &str,
+    user_id: &UserId,
     remember: bool,
     client: &ClientInfo,
     now: DateTime<Utc>,

@@ -1,7 +1,6 @@
 //! Calendar metadata: rename/recolor (owner) and delete (owner; never the default calendar).
 
 use chrono::Utc;
-use uuid::Uuid;
 
 use super::events::visibility as event_visibility;
 use super::retry_transient;
@@ -30,8 +29,8 @@ pub async fn update(
     by: &UserId,
     change: CalendarChange,
 ) -> Result<CalendarView, AppError> {
-    let calendar_id = calendar.0;
-    let actor = by.as_str();
+    let calendar_id = calendar;
+    let actor = by;
     let txn = services.db.begin_write().await?;
     let (calendar, role) = authorize(&txn, calendar_id, actor, Action::EditCalendar).await?;
     let updated =
@@ -52,17 +51,14 @@ pub async fn delete(
     calendar: CalendarId,
     by: &UserId,
 ) -> Result<CalendarView, AppError> {
-    retry_transient(&services.metrics, || {
-        delete_once(services, calendar.0, by.as_str())
-    })
-    .await
+    retry_transient(&services.metrics, || delete_once(services, calendar, by)).await
 }
 
 /// [`delete`], once.
 async fn delete_once(
     services: &Services,
-    calendar_id: Uuid,
-    actor: &str,
+    calendar_id: CalendarId,
+    actor: &UserId,
 ) -> Result<CalendarView, AppError> {
     let txn = services.db.begin_write().await?;
     calendar_store::lock_for_deletion(&txn, calendar_id).await?;

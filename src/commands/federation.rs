@@ -5,12 +5,11 @@
 
 use chrono::Utc;
 use serde::Serialize;
-use uuid::Uuid;
 
 use super::announce_calendar;
 use crate::commands::Services;
 use crate::domain::federation::Profile;
-use crate::domain::ids::{CalendarId, random_alphanumeric};
+use crate::domain::ids::{CalendarId, InviteId, UserId, random_alphanumeric};
 use crate::error::AppError;
 use crate::store::invites::is_usable;
 use crate::store::users::NewShadow;
@@ -68,11 +67,11 @@ pub fn already_rotated() -> AppError {
 pub async fn accept(
     services: &Services,
     calendar: CalendarId,
-    invite_id: Uuid,
+    invite_id: InviteId,
     profile: Profile,
     presented: Option<String>,
 ) -> Result<Accepted, AppError> {
-    let calendar_id = calendar.0;
+    let calendar_id = calendar;
     let txn = services.db.begin_write().await?;
     let now = txn.stamp().await?;
     let Some(mut calendar) = calendar_store::lock(&txn, calendar_id).await? else {
@@ -131,14 +130,14 @@ pub async fn accept(
     Ok(Accepted {
         member_token: issued.token,
         member_token_expires_at: issued.expires_at,
-        user_id: shadow.id,
+        user_id: shadow.id.into_string(),
         calendar: CalendarRowView::from(&calendar),
     })
 }
 
 /// Exchanges the member token hashed `presented` of shadow `user_id` for a new one, by
 /// compare-and-swap: of two rotations of one token, the second finds it gone (401).
-pub async fn rotate(db: &Database, user_id: &str, presented: &str) -> Result<Rotated, AppError> {
+pub async fn rotate(db: &Database, user_id: &UserId, presented: &str) -> Result<Rotated, AppError> {
     let now = Utc::now();
     let txn = db.begin_write().await?;
     let issued = member_tokens::exchange(&txn, user_id, presented, now)

@@ -1,11 +1,10 @@
 //! Invites: create (owner or editor) and revoke (immediately unusable everywhere).
 
 use chrono::{DateTime, Utc};
-use uuid::Uuid;
 
 use super::authorize;
 use crate::commands::Services;
-use crate::domain::ids::{CalendarId, UserId};
+use crate::domain::ids::{CalendarId, InviteId, UserId};
 use crate::domain::roles::Action;
 use crate::error::AppError;
 use crate::store::invites::{self, NewInvite};
@@ -19,15 +18,15 @@ pub async fn create(
     expires_at: Option<DateTime<Utc>>,
     max_uses: Option<i32>,
 ) -> Result<InviteView, AppError> {
-    let calendar_id = calendar.0;
-    let actor = by.as_str();
+    let calendar_id = calendar;
+    let actor = by;
     let txn = services.db.begin_write().await?;
     authorize(&txn, calendar_id, actor, Action::Invite).await?;
     let invite = invites::create(
         &txn,
         NewInvite {
             calendar_id,
-            created_by: actor.to_owned(),
+            created_by: actor.clone(),
             expires_at,
             max_uses,
         },
@@ -43,10 +42,10 @@ pub async fn revoke(
     services: &Services,
     calendar: CalendarId,
     by: &UserId,
-    invite_id: Uuid,
+    invite_id: InviteId,
 ) -> Result<(), AppError> {
-    let calendar_id = calendar.0;
-    let actor = by.as_str();
+    let calendar_id = calendar;
+    let actor = by;
     let txn = services.db.begin_write().await?;
     authorize(&txn, calendar_id, actor, Action::Invite).await?;
     let belongs = invites::find(&txn, invite_id)

@@ -4,12 +4,11 @@
 //! each event they saw only through that calendar.
 
 use chrono::Utc;
-use uuid::Uuid;
 
 use super::{announce_calendar, announce_removed, authorize, events, not_a_member};
 use crate::commands::Services;
 use crate::domain::frames::FrameBatch;
-use crate::domain::ids::{CalendarId, UserId};
+use crate::domain::ids::{CalendarId, InviteId, UserId};
 use crate::domain::roles::{Action, Role};
 use crate::error::AppError;
 use crate::store::invites::is_usable;
@@ -31,10 +30,9 @@ pub async fn join(
     services: &Services,
     calendar: CalendarId,
     user: &UserId,
-    invite_id: Uuid,
+    invite_id: InviteId,
 ) -> Result<Vec<MembershipView>, AppError> {
-    let calendar_id = calendar.0;
-    let user = user.as_str();
+    let calendar_id = calendar;
     let txn = services.db.begin_write().await?;
     let now = txn.stamp().await?;
     let Some(calendar) = calendar_store::lock(&txn, calendar_id).await? else {
@@ -68,8 +66,7 @@ pub async fn leave(
     calendar: CalendarId,
     user: &UserId,
 ) -> Result<(), AppError> {
-    let calendar_id = calendar.0;
-    let user = user.as_str();
+    let calendar_id = calendar;
     let txn = services.db.begin_write().await?;
     let now = txn.stamp().await?;
     let Some(calendar) = calendar_store::lock_for_membership_loss(&txn, calendar_id, user).await?
@@ -113,13 +110,12 @@ pub async fn set_role(
     target: &UserId,
     role: Role,
 ) -> Result<(), AppError> {
-    let calendar_id = calendar.0;
-    let actor = by.as_str();
-    let target = target.as_str();
+    let calendar_id = calendar;
+    let actor = by;
     let now = Utc::now();
     let txn = services.db.begin_write().await?;
     let (calendar, _) = authorize(&txn, calendar_id, actor, Action::ManageMembers).await?;
-    if target == calendar.creator_id {
+    if *target == calendar.creator_id {
         return Err(AppError::bad_request(
             "The calendar owner's role can't be changed.",
         ));
@@ -172,9 +168,8 @@ pub async fn remove(
     by: &UserId,
     target: &UserId,
 ) -> Result<(), AppError> {
-    let calendar_id = calendar.0;
-    let actor = by.as_str();
-    let target = target.as_str();
+    let calendar_id = calendar;
+    let actor = by;
     let txn = services.db.begin_write().await?;
     let now = txn.stamp().await?;
     let Some(calendar) =
@@ -189,7 +184,7 @@ pub async fn remove(
         }
         Some(_) => {}
     }
-    if target == calendar.creator_id {
+    if *target == calendar.creator_id {
         return Err(AppError::bad_request("The owner can't be removed."));
     }
     if members::role_of(&txn, calendar_id, target).await?.is_none() {

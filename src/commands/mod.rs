@@ -20,7 +20,6 @@ pub mod settings;
 
 use crate::store::Connection;
 use entities::calendars;
-use uuid::Uuid;
 
 use std::sync::Arc;
 
@@ -28,6 +27,7 @@ use chrono::{DateTime, Utc};
 
 use crate::domain::frames::Frame;
 use crate::domain::frames::FrameBatch;
+use crate::domain::ids::{AccountId, CalendarId, UserId};
 use crate::domain::roles::{Action, Role};
 use crate::error::AppError;
 use crate::metrics::Metrics;
@@ -53,16 +53,16 @@ pub struct Services {
 /// notifications. Nothing is announced before its transaction commits.
 pub trait Announce: Send + Sync + std::fmt::Debug {
     /// Sends `frame` to every stream of each user in `users`, once per user.
-    fn broadcast_to(&self, users: &mut dyn Iterator<Item = &str>, frame: &Frame);
+    fn broadcast_to(&self, users: &mut dyn Iterator<Item = &UserId>, frame: &Frame);
     /// Sends each user their frames of `batch`, together.
     fn deliver(&self, batch: FrameBatch);
     /// Change notifications are queued until `due_at` (the rows are committed).
     fn mail_batch_due(&self, due_at: DateTime<Utc>);
     /// Whether `user` has an open stream (frames for others need not be built).
-    fn is_connected(&self, user: &str) -> bool;
+    fn is_connected(&self, user: &UserId) -> bool;
     /// Rows were committed to the outbox of these accounts (`(provider, account)`): their
     /// sync actors deliver them now.
-    fn provider_writes_queued(&self, accounts: &[(String, String)]);
+    fn provider_writes_queued(&self, accounts: &[(String, AccountId)]);
     /// Announcements into a transaction: where they go once it committed.
     fn committed_target(&self) -> Option<Arc<dyn Announce>> {
         None
@@ -94,7 +94,7 @@ impl Services {
     }
 
     /// Sends `frame` to every stream of each user in `users`, once per user.
-    pub fn broadcast<'a>(&self, users: impl IntoIterator<Item = &'a str>, frame: &Frame) {
+    pub fn broadcast<'a>(&self, users: impl IntoIterator<Item = &'a UserId>, frame: &Frame) {
         self.announce.broadcast_to(&mut users.into_iter(), frame);
     }
 
@@ -102,9 +102,9 @@ impl Services {
     /// commit; each account once).
     pub fn provider_writes_queued<'a>(
         &self,
-        accounts: impl IntoIterator<Item = &'a (String, String)>,
+        accounts: impl IntoIterator<Item = &'a (String, AccountId)>,
     ) {
-        let mut unique: Vec<(String, String)> = accounts.into_iter().cloned().collect();
+        let mut unique: Vec<(String, AccountId)> = accounts.into_iter().cloned().collect();
         if unique.is_empty() {
             return;
         }
@@ -124,7 +124,7 @@ struct InTransaction {
 }
 
 impl Announce for InTransaction {
-    fn broadcast_to(&self, users: &mut dyn Iterator<Item = &str>, frame: &Frame) {
+    fn broadcast_to(&self, users: &mut dyn Iterator<Item = &UserId>, frame: &Frame) {
         self.outgoing.add_frame(users, frame);
     }
 
@@ -138,12 +138,12 @@ impl Announce for InTransaction {
             .after_commit(move || committed.mail_batch_due(due_at));
     }
 
-    fn is_connected(&self, user: &str) -> bool {
+    fn is_connected(&self, user: &UserId) -> bool {
         // A user connected to another instance is not known here.
         self.crosses_instances || self.committed.is_connected(user)
     }
 
-    fn provider_writes_queued(&self, accounts: &[(String, String)]) {
+    fn provider_writes_queued(&self, accounts: &[(String, AccountId)]) {
         let committed = self.committed.clone();
         let accounts = accounts.to_vec();
         self.outgoing
@@ -216,8 +216,8 @@ impl MaybeTransient for AppError {
 /// Locks the calendar and returns it with `user`'s role, which must allow `action`.
 pub async fn authorize(
     txn: &impl Connection,
-    calendar_id: Uuid,
-    user: &str,
+    calendar_id: CalendarId,
+    user: &UserId,
     action: Action,
 ) -> Result<(calendars::Model, Role), AppError> {
     let Some(calendar) = calendar_store::lock(txn, calendar_id).await? else {
@@ -241,7 +241,7 @@ pub fn announce_calendar(services: &Services, calendar: &calendars::Model, membe
 }
 
 /// Sends one calendar document as a frame to one user.
-pub fn send_view(services: &Services, user_id: &str, kind: &'static str, view: &CalendarView) {
+pub fn send_view(services: &Services, user_id: &UserId, kind: &'static str, view: &CalendarView) {
     match serde_json::to_value(view) {
         Ok(payload) => services.broadcast([user_id], &Frame::new(kind, payload)),
         Err(err) => tracing::error!(error = %err, "frame.encode_failed"),
@@ -249,7 +249,7 @@ pub fn send_view(services: &Services, user_id: &str, kind: &'static str, view: &
 }
 
 /// Sends `calendar_removed {id}` to a user who lost access.
-pub fn announce_removed(services: &Services, user_id: &str, calendar_id: Uuid) {
+pub fn announce_removed(services: &Services, user_id: &UserId, calendar_id: CalendarId) {
     services.broadcast(
         [user_id],
         &Frame::new("calendar_removed", serde_json::json!({ "id": calendar_id })),

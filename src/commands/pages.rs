@@ -9,10 +9,10 @@ use crate::store::Connection;
 use chrono::{DateTime, Utc};
 use entities::pages;
 use serde_json::{Value, json};
-use uuid::Uuid;
 
 use crate::commands::Services;
 use crate::domain::frames::Frame;
+use crate::domain::ids::{PageId, UserId};
 use crate::domain::pages::{DEFAULT_PAGE_NAME, MAX_PAGES, default_config};
 use crate::error::AppError;
 use crate::store::WriteTxn;
@@ -26,7 +26,7 @@ pub fn page_not_found() -> AppError {
 }
 
 /// The calendars `user_id` can access, as they appear in Page configs.
-async fn accessible(db: &impl Connection, user_id: &str) -> Result<HashSet<String>, AppError> {
+async fn accessible(db: &impl Connection, user_id: &UserId) -> Result<HashSet<String>, AppError> {
     Ok(members::calendars_of(db, user_id)
         .await?
         .into_iter()
@@ -37,15 +37,15 @@ async fn accessible(db: &impl Connection, user_id: &str) -> Result<HashSet<Strin
 /// A write in progress: its transaction's view of the owner's Pages and the frames to send
 /// after commit.
 struct PageWrite {
-    user_id: String,
+    user_id: UserId,
     now: DateTime<Utc>,
     frames: Vec<(&'static str, pages::Model)>,
 }
 
 impl PageWrite {
-    fn new(user_id: &str) -> Self {
+    fn new(user_id: &UserId) -> Self {
         Self {
-            user_id: user_id.to_owned(),
+            user_id: user_id.clone(),
             now: Utc::now(),
             frames: Vec::new(),
         }
@@ -107,26 +107,26 @@ impl PageWrite {
         self,
         services: &Services,
         txn: &WriteTxn,
-        removed: Option<Uuid>,
+        removed: Option<PageId>,
     ) -> Result<HashSet<String>, AppError> {
         let calendars = accessible(txn, &self.user_id).await?;
         let sessions = &services.within(txn);
         if let Some(id) = removed {
             sessions.broadcast(
-                [self.user_id.as_str()],
+                [&self.user_id],
                 &Frame::new("page_removed", json!({ "id": id })),
             );
         }
         for (kind, page) in &self.frames {
             let payload = json!({ "page": PageDocument::new(page, &calendars) });
-            sessions.broadcast([self.user_id.as_str()], &Frame::new(kind, payload));
+            sessions.broadcast([&self.user_id], &Frame::new(kind, payload));
         }
         Ok(calendars)
     }
 }
 
 /// The owner's active Pages by position, creating or repairing the default when needed.
-pub async fn list(services: &Services, user_id: &str) -> Result<Vec<PageDocument>, AppError> {
+pub async fn list(services: &Services, user_id: &UserId) -> Result<Vec<PageDocument>, AppError> {
     let db = &services.db;
     let mut active = page_store::active(db, user_id).await?;
     if active.iter().filter(|p| p.is_default).count() != 1 {
@@ -144,7 +144,11 @@ pub async fn list(services: &Services, user_id: &str) -> Result<Vec<PageDocument
 }
 
 /// One of the owner's active Pages.
-pub async fn get(services: &Services, user_id: &str, id: Uuid) -> Result<PageDocument, AppError> {
+pub async fn get(
+    services: &Services,
+    user_id: &UserId,
+    id: PageId,
+) -> Result<PageDocument, AppError> {
     let db = &services.db;
     let page = page_store::find_active(db, user_id, id)
         .await?
@@ -155,7 +159,7 @@ pub async fn get(services: &Services, user_id: &str, id: Uuid) -> Result<PageDoc
 /// Creates a Page after the others (not the default).
 pub async fn create(
     services: &Services,
-    user_id: &str,
+    user_id: &UserId,
     name: String,
     config: Value,
 ) -> Result<PageDocument, AppError> {
@@ -175,7 +179,7 @@ pub async fn create(
     let page = page_store::insert(
         &txn,
         NewPage {
-            user_id: user_id.to_owned(),
+            user_id: user_id.clone(),
             name,
             position,
             is_default: false,
@@ -193,8 +197,8 @@ pub async fn create(
 /// Saves name and config if `base_revision` is still current (else 409 `PAGE_CONFLICT`).
 pub async fn save(
     services: &Services,
-    user_id: &str,
-    id: Uuid,
+    user_id: &UserId,
+    id: PageId,
     base_revision: i64,
     name: String,
     config: Value,
@@ -224,7 +228,7 @@ pub async fn save(
 }
 
 /// Soft-deletes a Page; a deleted default passes to the lowest-positioned survivor.
-pub async fn delete(services: &Services, user_id: &str, id: Uuid) -> Result<(), AppError> {
+pub async fn delete(services: &Services, user_id: &UserId, id: PageId) -> Result<(), AppError> {
     let mut write = PageWrite::new(user_id);
     let txn = services.db.begin_write().await?;
     let active = write.begin(&txn).await?;
@@ -250,14 +254,14 @@ pub async fn delete(services: &Services, user_id: &str, id: Uuid) -> Result<(), 
 /// moves the default to `default_id` when given.
 pub async fn reorder(
     services: &Services,
-    user_id: &str,
-    page_ids: &[Uuid],
-    default_id: Option<Uuid>,
+    user_id: &UserId,
+    page_ids: &[PageId],
+    default_id: Option<PageId>,
 ) -> Result<Vec<PageDocument>, AppError> {
     let mut write = PageWrite::new(user_id);
     let txn = services.db.begin_write().await?;
     let active = write.begin(&txn).await?;
-    let listed: HashSet<Uuid> = page_ids.iter().copied().collect();
+    let listed: HashSet<PageId> = page_ids.iter().copied().collect();
     if listed.len() != page_ids.len()
         || active.len() != page_ids.len()
         || !active.iter().all(|p| listed.contains(&p.id))
@@ -269,7 +273,7 @@ pub async fn reorder(
     let default_id = default_id
         .or_else(|| active.iter().find(|p| p.is_default).map(|p| p.id))
         .or_else(|| page_ids.first().copied());
-    let mut by_id: std::collections::HashMap<Uuid, pages::Model> =
+    let mut by_id: std::collections::HashMap<PageId, pages::Model> =
         active.into_iter().map(|p| (p.id, p)).collect();
     let mut planned = Vec::with_capacity(page_ids.len());
     for (index, id) in page_ids.iter().enumerate() {

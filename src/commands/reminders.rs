@@ -4,11 +4,11 @@
 
 use chrono::Utc;
 use serde_json::{Value, json};
-use uuid::Uuid;
 
 use super::events::links::visible_event;
 use crate::commands::Services;
 use crate::domain::frames::Frame;
+use crate::domain::ids::{CalendarId, EventId, UserId};
 use crate::error::AppError;
 use crate::store::reminders;
 
@@ -19,15 +19,15 @@ pub fn not_a_member_for_reminders() -> AppError {
     AppError::forbidden("You are not a member of this calendar.")
 }
 
-fn announce(services: &Services, user_id: &str) {
+fn announce(services: &Services, user_id: &UserId) {
     services.broadcast([user_id], &Frame::new("reminders_updated", json!({})));
 }
 
 /// Sets (`Some`) or clears (`None`: inherit the default) the user's rule for a calendar.
 pub async fn set_calendar_rule(
     services: &Services,
-    user_id: &str,
-    calendar_id: Uuid,
+    user_id: &UserId,
+    calendar_id: CalendarId,
     rule: Option<Value>,
 ) -> Result<(), AppError> {
     let txn = services.db.begin_write().await?;
@@ -43,8 +43,8 @@ pub async fn set_calendar_rule(
 /// Sets (`Some`) or clears (`None`) the user's override for an event they can see.
 pub async fn set_event_rule(
     services: &Services,
-    user_id: &str,
-    event_id: Uuid,
+    user_id: &UserId,
+    event_id: EventId,
     rule: Option<Value>,
 ) -> Result<(), AppError> {
     let txn = services.db.begin_write().await?;

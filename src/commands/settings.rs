@@ -9,6 +9,7 @@ use serde_json::{Map, Value, json};
 
 use crate::commands::Services;
 use crate::domain::frames::Frame;
+use crate::domain::ids::UserId;
 use crate::domain::settings;
 use crate::error::AppError;
 use crate::store::settings as settings_store;
@@ -20,7 +21,7 @@ fn account_gone() -> AppError {
 }
 
 /// The user's settings row, created with the defaults when missing.
-pub async fn read(services: &Services, user_id: &str) -> Result<user_settings::Model, AppError> {
+pub async fn read(services: &Services, user_id: &UserId) -> Result<user_settings::Model, AppError> {
     settings_store::find_or_create(&services.db, user_id, Utc::now())
         .await?
         .ok_or_else(account_gone)
@@ -30,7 +31,7 @@ pub async fn read(services: &Services, user_id: &str) -> Result<user_settings::M
 /// (else 409 `SettingsConflict` with the current document).
 pub async fn write(
     services: &Services,
-    user_id: &str,
+    user_id: &UserId,
     base_revision: Option<i64>,
     changes: &Map<String, Value>,
 ) -> Result<user_settings::Model, AppError> {

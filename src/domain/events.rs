@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
+use super::ids::{CalendarId, EventId};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use uuid::Uuid;
 
 use super::event_content::{EventContent, event_content_of};
 use super::event_fields::event_fields;
@@ -36,11 +36,11 @@ macro_rules! event_input {
         #[derive(Debug, Clone, PartialEq)]
         pub struct EventInput {
             /// Client-chosen id.
-            pub id: Uuid,
+            pub id: EventId,
             /// Linked calendars, in the client's order, without duplicates.
-            pub calendars: Vec<Uuid>,
+            pub calendars: Vec<CalendarId>,
             /// Home calendar as sent (checked against `calendars`).
-            pub origin_calendar_id: Option<Uuid>,
+            pub origin_calendar_id: Option<CalendarId>,
             $(
                 #[doc = $doc]
                 pub $name: $($ty)*,
@@ -69,7 +69,7 @@ impl EventInput {
 
     /// The rules of a create: at least one calendar; the home calendar (by default the
     /// first) must be one of them. Returns the home calendar.
-    pub fn home_for_create(&self) -> Result<Uuid, AppError> {
+    pub fn home_for_create(&self) -> Result<CalendarId, AppError> {
         let first = *self
             .calendars
             .first()

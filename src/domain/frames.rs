@@ -12,6 +12,8 @@ use std::collections::HashMap;
 use bytes::{Bytes, BytesMut};
 use serde_json::{Value, json};
 
+use super::ids::UserId;
+
 /// One frame of the `/api/stream` protocol.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Frame {
@@ -42,15 +44,15 @@ impl Frame {
 /// The frames one change owes, gathered per user in the order they were added.
 #[derive(Debug, Default)]
 pub struct FrameBatch {
-    by_user: HashMap<String, Vec<Bytes>>,
+    by_user: HashMap<UserId, Vec<Bytes>>,
 }
 
 impl FrameBatch {
     /// Adds `frame` for each user in `users`, once per user.
-    pub fn add<'a>(&mut self, users: impl IntoIterator<Item = &'a str>, frame: &Frame) {
+    pub fn add<'a>(&mut self, users: impl IntoIterator<Item = &'a UserId>, frame: &Frame) {
         let block = frame.block();
         for user in users {
-            let blocks = self.by_user.entry(user.to_owned()).or_default();
+            let blocks = self.by_user.entry(user.clone()).or_default();
             // Users come once per frame, so a repeat is always the block just added.
             if blocks
                 .last()
@@ -69,7 +71,7 @@ impl FrameBatch {
     }
 
     /// Each distinct block once, and each user's blocks as indices into them, in order.
-    pub fn shared_blocks(self) -> (Vec<Bytes>, Vec<(String, Vec<u32>)>) {
+    pub fn shared_blocks(self) -> (Vec<Bytes>, Vec<(UserId, Vec<u32>)>) {
         let mut blocks: Vec<Bytes> = Vec::new();
         let mut index: HashMap<(usize, usize), u32> = HashMap::new();
         let users = self
@@ -99,7 +101,7 @@ impl FrameBatch {
     }
 
     /// Each user with their frames as one block (a single frame's bytes stay shared).
-    pub fn into_blocks(self) -> impl Iterator<Item = (String, Bytes)> {
+    pub fn into_blocks(self) -> impl Iterator<Item = (UserId, Bytes)> {
         self.by_user.into_iter().map(|(user, blocks)| {
             let joined = match <[Bytes; 1]>::try_from(blocks) {
                 Ok([single]) => single,
@@ -133,22 +135,23 @@ mod tests {
     #[test]
     fn a_batch_gives_each_user_their_frames_in_order_and_once() {
         let mut batch = FrameBatch::default();
-        batch.add(["ann", "bob", "ann"], &Frame::new("a", json!({})));
-        batch.add(["ann"], &Frame::new("b", json!({})));
+        let (ann, bob) = (UserId::new("ann"), UserId::new("bob"));
+        batch.add([&ann, &bob, &ann], &Frame::new("a", json!({})));
+        batch.add([&ann], &Frame::new("b", json!({})));
         assert!(!batch.is_empty());
-        let mut blocks: Vec<(String, Bytes)> = batch.into_blocks().collect();
+        let mut blocks: Vec<(UserId, Bytes)> = batch.into_blocks().collect();
         blocks.sort();
         assert_eq!(
             blocks,
             vec![
                 (
-                    "ann".to_owned(),
+                    ann,
                     Bytes::from_static(
                         b"data: {\"type\":\"a\",\"payload\":{}}\n\ndata: {\"type\":\"b\",\"payload\":{}}\n\n"
                     )
                 ),
                 (
-                    "bob".to_owned(),
+                    bob,
                     Bytes::from_static(b"data: {\"type\":\"a\",\"payload\":{}}\n\n")
                 ),
             ]

@@ -1,6 +1,7 @@
-//! Identifiers: the types of the ids that travel between layers ([`UserId`], [`CalendarId`],
-//! [`EventId`]), so that passing one for another does not compile; and the checks at the
-//! boundary (canonical hyphenated UUIDs for calendars, events and invites, the text ids of
+//! Identifiers: the typed ids of the `ids` crate ([`UserId`], [`CalendarId`], [`EventId`],
+//! …), which the entities' columns and the store's signatures use, so that passing one for
+//! another does not compile; and the checks at the boundary that make them from text
+//! (canonical hyphenated UUIDs for calendars, events, invites and Pages, the text ids of
 //! users): anything else is a 400 before authorization or any database access.
 
 use rand::Rng;
@@ -9,71 +10,9 @@ use uuid::Uuid;
 
 use crate::error::AppError;
 
-macro_rules! uuid_id {
-    ($(#[$doc:meta])* $name:ident) => {
-        $(#[$doc])*
-        #[derive(
-            Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord,
-            serde::Serialize, serde::Deserialize,
-        )]
-        #[serde(transparent)]
-        pub struct $name(pub Uuid);
-
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                self.0.fmt(f)
-            }
-        }
-
-        impl From<$name> for Uuid {
-            fn from(id: $name) -> Self {
-                id.0
-            }
-        }
-    };
-}
-
-uuid_id!(
-    /// A calendar's id.
-    CalendarId
-);
-uuid_id!(
-    /// An event's id.
-    EventId
-);
-
-/// A user's id: better-auth's alphanumerics, or `fed_<uuid>` for a shadow user of a
-/// federated server ([`is_user_id`]).
-#[derive(
-    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
-#[serde(transparent)]
-pub struct UserId(String);
-
-impl UserId {
-    /// The id as text.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl From<&str> for UserId {
-    fn from(id: &str) -> Self {
-        Self(id.to_owned())
-    }
-}
-
-impl From<String> for UserId {
-    fn from(id: String) -> Self {
-        Self(id)
-    }
-}
-
-impl std::fmt::Display for UserId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+pub use ids::{
+    AccountId, CaldavAccountId, CalendarId, ConnectionId, EventId, InviteId, PageId, UserId,
+};
 
 /// `len` random characters from `[A-Za-z0-9]`.
 pub fn random_alphanumeric(len: usize) -> String {

@@ -4,6 +4,8 @@
 
 use std::fmt;
 
+use super::ids::AccountId;
+
 /// A calendar provider.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Provider {
@@ -59,12 +61,12 @@ pub struct AccountKey {
     /// The provider.
     pub provider: Provider,
     /// The account's id.
-    pub id: String,
+    pub id: AccountId,
 }
 
 impl AccountKey {
     /// The key of `id` at `provider`.
-    pub fn new(provider: Provider, id: impl Into<String>) -> Self {
+    pub fn new(provider: Provider, id: impl Into<AccountId>) -> Self {
         Self {
             provider,
             id: id.into(),
@@ -72,7 +74,8 @@ impl AccountKey {
     }
 
     /// The key a stored row names (`provider`, `account_id`); `None` for an unknown provider.
-    pub fn from_row(provider: &str, id: &str) -> Option<Self> {
+    pub fn from_row(provider: &str, id: &AccountId) -> Option<Self> {
+        let id = id.clone();
         Provider::parse(provider).map(|provider| Self::new(provider, id))
     }
 }

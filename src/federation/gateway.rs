@@ -14,6 +14,7 @@ use super::Federation;
 use super::home::token_for;
 use super::peer::{MAX_ANSWER_BYTES, PeerAnswer, bearer_header};
 use crate::domain::federation::forwarded_path;
+use crate::domain::ids::{ConnectionId, UserId};
 use crate::error::AppError;
 use crate::providers::outbound::OutboundRequest;
 use crate::store::Database;
@@ -23,9 +24,9 @@ use crate::store::federation_connections as connections;
 #[derive(Debug)]
 pub struct GatewayRequest {
     /// The caller.
-    pub user_id: String,
-    /// `:connectionId`, as written.
-    pub connection: String,
+    pub user_id: UserId,
+    /// `:connectionId` (see [`connection_id`]).
+    pub connection: ConnectionId,
     /// The rest of the path after the connection id, still percent-encoded.
     pub rest: String,
     /// The query string, if any.
@@ -40,6 +41,13 @@ pub struct GatewayRequest {
 
 fn connection_not_found() -> AppError {
     AppError::not_found("Federated connection not found.")
+}
+
+/// `:connectionId` as written in the path; one that is no UUID names no connection (404).
+pub fn connection_id(text: &str) -> Result<ConnectionId, AppError> {
+    Uuid::parse_str(text)
+        .map(ConnectionId::from_uuid)
+        .map_err(|_| connection_not_found())
 }
 
 /// The content types relayed: JSON, `text/plain` (the `OK` answers), `text/calendar`
@@ -82,8 +90,7 @@ pub async fn forward(
     db: &Database,
     request: GatewayRequest,
 ) -> Result<PeerAnswer, AppError> {
-    let connection_id = Uuid::parse_str(&request.connection).map_err(|_| connection_not_found())?;
-    let connection = connections::find(db, &request.user_id, connection_id)
+    let connection = connections::find(db, &request.user_id, request.connection)
         .await?
         .ok_or_else(connection_not_found)?;
     let path = forwarded_path(&request.rest).ok_or_else(|| {

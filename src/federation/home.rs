@@ -13,6 +13,7 @@ use super::peer::{HomeProfile, PeerAccepted, PeerAnswer, PeerRotated};
 use crate::domain::federation::{
     bare_origin, is_invite_token, needs_rotation, origin_label, peer_too_old,
 };
+use crate::domain::ids::{ConnectionId, UserId};
 use crate::error::AppError;
 use crate::providers::outbound::OutboundError;
 use crate::store::Database;
@@ -36,7 +37,7 @@ pub struct ConnectionView {
 impl From<&Connection> for ConnectionView {
     fn from(connection: &Connection) -> Self {
         Self {
-            id: connection.id,
+            id: connection.id.uuid(),
             label: origin_label(&connection.server),
             remote_user_id: connection.remote_user_id.clone(),
             server: connection.server.clone(),
@@ -54,7 +55,7 @@ pub struct Connected {
     pub calendar: Value,
     /// The connection (not serialized; the caller restarts the user's upstream streams).
     #[serde(skip)]
-    pub connection: Uuid,
+    pub connection: ConnectionId,
 }
 
 /// The `server` of a request as a canonical origin this server may reach, or a 400 that
@@ -120,7 +121,7 @@ pub async fn preview(
 pub async fn connect(
     federation: &Federation,
     db: &Database,
-    user_id: &str,
+    user_id: &UserId,
     profile: &HomeProfile,
     server: Option<&str>,
     token: Option<&str>,
@@ -186,7 +187,7 @@ pub async fn connect(
 }
 
 /// The user's connections.
-pub async fn list(db: &Database, user_id: &str) -> Result<Vec<ConnectionView>, AppError> {
+pub async fn list(db: &Database, user_id: &UserId) -> Result<Vec<ConnectionView>, AppError> {
     Ok(connections::of_user(db, user_id)
         .await?
         .iter()
@@ -198,7 +199,7 @@ pub async fn list(db: &Database, user_id: &str) -> Result<Vec<ConnectionView>, A
 /// that does not exist changes nothing). Whether there was one.
 pub async fn disconnect(
     db: &Database,
-    user_id: &str,
+    user_id: &UserId,
     server: Option<&str>,
 ) -> Result<bool, AppError> {
     let server = server.and_then(bare_origin).ok_or_else(|| {

@@ -13,11 +13,11 @@ use bytes::{Bytes, BytesMut};
 use futures::FutureExt;
 use serde_json::{Value, json};
 use tokio_util::task::AbortOnDropHandle;
-use uuid::Uuid;
 
 use super::Federation;
 use super::home::token_for;
 use crate::domain::frames::Frame;
+use crate::domain::ids::{ConnectionId, UserId};
 use crate::metrics::Metrics;
 use crate::store::Database;
 use crate::store::federation_connections as connections;
@@ -66,7 +66,12 @@ impl Drop for Open {
 }
 
 /// Starts the upstream stream of connection `connection` of `user_id`.
-pub fn spawn(context: UpstreamContext, user_id: String, connection: Uuid, sink: Sink) -> Upstream {
+pub fn spawn(
+    context: UpstreamContext,
+    user_id: UserId,
+    connection: ConnectionId,
+    sink: Sink,
+) -> Upstream {
     let task = tokio::spawn(async move {
         let mut wait = context.federation.stream_retry;
         loop {
@@ -101,7 +106,12 @@ enum Ended {
     Failed(&'static str),
 }
 
-async fn attempt(context: &UpstreamContext, user_id: &str, id: Uuid, sink: &Sink) -> Ended {
+async fn attempt(
+    context: &UpstreamContext,
+    user_id: &UserId,
+    id: ConnectionId,
+    sink: &Sink,
+) -> Ended {
     let federation = &context.federation;
     let connection = match connections::find(&context.db, user_id, id).await {
         Ok(Some(connection)) => connection,

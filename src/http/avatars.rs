@@ -18,6 +18,7 @@ use warp::{Filter, Rejection, Reply};
 use super::extract::{AuthUser, json_body, respond, signed_in, with_ctx};
 use crate::context::Ctx;
 use crate::domain::avatars;
+use crate::domain::ids::UserId;
 use crate::error::AppError;
 use crate::http::openapi::schemas::ErrorBody;
 use crate::store::avatars as avatar_store;
@@ -118,6 +119,7 @@ fn download(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> +
         .and(warp::query::<HashMap<String, String>>())
         .and_then(
             |user_id: String, ctx: Ctx, query: HashMap<String, String>| async move {
+                let user_id = UserId::new(user_id);
                 respond(download_handler(&ctx, &user_id, query.get("v")).await)
             },
         )
@@ -125,7 +127,7 @@ fn download(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> +
 
 async fn download_handler(
     ctx: &Ctx,
-    user_id: &str,
+    user_id: &UserId,
     version: Option<&String>,
 ) -> Result<Response, AppError> {
     let avatar = avatar_store::find(&ctx.db, user_id)

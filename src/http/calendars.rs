@@ -26,7 +26,7 @@ use crate::commands::calendar::CalendarChange;
 use crate::commands::mirrors::calendars::{RemoteChange, before_change, create_in_account};
 use crate::commands::not_a_member;
 use crate::context::Ctx;
-use crate::domain::ids::{CalendarId, UserId, require_uuid};
+use crate::domain::ids::{AccountId, CalendarId, require_uuid};
 use crate::domain::roles::Role;
 use crate::error::AppError;
 use crate::http::openapi::schemas::ErrorBody;
@@ -97,8 +97,8 @@ struct CalendarRequest {
 const INVALID_CALENDAR: &str = "Request is missing valid calendar data...";
 
 impl CalendarRequest {
-    fn id(&self) -> Result<uuid::Uuid, AppError> {
-        require_uuid("id", self.id.as_deref().unwrap_or_default())
+    fn id(&self) -> Result<CalendarId, AppError> {
+        require_uuid("id", self.id.as_deref().unwrap_or_default()).map(CalendarId::from_uuid)
     }
 
     fn change(&self) -> Result<CalendarChange, AppError> {
@@ -281,7 +281,7 @@ fn get_calendar(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejectio
 }
 
 async fn get_calendar_handler(ctx: &Ctx, user: &AuthUser, id: &str) -> Result<Response, AppError> {
-    let id = require_uuid("id", id)?;
+    let id = CalendarId::from_uuid(require_uuid("id", id)?);
     let role = members::role_of(&ctx.db, id, user.id())
         .await?
         .ok_or_else(not_a_member)?;
@@ -331,9 +331,9 @@ async fn create_calendar_handler(
     {
         let view = create_in_account(
             &ctx.mirrors,
-            &UserId::from(user.id()),
+            user.id(),
             provider,
-            account,
+            &account,
             &change.name,
             &change.color,
         )
@@ -345,7 +345,7 @@ async fn create_calendar_handler(
     let calendar = calendar_store::create(
         &ctx.db,
         NewCalendar {
-            creator_id: user.id().to_owned(),
+            creator_id: user.id().clone(),
             name: change.name,
             color: change.color,
         },
@@ -359,17 +359,17 @@ async fn create_calendar_handler(
 
 /// Checks the optional `provider` + `accountId` destination of a new calendar: none means
 /// a native calendar.
-pub(super) fn destination<'a>(
-    provider: Option<&'a str>,
-    account_id: Option<&'a str>,
-) -> Result<Option<(&'a str, &'a str)>, AppError> {
+pub(super) fn destination(
+    provider: Option<&str>,
+    account_id: Option<&str>,
+) -> Result<Option<(&'static str, AccountId)>, AppError> {
     match (provider, account_id) {
         (None, None) => Ok(None),
         (Some(_), None) | (None, Some(_)) => Err(AppError::bad_request(
             "Calendar destination requires both provider and accountId.",
         )),
         (Some(provider), Some(account)) => match Provider::parse(provider) {
-            Some(provider) => Ok(Some((provider.as_str(), account))),
+            Some(provider) => Ok(Some((provider.as_str(), AccountId::from(account)))),
             None => Err(AppError::bad_request("Unsupported provider.")),
         },
     }
@@ -410,11 +410,11 @@ async fn update_calendar_handler(
 ) -> Result<Response, AppError> {
     let id = body.id()?;
     let change = body.change()?;
-    let actor = user.id().to_owned();
+    let actor = user.id().clone();
     before_change(
         &ctx.mirrors,
         id,
-        &UserId::from(user.id()),
+        user.id(),
         RemoteChange::Update {
             name: &change.name,
             color: &change.color,
@@ -422,8 +422,8 @@ async fn update_calendar_handler(
     )
     .await?;
     let view = ctx
-        .ask_calendar(CalendarId(id), |reply| CalendarCommand::Update {
-            by: actor.into(),
+        .ask_calendar(id, |reply| CalendarCommand::Update {
+            by: actor,
             change,
             reply,
         })
@@ -464,19 +464,10 @@ async fn delete_calendar_handler(
     body: CalendarRequest,
 ) -> Result<Response, AppError> {
     let id = body.id()?;
-    let actor = user.id().to_owned();
-    before_change(
-        &ctx.mirrors,
-        id,
-        &UserId::from(user.id()),
-        RemoteChange::Delete,
-    )
-    .await?;
+    let actor = user.id().clone();
+    before_change(&ctx.mirrors, id, user.id(), RemoteChange::Delete).await?;
     let view = ctx
-        .ask_calendar(CalendarId(id), |reply| CalendarCommand::Delete {
-            by: actor.into(),
-            reply,
-        })
+        .ask_calendar(id, |reply| CalendarCommand::Delete { by: actor, reply })
         .await?;
     Ok(warp::reply::json(&view).into_response())
 }

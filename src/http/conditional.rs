@@ -13,6 +13,8 @@ use sha2::{Digest, Sha256};
 use warp::reply::Response;
 use warp::{Filter, Rejection};
 
+use crate::domain::ids::UserId;
+
 /// An entity tag: what one user's answer of one resource was built from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EntityTag(String);
@@ -21,7 +23,16 @@ impl EntityTag {
     /// The weak tag of `resource` as `user` reads it at `versions` (any text that changes
     /// whenever the answer's data does). The user is part of it, so that one browser signed
     /// in as two users never mixes their answers.
-    pub fn weak(resource: &str, user: &str, versions: &str) -> Self {
+    pub fn weak(resource: &str, user: &UserId, versions: &str) -> Self {
+        Self::digest(resource, user.as_str(), versions)
+    }
+
+    /// The weak tag of `resource`, the same for every reader (no user), at `versions`.
+    pub fn public(resource: &str, versions: &str) -> Self {
+        Self::digest(resource, "", versions)
+    }
+
+    fn digest(resource: &str, user: &str, versions: &str) -> Self {
         let mut digest = Sha256::new();
         for part in [resource, user, versions] {
             digest.update(part.len().to_le_bytes());
@@ -90,22 +101,25 @@ mod tests {
 
     #[test]
     fn tags_name_resource_user_and_versions() {
-        let tag = EntityTag::weak("events", "u1", "c1:4");
-        assert_eq!(tag, EntityTag::weak("events", "u1", "c1:4"));
-        assert_ne!(tag, EntityTag::weak("events", "u1", "c1:5"));
-        assert_ne!(tag, EntityTag::weak("events", "u2", "c1:4"));
-        assert_ne!(tag, EntityTag::weak("calendars", "u1", "c1:4"));
+        let (u1, u2) = (UserId::from("u1"), UserId::from("u2"));
+        let tag = EntityTag::weak("events", &u1, "c1:4");
+        assert_eq!(tag, EntityTag::weak("events", &u1, "c1:4"));
+        assert_ne!(tag, EntityTag::weak("events", &u1, "c1:5"));
+        assert_ne!(tag, EntityTag::weak("events", &u2, "c1:4"));
+        assert_ne!(tag, EntityTag::weak("calendars", &u1, "c1:4"));
+        assert_ne!(tag, EntityTag::public("events", "c1:4"));
         // Parts cannot run into each other.
         assert_ne!(
-            EntityTag::weak("a", "bc", ""),
-            EntityTag::weak("ab", "c", "")
+            EntityTag::weak("a", &UserId::from("bc"), ""),
+            EntityTag::weak("ab", &UserId::from("c"), "")
         );
+        assert_ne!(EntityTag::public("ab", "c"), EntityTag::public("a", "bc"));
         assert!(tag.0.starts_with("W/\"") && tag.0.ends_with('"'));
     }
 
     #[test]
     fn if_none_match_compares_weakly_and_lists() {
-        let tag = EntityTag::weak("events", "u1", "c1:4");
+        let tag = EntityTag::weak("events", &UserId::from("u1"), "c1:4");
         let strong = tag.0.trim_start_matches("W/").to_owned();
         assert!(tag.matched_by(Some(&tag.0)));
         assert!(tag.matched_by(Some(&strong)));

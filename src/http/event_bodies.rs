@@ -10,7 +10,7 @@ use utoipa::openapi::{RefOr, Schema};
 
 use super::input::{Field, Lenient};
 use crate::domain::events::{Attendance, EventInput, EventUpdate};
-use crate::domain::ids::canonical_uuid;
+use crate::domain::ids::{CalendarId, EventId, canonical_uuid};
 use crate::domain::time::{from_epoch_millis, parse_timestamp};
 use crate::error::AppError;
 use crate::views::schemas::AttendanceSchema;
@@ -154,6 +154,7 @@ impl TryFrom<EventBody> for EventInput {
     /// Validates an Event body: ids, times, and the stored content's rules.
     fn try_from(raw: EventBody) -> Result<Self, AppError> {
         let id = canonical_uuid(&raw.id)
+            .map(EventId::from_uuid)
             .ok_or_else(|| AppError::bad_request("event.id must be a valid UUID."))?;
         let start = raw
             .start
@@ -166,18 +167,22 @@ impl TryFrom<EventBody> for EventInput {
         let mut calendars = Vec::with_capacity(raw.calendars.len());
         for calendar in &raw.calendars {
             let calendar = canonical_uuid(calendar)
+                .map(CalendarId::from_uuid)
                 .ok_or_else(|| AppError::bad_request("event.calendars[] must be a valid UUID."))?;
             if !calendars.contains(&calendar) {
                 calendars.push(calendar);
             }
         }
-        let origin_calendar_id =
-            match raw.origin_calendar_id.as_deref() {
-                None => None,
-                Some(origin) => Some(canonical_uuid(origin).ok_or_else(|| {
-                    AppError::bad_request("originCalendarID must be a valid UUID.")
-                })?),
-            };
+        let origin_calendar_id = match raw.origin_calendar_id.as_deref() {
+            None => None,
+            Some(origin) => Some(
+                canonical_uuid(origin)
+                    .map(CalendarId::from_uuid)
+                    .ok_or_else(|| {
+                        AppError::bad_request("originCalendarID must be a valid UUID.")
+                    })?,
+            ),
+        };
         let input = Self {
             id,
             organizer: raw.organizer,

@@ -9,7 +9,6 @@ use crate::http::endpoint::endpoint;
 use http::StatusCode;
 use serde::Deserialize;
 use utoipa::{OpenApi, ToSchema};
-use uuid::Uuid;
 use warp::filters::BoxedFilter;
 use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
@@ -76,8 +75,9 @@ const INVALID_CREATE: &str = "Request is missing valid event data...";
 const INVALID_UPDATE: &str = "Request missing valid event data...";
 
 /// A `:eventId` path segment: a canonical UUID, never an occurrence id.
-fn event_id(text: &str) -> Result<Uuid, AppError> {
+fn event_id(text: &str) -> Result<EventId, AppError> {
     canonical_uuid(text)
+        .map(EventId::from_uuid)
         .ok_or_else(|| AppError::bad_request("eventId must be an event id, not an occurrence."))
 }
 
@@ -113,10 +113,10 @@ async fn create_event_handler(
 ) -> Result<Response, AppError> {
     let input = EventInput::try_from(body)?;
     let home = input.home_for_create()?;
-    let actor = user.id().to_owned();
+    let actor = user.id().clone();
     let view = ctx
-        .ask_calendar(CalendarId(home), |reply| EventCommand::Create {
-            by: actor.into(),
+        .ask_calendar(home, |reply| EventCommand::Create {
+            by: actor,
             input,
             reply,
         })
@@ -159,10 +159,10 @@ async fn update_event_handler(
         input,
         base_revision,
     } = EventUpdate::try_from(body)?;
-    let actor = user.id().to_owned();
+    let actor = user.id().clone();
     let view = ctx
-        .ask_event_home(EventId(input.id), |reply| EventCommand::Update {
-            by: actor.into(),
+        .ask_event_home(input.id, |reply| EventCommand::Update {
+            by: actor,
             input,
             base_revision,
             reply,
@@ -213,8 +213,8 @@ struct DeleteBody {
 
 /// A deletion: the event, and the one calendar to take it out of, if only that.
 struct Deletion {
-    event: Uuid,
-    unlink: Option<Uuid>,
+    event: EventId,
+    unlink: Option<CalendarId>,
 }
 
 impl TryFrom<DeleteBody> for Deletion {
@@ -225,10 +225,14 @@ impl TryFrom<DeleteBody> for Deletion {
             .id
             .and_then(Lenient::valid)
             .and_then(|id| canonical_uuid(&id))
+            .map(EventId::from_uuid)
             .ok_or_else(|| AppError::bad_request("event.id must be a valid UUID."))?;
         let unlink = match body.unlink {
             None => None,
-            Some(Lenient::Valid(id)) => Some(require_uuid("unlinkCalendarID", &id)?),
+            Some(Lenient::Valid(id)) => Some(CalendarId::from_uuid(require_uuid(
+                "unlinkCalendarID",
+                &id,
+            )?)),
             Some(Lenient::Invalid(_)) => {
                 return Err(AppError::bad_request(
                     "unlinkCalendarID must be a valid UUID.",
@@ -245,12 +249,12 @@ async fn delete_event_handler(
     body: DeleteBody,
 ) -> Result<Response, AppError> {
     let Deletion { event, unlink } = Deletion::try_from(body)?;
-    let actor = user.id().to_owned();
+    let actor = user.id().clone();
     let deleted = ctx
-        .ask_event_home(EventId(event), |reply| EventCommand::Delete {
-            by: actor.into(),
-            event: EventId(event),
-            unlink: unlink.map(CalendarId),
+        .ask_event_home(event, |reply| EventCommand::Delete {
+            by: actor,
+            event,
+            unlink,
             reply,
         })
         .await?;
@@ -273,7 +277,7 @@ impl TryFrom<TargetBody> for CalendarId {
         body.calendar
             .and_then(Lenient::valid)
             .and_then(|id| canonical_uuid(&id))
-            .map(CalendarId)
+            .map(CalendarId::from_uuid)
             .ok_or_else(|| AppError::bad_request("calendarID must be a valid UUID."))
     }
 }
@@ -315,11 +319,11 @@ async fn link_event_handler(
 ) -> Result<Response, AppError> {
     let event = event_id(id)?;
     let target = CalendarId::try_from(body)?;
-    let actor = user.id().to_owned();
+    let actor = user.id().clone();
     let view = ctx
-        .ask_event_home(EventId(event), |reply| EventCommand::Link {
-            by: actor.into(),
-            event: EventId(event),
+        .ask_event_home(event, |reply| EventCommand::Link {
+            by: actor,
+            event,
             target,
             reply,
         })
@@ -364,11 +368,11 @@ async fn fork_event_handler(
 ) -> Result<Response, AppError> {
     let event = event_id(id)?;
     let target = CalendarId::try_from(body)?;
-    let actor = user.id().to_owned();
+    let actor = user.id().clone();
     let view = ctx
         .ask_calendar(target, |reply| EventCommand::Fork {
-            by: actor.into(),
-            event: EventId(event),
+            by: actor,
+            event,
             reply,
         })
         .await?;
@@ -442,11 +446,11 @@ async fn set_attendance_handler(
 ) -> Result<Response, AppError> {
     let event = event_id(id)?;
     let answer = Attendance::try_from(body)?;
-    let actor = user.id().to_owned();
+    let actor = user.id().clone();
     let attendees = ctx
-        .ask_event_home(EventId(event), |reply| EventCommand::SetAttendance {
-            by: actor.into(),
-            event: EventId(event),
+        .ask_event_home(event, |reply| EventCommand::SetAttendance {
+            by: actor,
+            event,
             answer,
             reply,
         })

@@ -15,6 +15,7 @@ use super::request::RequestCtx;
 use crate::auth::csrf;
 use crate::auth::principal::{self, Identity, Resolution, Transport};
 use crate::context::Ctx;
+use crate::domain::ids::UserId;
 use crate::error::AppError;
 use crate::http::input;
 
@@ -142,7 +143,7 @@ pub struct AuthUser {
 
 impl AuthUser {
     /// The user's id.
-    pub fn id(&self) -> &str {
+    pub fn id(&self) -> &UserId {
         &self.identity.user().id
     }
 

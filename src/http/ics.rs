@@ -25,7 +25,7 @@ use super::calendars::destination;
 use super::extract::{AuthUser, body_bytes, respond, session_or_member_token, signed_in, with_ctx};
 use crate::commands::mirrors::calendars::import_into_account;
 use crate::context::Ctx;
-use crate::domain::ids::{UserId, require_uuid};
+use crate::domain::ids::{CalendarId, require_uuid};
 use crate::domain::roles::Role;
 use crate::error::AppError;
 use crate::http::openapi::schemas::ErrorBody;
@@ -164,11 +164,11 @@ async fn import_handler(
     let name = requested_name
         .or(parsed.name)
         .unwrap_or_else(|| DEFAULT_IMPORT_NAME.to_owned());
-    if let Some(destination) = destination {
+    if let Some((provider, account)) = &destination {
         let calendar = import_into_account(
             &ctx.mirrors,
-            &UserId::from(user.id()),
-            destination,
+            user.id(),
+            (provider, account),
             &name,
             &color,
             &parsed.events,
@@ -185,7 +185,7 @@ async fn import_handler(
     let calendar = ics_store::create_imported(
         &ctx.db,
         NewCalendar {
-            creator_id: user.id().to_owned(),
+            creator_id: user.id().clone(),
             name,
             color,
         },
@@ -251,7 +251,7 @@ fn export(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + C
 }
 
 async fn export_handler(ctx: &Ctx, user: &AuthUser, id: &str) -> Result<Response, AppError> {
-    let id = require_uuid("id", id)?;
+    let id = CalendarId::from_uuid(require_uuid("id", id)?);
     members::role_of(&ctx.db, id, user.id())
         .await?
         .ok_or_else(|| AppError::forbidden("You can't access this calendar."))?;

@@ -10,7 +10,7 @@ use warp::{Filter, Rejection, Reply};
 use super::extract::{request_ctx, respond, with_ctx};
 use super::request::RequestCtx;
 use crate::context::Ctx;
-use crate::domain::ids::canonical_uuid;
+use crate::domain::ids::{CalendarId, InviteId, canonical_uuid};
 use crate::domain::invites::invite_not_found;
 use crate::domain::recurrence::expansion;
 use crate::error::AppError;
@@ -79,7 +79,7 @@ const PREVIEW_TIME: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// The calendar's events in the next 30 days, recurring ones expanded (off the async
 /// runtime, within a budget: what it does not reach is left out of the preview).
-async fn preview_events(ctx: &Ctx, calendar_id: uuid::Uuid) -> Result<Vec<PreviewEvent>, AppError> {
+async fn preview_events(ctx: &Ctx, calendar_id: CalendarId) -> Result<Vec<PreviewEvent>, AppError> {
     let from = Utc::now();
     let to = from + chrono::Duration::days(PREVIEW_DAYS);
     let rows = event_reads::for_preview(&ctx.db, calendar_id, from, to).await?;
@@ -179,7 +179,9 @@ async fn preview_handler(ctx: &Ctx, rctx: &RequestCtx, token: &str) -> Result<Re
             std::time::Instant::now(),
         )
         .map_err(|retry_after_secs| AppError::TooManyRequests { retry_after_secs })?;
-    let invite_id = canonical_uuid(token).ok_or_else(invite_not_found)?;
+    let invite_id = canonical_uuid(token)
+        .map(InviteId::from_uuid)
+        .ok_or_else(invite_not_found)?;
     let invite = invites::find_usable(&ctx.db, invite_id, Utc::now())
         .await?
         .ok_or_else(invite_not_found)?;
@@ -188,13 +190,13 @@ async fn preview_handler(ctx: &Ctx, rctx: &RequestCtx, token: &str) -> Result<Re
         .ok_or_else(invite_not_found)?;
     let members = members::list(&ctx.db, calendar.id).await?;
     let response = PreviewResponse {
-        id: calendar.id,
+        id: calendar.id.uuid(),
         name: calendar.name,
         color: calendar.color,
         members: members
             .iter()
             .map(|m| PreviewMember {
-                id: m.user.id.clone(),
+                id: m.user.id.to_string(),
                 name: m.user.name.clone(),
                 image: m.user.image.clone(),
             })

@@ -19,7 +19,7 @@ use crate::actors::calendar::CalendarCommand;
 use crate::commands::{not_a_member, not_allowed};
 use crate::context::Ctx;
 use crate::domain::email;
-use crate::domain::ids::{CalendarId, canonical_uuid, require_uuid};
+use crate::domain::ids::{CalendarId, InviteId, canonical_uuid, require_uuid};
 use crate::domain::invites::invite_not_found;
 use crate::domain::roles::Action;
 use crate::error::AppError;
@@ -108,7 +108,7 @@ async fn create_invite_handler(
     user: &AuthUser,
     body: CreateInviteRequest,
 ) -> Result<Response, AppError> {
-    let calendar_id = require_uuid("calendarID", &body.calendar_id)?;
+    let calendar_id = CalendarId::from_uuid(require_uuid("calendarID", &body.calendar_id)?);
     let expires_at = match body.expires_at.unwrap_or(Value::Null) {
         Value::Null => None,
         Value::String(text) => {
@@ -142,15 +142,13 @@ async fn create_invite_handler(
             ));
         }
     };
-    let actor = user.id().to_owned();
+    let actor = user.id().clone();
     let invite = ctx
-        .ask_calendar(CalendarId(calendar_id), |reply| {
-            CalendarCommand::CreateInvite {
-                by: actor.into(),
-                expires_at,
-                max_uses,
-                reply,
-            }
+        .ask_calendar(calendar_id, |reply| CalendarCommand::CreateInvite {
+            by: actor,
+            expires_at,
+            max_uses,
+            reply,
         })
         .await?;
     Ok(warp::reply::with_status(warp::reply::json(&invite), StatusCode::CREATED).into_response())
@@ -179,7 +177,7 @@ fn list_invites(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejectio
 }
 
 async fn list_invites_handler(ctx: &Ctx, user: &AuthUser, id: &str) -> Result<Response, AppError> {
-    let id = require_uuid("calendarId", id)?;
+    let id = CalendarId::from_uuid(require_uuid("calendarId", id)?);
     let role = members::role_of(&ctx.db, id, user.id())
         .await?
         .ok_or_else(not_a_member)?;
@@ -195,12 +193,18 @@ async fn list_invites_handler(ctx: &Ctx, user: &AuthUser, id: &str) -> Result<Re
 }
 
 /// The invite's calendar, for routing a command to its actor (404 when there is none).
-async fn calendar_of(ctx: &Ctx, invite_id: &str) -> Result<(uuid::Uuid, uuid::Uuid), AppError> {
-    let invite_id = canonical_uuid(invite_id).ok_or_else(invite_not_found)?;
+async fn calendar_of(ctx: &Ctx, invite_id: InviteId) -> Result<CalendarId, AppError> {
     let invite = invites::find(&ctx.db, invite_id)
         .await?
         .ok_or_else(invite_not_found)?;
-    Ok((invite_id, invite.calendar_id))
+    Ok(invite.calendar_id)
+}
+
+/// An `:inviteId` path segment: one that is no canonical UUID names no invite (404).
+fn path_invite_id(text: &str) -> Result<InviteId, AppError> {
+    canonical_uuid(text)
+        .map(InviteId::from_uuid)
+        .ok_or_else(invite_not_found)
 }
 
 /// DELETE /api/v1/calendars/invites/:inviteId — revokes at once (invite right).
@@ -227,14 +231,13 @@ fn revoke_invite(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejecti
 }
 
 async fn revoke_invite_handler(ctx: &Ctx, user: &AuthUser, id: &str) -> Result<Response, AppError> {
-    let (invite, calendar_id) = calendar_of(ctx, id).await?;
-    let actor = user.id().to_owned();
-    ctx.ask_calendar(CalendarId(calendar_id), |reply| {
-        CalendarCommand::RevokeInvite {
-            by: actor.into(),
-            invite,
-            reply,
-        }
+    let invite = path_invite_id(id)?;
+    let calendar_id = calendar_of(ctx, invite).await?;
+    let actor = user.id().clone();
+    ctx.ask_calendar(calendar_id, |reply| CalendarCommand::RevokeInvite {
+        by: actor,
+        invite,
+        reply,
     })
     .await?;
     Ok(super::extract::ok_text())
@@ -293,7 +296,8 @@ async fn send_invite_handler(
             "Body must be { email } with one address.",
         ));
     }
-    let (invite_id, calendar_id) = calendar_of(ctx, id).await?;
+    let invite_id = path_invite_id(id)?;
+    let calendar_id = calendar_of(ctx, invite_id).await?;
     let role = members::role_of(&ctx.db, calendar_id, user.id())
         .await?
         .ok_or_else(not_a_member)?;
@@ -309,7 +313,7 @@ async fn send_invite_handler(
         return Err(AppError::bad_request("This server cannot send email."));
     }
     ctx.limits
-        .check(INVITE_SEND, user.id(), std::time::Instant::now())
+        .check(INVITE_SEND, user.id().as_str(), std::time::Instant::now())
         .map_err(|retry_after_secs| AppError::TooManyRequests { retry_after_secs })?;
     let link = format!("{}/invite/{invite_id}", ctx.base_url);
     let mail = templates::calendar_invitation(

@@ -17,7 +17,7 @@ use super::extract::{
 use crate::actors::calendar::CalendarCommand;
 use crate::commands::not_a_member;
 use crate::context::Ctx;
-use crate::domain::ids::{CalendarId, canonical_uuid, is_user_id, require_uuid};
+use crate::domain::ids::{CalendarId, InviteId, UserId, canonical_uuid, is_user_id, require_uuid};
 use crate::domain::roles::Role;
 use crate::error::AppError;
 use crate::http::openapi::schemas::ErrorBody;
@@ -71,7 +71,7 @@ fn list_members(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejectio
 }
 
 async fn list_members_handler(ctx: &Ctx, user: &AuthUser, id: &str) -> Result<Response, AppError> {
-    let id = require_uuid("calendarId", id)?;
+    let id = CalendarId::from_uuid(require_uuid("calendarId", id)?);
     members::role_of(&ctx.db, id, user.id())
         .await?
         .ok_or_else(not_a_member)?;
@@ -127,17 +127,18 @@ async fn join_handler(
     id: &str,
     body: JoinRequest,
 ) -> Result<Response, AppError> {
-    let id = require_uuid("calendarId", id)?;
+    let id = CalendarId::from_uuid(require_uuid("calendarId", id)?);
     let token = body
         .token
         .filter(|t| !t.is_empty())
         .ok_or_else(|| AppError::forbidden("A valid invite is required to join this calendar."))?;
-    let invite =
-        canonical_uuid(&token).ok_or_else(|| AppError::not_found("Invite not found..."))?;
-    let user_id = user.id().to_owned();
+    let invite = canonical_uuid(&token)
+        .map(InviteId::from_uuid)
+        .ok_or_else(|| AppError::not_found("Invite not found..."))?;
+    let user_id = user.id().clone();
     let joined = ctx
-        .ask_calendar(CalendarId(id), |reply| CalendarCommand::Join {
-            user: user_id.into(),
+        .ask_calendar(id, |reply| CalendarCommand::Join {
+            user: user_id,
             invite,
             reply,
         })
@@ -168,10 +169,10 @@ fn leave(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Cl
 }
 
 async fn leave_handler(ctx: &Ctx, user: &AuthUser, id: &str) -> Result<Response, AppError> {
-    let id = require_uuid("calendarId", id)?;
-    let user_id = user.id().to_owned();
-    ctx.ask_calendar(CalendarId(id), |reply| CalendarCommand::Leave {
-        user: user_id.into(),
+    let id = CalendarId::from_uuid(require_uuid("calendarId", id)?);
+    let user_id = user.id().clone();
+    ctx.ask_calendar(id, |reply| CalendarCommand::Leave {
+        user: user_id,
         reply,
     })
     .await?;
@@ -187,9 +188,9 @@ struct RoleRequest {
     role: Option<String>,
 }
 
-fn target_user(user_id: &str) -> Result<String, AppError> {
+fn target_user(user_id: &str) -> Result<UserId, AppError> {
     if is_user_id(user_id) {
-        Ok(user_id.to_owned())
+        Ok(UserId::from(user_id))
     } else {
         Err(AppError::bad_request("userId must be a user id."))
     }
@@ -236,12 +237,12 @@ async fn set_role_handler(
         .as_deref()
         .and_then(Role::parse)
         .ok_or_else(|| AppError::bad_request("Role must be 'viewer', 'editor' or 'owner'."))?;
-    let id = require_uuid("calendarId", id)?;
+    let id = CalendarId::from_uuid(require_uuid("calendarId", id)?);
     let target = target_user(target)?;
-    let actor = user.id().to_owned();
-    ctx.ask_calendar(CalendarId(id), |reply| CalendarCommand::SetRole {
-        by: actor.into(),
-        target: target.into(),
+    let actor = user.id().clone();
+    ctx.ask_calendar(id, |reply| CalendarCommand::SetRole {
+        by: actor,
+        target,
         role,
         reply,
     })
@@ -282,12 +283,12 @@ async fn remove_member_handler(
     id: &str,
     target: &str,
 ) -> Result<Response, AppError> {
-    let id = require_uuid("calendarId", id)?;
+    let id = CalendarId::from_uuid(require_uuid("calendarId", id)?);
     let target = target_user(target)?;
-    let actor = user.id().to_owned();
-    ctx.ask_calendar(CalendarId(id), |reply| CalendarCommand::RemoveMember {
-        by: actor.into(),
-        target: target.into(),
+    let actor = user.id().clone();
+    ctx.ask_calendar(id, |reply| CalendarCommand::RemoveMember {
+        by: actor,
+        target,
         reply,
     })
     .await?;

@@ -17,7 +17,7 @@ use super::conditional::{self, EntityTag, if_none_match};
 use super::extract::{AuthUser, json_body, respond, signed_in, with_ctx};
 use crate::commands::pages::{self as commands, page_not_found};
 use crate::context::Ctx;
-use crate::domain::ids::canonical_uuid;
+use crate::domain::ids::{PageId, canonical_uuid};
 use crate::domain::pages::{MAX_PAGES, parse_config, parse_name};
 use crate::error::AppError;
 use crate::http::openapi::schemas::{ErrorBody, StaleRevision};
@@ -53,8 +53,10 @@ const INVALID_DOCUMENT: &str = "Request is missing a valid page document.";
 const INVALID_ORDER: &str = "Request is missing a valid page order.";
 
 /// A Page id from the path; a malformed one names no Page.
-fn page_id(text: &str) -> Result<Uuid, AppError> {
-    canonical_uuid(text).ok_or_else(page_not_found)
+fn page_id(text: &str) -> Result<PageId, AppError> {
+    canonical_uuid(text)
+        .map(PageId::from_uuid)
+        .ok_or_else(page_not_found)
 }
 
 /// Validated name and config, or 400 with `invalid`.
@@ -209,8 +211,8 @@ async fn reorder_handler(
     let ids = body
         .page_ids
         .iter()
-        .map(|id| canonical_uuid(id))
-        .collect::<Option<Vec<Uuid>>>()
+        .map(|id| canonical_uuid(id).map(PageId::from_uuid))
+        .collect::<Option<Vec<PageId>>>()
         .filter(|ids| (1..=MAX_PAGES).contains(&ids.len()))
         .ok_or_else(invalid)?;
     if ids.iter().collect::<std::collections::HashSet<_>>().len() != ids.len() {
@@ -220,6 +222,7 @@ async fn reorder_handler(
         None => None,
         Some(id) => Some(
             canonical_uuid(&id)
+                .map(PageId::from_uuid)
                 .filter(|id| ids.contains(id))
                 .ok_or_else(invalid)?,
         ),
@@ -345,7 +348,7 @@ fn delete_page(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection
                 async {
                     let id = page_id(&id)?;
                     commands::delete(&ctx.services, user.id(), id).await?;
-                    Ok(warp::reply::json(&RemovedPage { id }))
+                    Ok(warp::reply::json(&RemovedPage { id: id.uuid() }))
                 }
                 .await,
             )

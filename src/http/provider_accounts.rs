@@ -23,7 +23,7 @@ use crate::commands::mirrors::disconnect::{
     disconnect_caldav, disconnect_calendar, disconnect_linked, revoke_google,
 };
 use crate::context::Ctx;
-use crate::domain::ids::UserId;
+use crate::domain::ids::{CaldavAccountId, CalendarId};
 use crate::domain::providers::{AccountKey, Provider};
 use crate::error::AppError;
 use crate::http::openapi::schemas::ErrorBody;
@@ -213,7 +213,7 @@ fn list_caldav(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection
                     let accounts = accounts
                         .iter()
                         .map(|account| CaldavAccount {
-                            id: account.id,
+                            id: account.id.uuid(),
                             server_url: account.server_url.clone(),
                             username: account.username.clone(),
                         })
@@ -276,9 +276,9 @@ async fn connect_handler(
         username,
         password,
     };
-    let account_id = connect_caldav(&ctx.mirrors, &UserId::from(user.id()), credentials).await?;
+    let account_id = connect_caldav(&ctx.mirrors, user.id(), credentials).await?;
     ctx.actors.providers.tell(ProvidersMsg::Start {
-        account: AccountKey::new(Provider::Caldav, account_id.to_string()),
+        account: AccountKey::new(Provider::Caldav, account_id),
         pull: false,
     });
     Ok(ok_text())
@@ -325,19 +325,27 @@ async fn remove_handler(
     let account = from_body
         .or_else(|| query.get("accountId").cloned())
         .ok_or_else(|| AppError::bad_request("accountId is required"))?;
-    remove_account(ctx, user, &account).await?;
+    if let Some(account_id) = caldav_account_id(&account) {
+        remove_account(ctx, user, account_id).await?;
+    }
     Ok(ok_text())
 }
 
+/// A CalDAV account's id as a request names it; text that is no UUID names no account.
+fn caldav_account_id(text: &str) -> Option<CaldavAccountId> {
+    Uuid::parse_str(text).ok().map(CaldavAccountId::from_uuid)
+}
+
 /// Removes one of the caller's CalDAV accounts (an unknown or foreign id changes nothing).
-async fn remove_account(ctx: &Ctx, user: &AuthUser, account: &str) -> Result<bool, AppError> {
-    let Ok(account_id) = Uuid::parse_str(account) else {
-        return Ok(false);
-    };
-    let removed = disconnect_caldav(&ctx.mirrors, &UserId::from(user.id()), account_id).await?;
+async fn remove_account(
+    ctx: &Ctx,
+    user: &AuthUser,
+    account_id: CaldavAccountId,
+) -> Result<bool, AppError> {
+    let removed = disconnect_caldav(&ctx.mirrors, user.id(), account_id).await?;
     if removed {
         ctx.actors.providers.tell(ProvidersMsg::Stop {
-            account: AccountKey::new(Provider::Caldav, account_id.to_string()),
+            account: AccountKey::new(Provider::Caldav, account_id),
         });
     }
     Ok(removed)
@@ -405,7 +413,7 @@ fn google_revoke(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejecti
         .and_then(|ctx: Ctx, user: AuthUser| async move {
             respond(
                 async {
-                    let revoked = revoke_google(&ctx.mirrors, &UserId::from(user.id())).await?;
+                    let revoked = revoke_google(&ctx.mirrors, user.id()).await?;
                     for account in revoked {
                         ctx.actors.providers.tell(ProvidersMsg::Stop { account });
                     }
@@ -451,14 +459,20 @@ fn disconnect(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection>
                         };
                         match Provider::parse(&provider) {
                             Some(Provider::Caldav) => {
-                                if !remove_account(&ctx, &user, &account).await? {
+                                let removed = match caldav_account_id(&account) {
+                                    Some(account_id) => {
+                                        remove_account(&ctx, &user, account_id).await?
+                                    }
+                                    None => false,
+                                };
+                                if !removed {
                                     return Err(account_not_found());
                                 }
                             }
                             Some(provider) => {
-                                let user = UserId::from(user.id());
+                                // The provider's account id, or the account row's id.
                                 let account =
-                                    disconnect_linked(&ctx.mirrors, &user, provider, &account)
+                                    disconnect_linked(&ctx.mirrors, user.id(), provider, &account)
                                         .await?
                                         .ok_or_else(account_not_found)?;
                                 ctx.actors.providers.tell(ProvidersMsg::Stop { account });
@@ -498,15 +512,16 @@ fn disconnect_mirror(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rej
                     let Some(calendar) = body.calendar_id.filter(|id| !id.is_empty()) else {
                         return Err(AppError::bad_request("calendarId is required"));
                     };
-                    let calendar_id = Uuid::parse_str(&calendar).map_err(|_| {
-                        AppError::bad_request("Not an external calendar you can disconnect")
-                    })?;
-                    disconnect_calendar(&ctx.mirrors, &UserId::from(user.id()), calendar_id)
-                        .await?;
-                    Ok(
-                        warp::reply::json(&DisconnectedCalendar { id: calendar_id })
-                            .into_response(),
-                    )
+                    let calendar_id = Uuid::parse_str(&calendar)
+                        .map(CalendarId::from_uuid)
+                        .map_err(|_| {
+                            AppError::bad_request("Not an external calendar you can disconnect")
+                        })?;
+                    disconnect_calendar(&ctx.mirrors, user.id(), calendar_id).await?;
+                    Ok(warp::reply::json(&DisconnectedCalendar {
+                        id: calendar_id.uuid(),
+                    })
+                    .into_response())
                 }
                 .await,
             )

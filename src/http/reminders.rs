@@ -4,11 +4,12 @@
 //! /api/v1/reminders/events/:eventId {rule}` (the event must be visible; null clears) and
 //! `DELETE /api/v1/reminders/events/:eventId`. Writes answer an empty 200.
 
+use std::fmt::Display;
+
 use crate::http::endpoint::endpoint;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::{OpenApi, ToSchema};
-use uuid::Uuid;
 use warp::filters::BoxedFilter;
 use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
@@ -17,7 +18,7 @@ use super::conditional::{self, EntityTag, if_none_match};
 use super::extract::{AuthUser, json_body, respond, signed_in, with_ctx};
 use crate::commands::{reminders as commands, settings as settings_commands};
 use crate::context::Ctx;
-use crate::domain::ids::require_uuid;
+use crate::domain::ids::{CalendarId, EventId, require_uuid};
 use crate::domain::{reminders, settings};
 use crate::error::AppError;
 use crate::http::input::{Field, Lenient};
@@ -128,22 +129,13 @@ async fn read_handler(
 ) -> Result<Response, AppError> {
     let stored = settings_commands::read(&ctx.services, user.id()).await?;
     let default = settings::with_defaults(&stored.value)["defaultReminder"].clone();
-    let as_map = |rules: Vec<(Uuid, Value)>| -> Map<String, Value> {
-        rules
-            .into_iter()
-            .map(|(id, rule)| (id.to_string(), rule))
-            .collect()
-    };
     let db = &ctx.db;
     let calendar_rules = reminder_store::calendar_rules(db, user.id()).await?;
     let event_rules = reminder_store::event_rules(db, user.id()).await?;
     // Built from the settings' revision (the default rule) and the rules themselves.
     let mut versions = stored.revision.to_string();
-    for (kind, rules) in [("calendar", &calendar_rules), ("event", &event_rules)] {
-        for (id, rule) in rules {
-            versions.push_str(&format!("\n{kind}|{id}|{rule}"));
-        }
-    }
+    push_versions(&mut versions, "calendar", &calendar_rules);
+    push_versions(&mut versions, "event", &event_rules);
     let tag = EntityTag::weak("reminders", user.id(), &versions);
     Ok(conditional::answer(&tag, if_none_match, || {
         let calendars = as_map(calendar_rules);
@@ -155,6 +147,21 @@ async fn read_handler(
         })
         .into_response()
     }))
+}
+
+/// The rules keyed by their calendar's or event's id.
+fn as_map<Id: Display>(rules: Vec<(Id, Value)>) -> Map<String, Value> {
+    rules
+        .into_iter()
+        .map(|(id, rule)| (id.to_string(), rule))
+        .collect()
+}
+
+/// Appends the `kind` rules to what the rules' tag is built from.
+fn push_versions<Id: Display>(versions: &mut String, kind: &str, rules: &[(Id, Value)]) {
+    for (id, rule) in rules {
+        versions.push_str(&format!("\n{kind}|{id}|{rule}"));
+    }
 }
 
 /// PUT /api/v1/reminders/calendars/:calendarId.
@@ -182,7 +189,7 @@ fn set_calendar_rule(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rej
             |id: String, ctx: Ctx, user: AuthUser, body: Lenient<RuleBody>| async move {
                 respond(
                     async {
-                        let calendar = require_uuid("calendarId", &id)?;
+                        let calendar = CalendarId::from_uuid(require_uuid("calendarId", &id)?);
                         let RuleChange(rule) = RuleChange::try_from(body)?;
                         commands::set_calendar_rule(&ctx.services, user.id(), calendar, rule)
                             .await?;
@@ -220,7 +227,7 @@ fn set_event_rule(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Reject
             |id: String, ctx: Ctx, user: AuthUser, body: Lenient<RuleBody>| async move {
                 respond(
                     async {
-                        let event = require_uuid("eventId", &id)?;
+                        let event = EventId::from_uuid(require_uuid("eventId", &id)?);
                         let RuleChange(rule) = RuleChange::try_from(body)?;
                         commands::set_event_rule(&ctx.services, user.id(), event, rule).await?;
                         Ok(empty_ok())
@@ -253,7 +260,7 @@ fn clear_event_rule(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Reje
         .and_then(|id: String, ctx: Ctx, user: AuthUser| async move {
             respond(
                 async {
-                    let event = require_uuid("eventId", &id)?;
+                    let event = EventId::from_uuid(require_uuid("eventId", &id)?);
                     commands::set_event_rule(&ctx.services, user.id(), event, None).await?;
                     Ok(empty_ok())
                 }

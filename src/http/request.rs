@@ -10,6 +10,7 @@ use std::sync::{Arc, OnceLock};
 use http::HeaderMap;
 use ipnet::IpNet;
 
+use crate::domain::ids::UserId;
 use crate::metrics::UNMATCHED_ROUTE;
 
 /// Header carrying the request id both ways.
@@ -26,7 +27,7 @@ struct Inner {
     client_ip: IpAddr,
     span: tracing::Span,
     route: OnceLock<&'static str>,
-    user_id: OnceLock<String>,
+    user_id: OnceLock<UserId>,
 }
 
 impl RequestCtx {
@@ -80,15 +81,15 @@ impl RequestCtx {
     }
 
     /// Records the authenticated user, for this request's log lines.
-    pub fn set_user(&self, user_id: &str) {
-        if self.0.user_id.set(user_id.to_owned()).is_ok() {
-            self.0.span.record("userId", user_id);
+    pub fn set_user(&self, user_id: &UserId) {
+        if self.0.user_id.set(user_id.clone()).is_ok() {
+            self.0.span.record("userId", user_id.as_str());
         }
     }
 
     /// The authenticated user, if any.
-    pub fn user_id(&self) -> Option<&str> {
-        self.0.user_id.get().map(String::as_str)
+    pub fn user_id(&self) -> Option<&UserId> {
+        self.0.user_id.get()
     }
 }
 

@@ -108,7 +108,7 @@ fn server_info(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = warp::Rej
                 info.sync_providers,
                 info.email
             );
-            let tag = EntityTag::weak("server", "", &versions);
+            let tag = EntityTag::public("server", &versions);
             conditional::answer(&tag, if_none_match.as_deref(), || {
                 warp::reply::json(&info).into_response()
             })

@@ -33,6 +33,7 @@ use crate::actors::sessions::{Attached, RegistryMsg};
 use crate::actors::{ActorKind, ask_slot};
 use crate::auth::principal::Identity;
 use crate::context::Ctx;
+use crate::domain::ids::UserId;
 use crate::error::AppError;
 use crate::http::openapi::frames;
 
@@ -91,7 +92,7 @@ pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
 /// Detaches the connection from the registry when the stream is dropped.
 struct DetachOnDrop {
     registry: Option<ActorRef<RegistryMsg>>,
-    user_id: String,
+    user_id: UserId,
     connection: u64,
 }
 
@@ -107,7 +108,7 @@ impl Drop for DetachOnDrop {
 }
 
 async fn open_stream(ctx: Ctx, user: AuthUser) -> Result<Response, AppError> {
-    let user_id = user.id().to_owned();
+    let user_id = user.id().clone();
     let (credential, expires_at) = match &user.identity {
         Identity::Session(session) => (
             StreamCredential::Session(session.session.id.clone()),

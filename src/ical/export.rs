@@ -235,9 +235,9 @@ fn date_of(value: DateValue) -> chrono::NaiveDate {
 mod tests {
     use chrono::NaiveDate;
     use icalendar::Component;
-    use uuid::Uuid;
 
     use super::*;
+    use crate::domain::ids::EventId;
 
     fn at(day: u32, hour: u32) -> DateTime<Utc> {
         let date = NaiveDate::from_ymd_opt(2026, 3, day).unwrap();
@@ -251,7 +251,7 @@ mod tests {
         rule: Option<&str>,
     ) -> events::Model {
         events::Model {
-            id: Uuid::new_v4(),
+            id: EventId::generate(),
             creator_id: "u".into(),
             organizer: "u".into(),
             title: title.into(),

@@ -10,9 +10,11 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Duration, Utc};
 use entities::pending_notifications;
 use serde_json::Value;
+use uuid::Uuid;
 
 use super::MailError;
 use super::templates::{self, ChangeItem};
+use crate::domain::ids::{EventId, UserId};
 use crate::error::AppError;
 use crate::store::Database;
 use crate::store::{events, notifications, settings, users};
@@ -39,7 +41,7 @@ pub struct Sender<'a> {
 pub async fn send_due(ctx: Sender<'_>) -> Result<(), AppError> {
     let now = Utc::now();
     let rows = notifications::claim_due(ctx.db, now, CLAIM_LEASE).await?;
-    let mut by_user: BTreeMap<String, Vec<pending_notifications::Model>> = BTreeMap::new();
+    let mut by_user: BTreeMap<UserId, Vec<pending_notifications::Model>> = BTreeMap::new();
     for row in rows {
         by_user.entry(row.user_id.clone()).or_default().push(row);
     }
@@ -51,7 +53,7 @@ pub async fn send_due(ctx: Sender<'_>) -> Result<(), AppError> {
 
 async fn send_batch(
     ctx: Sender<'_>,
-    user_id: &str,
+    user_id: &UserId,
     rows: Vec<pending_notifications::Model>,
     now: DateTime<Utc>,
 ) -> Result<(), AppError> {
@@ -70,11 +72,14 @@ async fn send_batch(
         return Ok(());
     }
     // Only news of events the person can still see (a member of a calendar they are in).
-    let subjects: Vec<_> = rows.iter().map(|row| row.subject_id).collect();
+    let subjects: Vec<EventId> = rows
+        .iter()
+        .map(|row| EventId::from_uuid(row.subject_id))
+        .collect();
     let visible = events::visible_among(ctx.db, user_id, &subjects).await?;
     let (rows, unseen): (Vec<_>, Vec<_>) = rows
         .into_iter()
-        .partition(|row| visible.contains(&row.subject_id));
+        .partition(|row| visible.contains(&EventId::from_uuid(row.subject_id)));
     notifications::finish(ctx.db, &unseen).await?;
     if rows.is_empty() {
         return Ok(());
@@ -110,7 +115,7 @@ async fn send_batch(
             if !retried.is_empty() {
                 let retry = Duration::milliseconds(i64::try_from(ctx.retry_ms).unwrap_or(60_000));
                 tracing::warn!(error = %err, rows = retried.len(), "notifications.retrying");
-                let ids: Vec<_> = retried.iter().map(|row| row.id).collect();
+                let ids: Vec<Uuid> = retried.iter().map(|row| row.id).collect();
                 notifications::retry_at(ctx.db, &ids, now + retry).await?;
             }
         }

@@ -19,6 +19,7 @@ use super::outbound::{
 };
 use super::rest::short;
 use crate::config::Settings;
+use crate::domain::ids::AccountId;
 use crate::domain::providers::Provider;
 
 /// Google's calendar scope (read and write events and calendars).
@@ -373,12 +374,13 @@ impl Identity {
 
     /// The account id better-auth stores for `provider`: Microsoft's `oid` (else `sub`),
     /// everyone else's `sub`.
-    pub fn account_id(&self, provider: Provider) -> Option<&str> {
+    pub fn account_id(&self, provider: Provider) -> Option<AccountId> {
         let id = match provider {
             Provider::Microsoft => self.oid.as_deref().or(self.sub.as_deref()),
             _ => self.sub.as_deref(),
         };
         id.filter(|id| !id.is_empty() && id.len() <= 255)
+            .map(AccountId::from)
     }
 
     /// The account's email, lower-cased (Microsoft's sign-in name when it has no `email`).
@@ -443,8 +445,14 @@ mod tests {
             br#"{"sub":"s1","oid":"o1","preferred_username":"Ana@Example.com","name":"Ana"}"#,
         );
         let identity = Identity::of(&format!("e30.{payload}.sig")).unwrap();
-        assert_eq!(identity.account_id(Provider::Microsoft), Some("o1"));
-        assert_eq!(identity.account_id(Provider::Google), Some("s1"));
+        assert_eq!(
+            identity.account_id(Provider::Microsoft),
+            Some(AccountId::new("o1"))
+        );
+        assert_eq!(
+            identity.account_id(Provider::Google),
+            Some(AccountId::new("s1"))
+        );
         assert_eq!(identity.email().as_deref(), Some("ana@example.com"));
         assert!(Identity::of("not a jwt").is_none());
     }

@@ -9,6 +9,7 @@ use sea_orm::{
 
 use super::Database;
 use super::Unique;
+use crate::domain::ids::{AccountId, UserId};
 
 /// Provider id of the password account.
 pub const CREDENTIAL: &str = "credential";
@@ -16,7 +17,7 @@ pub const CREDENTIAL: &str = "credential";
 /// The user's password account.
 pub async fn find_credential(
     db: &Database,
-    user_id: &str,
+    user_id: &UserId,
 ) -> Result<Option<accounts::Model>, DbErr> {
     accounts::Entity::find()
         .filter(accounts::Column::UserId.eq(user_id))
@@ -29,7 +30,7 @@ pub async fn find_credential(
 pub async fn find_by_provider(
     db: &Database,
     provider: &str,
-    account_id: &str,
+    account_id: &AccountId,
 ) -> Result<Option<(accounts::Model, users::Model)>, DbErr> {
     let found = accounts::Entity::find()
         .filter(accounts::Column::ProviderId.eq(provider))
@@ -43,9 +44,9 @@ pub async fn find_by_provider(
 /// Links a provider identity to an existing user; `false` if that identity is linked already.
 pub async fn link(
     db: &Database,
-    user_id: &str,
+    user_id: &UserId,
     provider: &str,
-    account_id: &str,
+    account_id: &AccountId,
     now: DateTime<Utc>,
 ) -> Result<bool, DbErr> {
     let inserted = accounts::ActiveModel {
@@ -71,7 +72,7 @@ pub async fn link(
 }
 
 /// All accounts of a user, oldest first.
-pub async fn list_for_user(db: &Database, user_id: &str) -> Result<Vec<accounts::Model>, DbErr> {
+pub async fn list_for_user(db: &Database, user_id: &UserId) -> Result<Vec<accounts::Model>, DbErr> {
     accounts::Entity::find()
         .filter(accounts::Column::UserId.eq(user_id))
         .order_by_asc(accounts::Column::CreatedAt)
@@ -80,7 +81,7 @@ pub async fn list_for_user(db: &Database, user_id: &str) -> Result<Vec<accounts:
 }
 
 /// How many accounts the user has.
-pub async fn count_for_user(db: &Database, user_id: &str) -> Result<u64, DbErr> {
+pub async fn count_for_user(db: &Database, user_id: &UserId) -> Result<u64, DbErr> {
     accounts::Entity::find()
         .filter(accounts::Column::UserId.eq(user_id))
         .count(db.conn())
@@ -88,7 +89,7 @@ pub async fn count_for_user(db: &Database, user_id: &str) -> Result<u64, DbErr> 
 }
 
 /// Deletes one account of the user; `false` if it is not theirs.
-pub async fn delete_for_user(db: &Database, user_id: &str, id: &str) -> Result<bool, DbErr> {
+pub async fn delete_for_user(db: &Database, user_id: &UserId, id: &str) -> Result<bool, DbErr> {
     let result = accounts::Entity::delete_many()
         .filter(accounts::Column::UserId.eq(user_id))
         .filter(accounts::Column::Id.eq(id))
@@ -114,13 +115,13 @@ pub enum PasswordReset {
 pub async fn reset_password(
     db: &Database,
     identifier: &str,
-    user_id: &str,
+    user_id: &UserId,
     password_hash: &str,
     now: DateTime<Utc>,
 ) -> Result<PasswordReset, DbErr> {
     let txn = db.begin_write().await?;
     match super::verifications::consume(&txn, identifier, now).await? {
-        Some(consumed) if consumed == user_id => {}
+        Some(consumed) if consumed == user_id.as_str() => {}
         _ => return Ok(PasswordReset::TokenSpent),
     }
     if super::users::find(&txn, user_id).await?.is_none() {
@@ -135,7 +136,7 @@ pub async fn reset_password(
 /// Sets the user's password, creating the password account if they had none.
 pub async fn set_password(
     db: &impl sea_orm::ConnectionTrait,
-    user_id: &str,
+    user_id: &UserId,
     password_hash: &str,
     now: DateTime<Utc>,
 ) -> Result<(), DbErr> {
@@ -149,9 +150,9 @@ pub async fn set_password(
     if updated.rows_affected == 0 {
         accounts::ActiveModel {
             id: Set(crate::domain::ids::new_id()),
-            user_id: Set(user_id.to_owned()),
+            user_id: Set(user_id.clone()),
             provider_id: Set(CREDENTIAL.to_owned()),
-            account_id: Set(user_id.to_owned()),
+            account_id: Set(AccountId::new(user_id.as_str())),
             password_hash: Set(Some(password_hash.to_owned())),
             scope: Set(None),
             created_at: Set(now),

@@ -6,15 +6,15 @@ use sea_orm::sea_query::{InsertStatement, OnConflict};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryTrait,
 };
-use uuid::Uuid;
 
 use crate::domain::events::Attendance;
+use crate::domain::ids::{EventId, UserId};
 
 /// One attendee's answer, with who they are (never their email).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Attendee {
     /// User id.
-    pub id: String,
+    pub id: UserId,
     /// Name.
     pub name: String,
     /// Avatar.
@@ -24,7 +24,7 @@ pub struct Attendee {
 }
 
 /// The event's attendees: going, maybe, declined, then by name.
-pub async fn list(db: &impl ConnectionTrait, event_id: Uuid) -> Result<Vec<Attendee>, DbErr> {
+pub async fn list(db: &impl ConnectionTrait, event_id: EventId) -> Result<Vec<Attendee>, DbErr> {
     let rows = event_attendees::Entity::find()
         .filter(event_attendees::Column::EventId.eq(event_id))
         .find_also_related(users::Entity)
@@ -60,8 +60,8 @@ pub async fn list(db: &impl ConnectionTrait, event_id: Uuid) -> Result<Vec<Atten
 /// Sets (or, for `none`, removes) `user_id`'s answer.
 pub async fn set(
     txn: &impl ConnectionTrait,
-    event_id: Uuid,
-    user_id: &str,
+    event_id: EventId,
+    user_id: &UserId,
     answer: Attendance,
     now: DateTime<Utc>,
 ) -> Result<(), DbErr> {
@@ -116,9 +116,9 @@ pub(super) fn creators_going(
 /// Attendees who have not declined, except `actor`: who hears about a move or cancellation.
 pub async fn to_notify(
     db: &impl ConnectionTrait,
-    event_id: Uuid,
-    actor: &str,
-) -> Result<Vec<String>, DbErr> {
+    event_id: EventId,
+    actor: &UserId,
+) -> Result<Vec<UserId>, DbErr> {
     Ok(event_attendees::Entity::find()
         .filter(event_attendees::Column::EventId.eq(event_id))
         .filter(event_attendees::Column::Status.ne("declined"))

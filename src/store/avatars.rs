@@ -11,6 +11,7 @@ use sea_orm::{
 use super::Database;
 use super::Unique;
 use crate::domain::avatars::AvatarImage;
+use crate::domain::ids::UserId;
 
 /// Stores the user's avatar (replacing any earlier one) under a new version (the upload
 /// time in milliseconds, always above the previous version) and points the user's `image`
@@ -18,7 +19,7 @@ use crate::domain::avatars::AvatarImage;
 /// longer exists.
 pub async fn save(
     db: &Database,
-    user_id: &str,
+    user_id: &UserId,
     image: AvatarImage,
     url_of: impl FnOnce(i64) -> String,
     now: DateTime<Utc>,
@@ -68,7 +69,7 @@ pub async fn save(
 /// The user's avatar, if any.
 pub async fn find(
     db: &impl ConnectionTrait,
-    user_id: &str,
+    user_id: &UserId,
 ) -> Result<Option<avatars::Model>, DbErr> {
     avatars::Entity::find_by_id(user_id.to_owned())
         .unique(db)

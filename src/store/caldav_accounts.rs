@@ -1,6 +1,7 @@
 //! Connected CalDAV accounts: the server, the user name, the sealed password and what
 //! discovery found, and whether the server still accepts the credentials.
 
+use crate::domain::ids::{CaldavAccountId, UserId};
 use chrono::{DateTime, Utc};
 use entities::caldav_accounts;
 use sea_orm::sea_query::Expr;
@@ -8,12 +9,11 @@ use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait,
     QueryFilter, QueryOrder,
 };
-use uuid::Uuid;
 
 /// The CalDAV accounts of `user_id`, oldest first.
 pub async fn caldav_accounts_of(
     db: &impl ConnectionTrait,
-    user_id: &str,
+    user_id: &UserId,
 ) -> Result<Vec<caldav_accounts::Model>, DbErr> {
     caldav_accounts::Entity::find()
         .filter(caldav_accounts::Column::UserId.eq(user_id))
@@ -36,7 +36,7 @@ pub async fn all_caldav_accounts(
 /// One CalDAV account.
 pub async fn caldav_account(
     db: &impl ConnectionTrait,
-    id: Uuid,
+    id: CaldavAccountId,
 ) -> Result<Option<caldav_accounts::Model>, DbErr> {
     caldav_accounts::Entity::find_by_id(id).one(db).await
 }
@@ -45,7 +45,7 @@ pub async fn caldav_account(
 #[derive(Debug, Clone)]
 pub struct CaldavAccountInput {
     /// The user.
-    pub user_id: String,
+    pub user_id: UserId,
     /// The server URL as given.
     pub server_url: String,
     /// The user name there.
@@ -84,7 +84,7 @@ pub async fn save_caldav_account(
         }
         None => {
             caldav_accounts::ActiveModel {
-                id: Set(Uuid::new_v4()),
+                id: Set(CaldavAccountId::generate()),
                 user_id: Set(input.user_id),
                 server_url: Set(input.server_url),
                 username: Set(input.username),
@@ -105,7 +105,7 @@ pub async fn save_caldav_account(
 /// Sets (or, with `None`, clears) an account's reconnect status.
 pub async fn set_caldav_status(
     db: &impl ConnectionTrait,
-    id: Uuid,
+    id: CaldavAccountId,
     status: Option<(&str, &str)>,
 ) -> Result<(), DbErr> {
     caldav_accounts::Entity::update_many()
@@ -126,7 +126,10 @@ pub async fn set_caldav_status(
 
 /// Deletes an account's row (its mirrors are removed by the caller in the same
 /// transaction).
-pub async fn delete_caldav_account(txn: &impl ConnectionTrait, id: Uuid) -> Result<(), DbErr> {
+pub async fn delete_caldav_account(
+    txn: &impl ConnectionTrait,
+    id: CaldavAccountId,
+) -> Result<(), DbErr> {
     caldav_accounts::Entity::delete_by_id(id).exec(txn).await?;
     Ok(())
 }

@@ -14,13 +14,14 @@ use uuid::Uuid;
 
 use super::Unique;
 use super::{Database, WriteTxn};
+use crate::domain::ids::{CalendarId, EventId, UserId};
 use crate::domain::roles::Role;
 
 /// A calendar to create.
 #[derive(Debug, Clone)]
 pub struct NewCalendar {
     /// Its owner.
-    pub creator_id: String,
+    pub creator_id: UserId,
     /// Name.
     pub name: String,
     /// Colour.
@@ -35,7 +36,7 @@ pub async fn create(
 ) -> Result<calendars::Model, DbErr> {
     let txn = db.begin_write().await?;
     let calendar = calendars::ActiveModel {
-        id: Set(Uuid::new_v4()),
+        id: Set(CalendarId::generate()),
         creator_id: Set(new.creator_id.clone()),
         name: Set(new.name),
         color: Set(new.color),
@@ -61,12 +62,18 @@ pub async fn create(
 }
 
 /// The calendar with this id.
-pub async fn find(db: &impl ConnectionTrait, id: Uuid) -> Result<Option<calendars::Model>, DbErr> {
+pub async fn find(
+    db: &impl ConnectionTrait,
+    id: CalendarId,
+) -> Result<Option<calendars::Model>, DbErr> {
     calendars::Entity::find_by_id(id).unique(db).await
 }
 
 /// Locks the calendar row for the rest of the transaction and returns it.
-pub async fn lock(txn: &impl ConnectionTrait, id: Uuid) -> Result<Option<calendars::Model>, DbErr> {
+pub async fn lock(
+    txn: &impl ConnectionTrait,
+    id: CalendarId,
+) -> Result<Option<calendars::Model>, DbErr> {
     calendars::Entity::find_by_id(id)
         .lock_exclusive()
         .unique(txn)
@@ -88,18 +95,18 @@ pub async fn lock(txn: &impl ConnectionTrait, id: Uuid) -> Result<Option<calenda
 /// same order). A lock taken out of order anyway (a link added in between) can still
 /// deadlock; the database breaks it and the command runs again, counted in
 /// `svc_db_transaction_retries_total`.
-pub async fn lock_in_order(txn: &impl ConnectionTrait, ids: &[Uuid]) -> Result<(), DbErr> {
+pub async fn lock_in_order(txn: &impl ConnectionTrait, ids: &[CalendarId]) -> Result<(), DbErr> {
     if ids.is_empty() || txn.get_database_backend() != sea_orm::DbBackend::Postgres {
         return Ok(());
     }
-    let ids: std::collections::BTreeSet<Uuid> = ids.iter().copied().collect();
+    let ids: std::collections::BTreeSet<CalendarId> = ids.iter().copied().collect();
     calendars::Entity::find()
         .select_only()
         .column(calendars::Column::Id)
         .filter(calendars::Column::Id.is_in(ids))
         .order_by_asc(calendars::Column::Id)
         .lock(sea_orm::sea_query::LockType::NoKeyUpdate)
-        .into_tuple::<Uuid>()
+        .into_tuple::<CalendarId>()
         .all(txn)
         .await?;
     Ok(())
@@ -111,13 +118,13 @@ pub async fn lock_in_order(txn: &impl ConnectionTrait, ids: &[Uuid]) -> Result<(
 /// update. `None`: no such calendar.
 pub async fn lock_for_membership_loss(
     txn: &impl ConnectionTrait,
-    home: Uuid,
-    user: &str,
+    home: CalendarId,
+    user: &UserId,
 ) -> Result<Option<calendars::Model>, DbErr> {
     if txn.get_database_backend() == sea_orm::DbBackend::Postgres {
         let made = super::events::links_made_from(txn, home, user).await?;
-        let events: Vec<Uuid> = made.into_keys().collect();
-        let mut touched: Vec<Uuid> = super::events::links_of(txn, &events)
+        let events: Vec<EventId> = made.into_keys().collect();
+        let mut touched: Vec<CalendarId> = super::events::links_of(txn, &events)
             .await?
             .into_values()
             .flatten()
@@ -131,11 +138,11 @@ pub async fn lock_for_membership_loss(
 /// Locks, in the order of [`lock_in_order`], every calendar deleting `id` writes to: `id`
 /// and each calendar sharing an event with it (the events homed in `id` go, the others are
 /// unlinked from it; either raises their calendars' versions).
-pub async fn lock_for_deletion(txn: &impl ConnectionTrait, id: Uuid) -> Result<(), DbErr> {
+pub async fn lock_for_deletion(txn: &impl ConnectionTrait, id: CalendarId) -> Result<(), DbErr> {
     if txn.get_database_backend() != sea_orm::DbBackend::Postgres {
         return Ok(());
     }
-    let mut touched: Vec<Uuid> = super::events::links_of_events_in(txn, id)
+    let mut touched: Vec<CalendarId> = super::events::links_of_events_in(txn, id)
         .await?
         .into_values()
         .flatten()
@@ -147,7 +154,7 @@ pub async fn lock_for_deletion(txn: &impl ConnectionTrait, id: Uuid) -> Result<(
 /// The calendars `user_id` belongs to, with their role in each.
 pub async fn list_for_user(
     db: &Database,
-    user_id: &str,
+    user_id: &UserId,
 ) -> Result<Vec<(calendars::Model, Role)>, DbErr> {
     let rows = calendar_members::Entity::find()
         .filter(calendar_members::Column::UserId.eq(user_id))
@@ -184,17 +191,21 @@ pub async fn update_meta(
 pub async fn set_creator(
     txn: &impl ConnectionTrait,
     calendar: calendars::Model,
-    new_owner: &str,
+    new_owner: &UserId,
     now: DateTime<Utc>,
 ) -> Result<calendars::Model, DbErr> {
     let mut active: calendars::ActiveModel = calendar.into();
-    active.creator_id = Set(new_owner.to_owned());
+    active.creator_id = Set(new_owner.clone());
     active.updated_at = Set(now);
     active.update(txn).await
 }
 
 /// Bumps `updated_at` (membership changed).
-pub async fn touch(txn: &impl ConnectionTrait, id: Uuid, now: DateTime<Utc>) -> Result<(), DbErr> {
+pub async fn touch(
+    txn: &impl ConnectionTrait,
+    id: CalendarId,
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
     calendars::Entity::update_many()
         .col_expr(calendars::Column::UpdatedAt, now.into())
         .filter(calendars::Column::Id.eq(id))
@@ -205,7 +216,7 @@ pub async fn touch(txn: &impl ConnectionTrait, id: Uuid, now: DateTime<Utc>) -> 
 
 /// Deletes the calendar (memberships and invites cascade; a federated shadow left with no
 /// calendar loses its member tokens, [`super::members::shadows_lose`]).
-pub async fn delete(txn: &WriteTxn, id: Uuid) -> Result<bool, DbErr> {
+pub async fn delete(txn: &WriteTxn, id: CalendarId) -> Result<bool, DbErr> {
     super::members::shadows_lose(txn, &[id]).await?;
     Ok(calendars::Entity::delete_by_id(id)
         .exec(txn)

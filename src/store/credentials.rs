@@ -4,9 +4,9 @@
 //! when the credential they were opened with is gone). A counter of changes lets a check
 //! that began before one see that it must look again.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::domain::ids::UserId;
 use tokio::sync::broadcast;
 
 /// Changes queued for a listener that has not read them yet; a listener that falls further
@@ -17,7 +17,7 @@ const QUEUED: usize = 1_024;
 #[derive(Debug, Clone)]
 pub enum CredentialChange {
     /// To this user's credentials.
-    User(Arc<str>),
+    User(UserId),
     /// To anyone's, as far as this server knows (it may have missed changes made by other
     /// instances): every credential must be checked.
     Everyone,
@@ -41,11 +41,9 @@ impl Default for CredentialChanges {
 
 impl CredentialChanges {
     /// Announces a committed change to `user_id`'s credentials.
-    pub fn publish(&self, user_id: &str) {
+    pub fn publish(&self, user_id: &UserId) {
         self.count.fetch_add(1, Ordering::SeqCst);
-        let _ = self
-            .changed
-            .send(CredentialChange::User(Arc::from(user_id)));
+        let _ = self.changed.send(CredentialChange::User(user_id.clone()));
     }
 
     /// Announces that any credential may have changed.

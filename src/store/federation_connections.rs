@@ -5,15 +5,15 @@ use chrono::{DateTime, Utc};
 use entities::federation_connections as connections;
 use sea_orm::sea_query::OnConflict;
 use sea_orm::{ColumnTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, Set};
-use uuid::Uuid;
 
 use super::{Database, Unique};
+use crate::domain::ids::{ConnectionId, UserId};
 
 /// A connection to store (or refresh, when the user already has one to that server).
 #[derive(Debug, Clone)]
 pub struct NewConnection {
     /// The local user.
-    pub user_id: String,
+    pub user_id: UserId,
     /// The other server's canonical origin.
     pub server: String,
     /// The shadow user's id there.
@@ -32,7 +32,7 @@ pub async fn save(
     now: DateTime<Utc>,
 ) -> Result<connections::Model, DbErr> {
     let row = connections::ActiveModel {
-        id: Set(Uuid::new_v4()),
+        id: Set(ConnectionId::generate()),
         user_id: Set(new.user_id.clone()),
         server: Set(new.server.clone()),
         remote_user_id: Set(new.remote_user_id),
@@ -60,7 +60,7 @@ pub async fn save(
 }
 
 /// The user's connections, oldest first.
-pub async fn of_user(db: &Database, user_id: &str) -> Result<Vec<connections::Model>, DbErr> {
+pub async fn of_user(db: &Database, user_id: &UserId) -> Result<Vec<connections::Model>, DbErr> {
     connections::Entity::find()
         .filter(connections::Column::UserId.eq(user_id))
         .order_by_asc(connections::Column::CreatedAt)
@@ -72,8 +72,8 @@ pub async fn of_user(db: &Database, user_id: &str) -> Result<Vec<connections::Mo
 /// The user's connection with this id (none for another user's).
 pub async fn find(
     db: &Database,
-    user_id: &str,
-    id: Uuid,
+    user_id: &UserId,
+    id: ConnectionId,
 ) -> Result<Option<connections::Model>, DbErr> {
     connections::Entity::find_by_id(id)
         .filter(connections::Column::UserId.eq(user_id))
@@ -84,7 +84,7 @@ pub async fn find(
 /// The user's connection to `server`.
 pub async fn find_by_server(
     db: &Database,
-    user_id: &str,
+    user_id: &UserId,
     server: &str,
 ) -> Result<Option<connections::Model>, DbErr> {
     connections::Entity::find()
@@ -98,7 +98,7 @@ pub async fn find_by_server(
 /// replaced `old_sealed`; whether it did.
 pub async fn replace_token(
     db: &Database,
-    id: Uuid,
+    id: ConnectionId,
     old_sealed: &str,
     new_sealed: String,
     expires_at: DateTime<Utc>,
@@ -118,7 +118,7 @@ pub async fn replace_token(
 /// Removes the user's connection to `server`; the removed row, if there was one.
 pub async fn remove(
     db: &Database,
-    user_id: &str,
+    user_id: &UserId,
     server: &str,
 ) -> Result<Option<connections::Model>, DbErr> {
     let Some(found) = find_by_server(db, user_id, server).await? else {

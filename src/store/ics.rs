@@ -15,6 +15,7 @@ use uuid::Uuid;
 
 use super::Database;
 use super::calendars::NewCalendar;
+use crate::domain::ids::{CalendarId, EventId, UserId};
 use crate::domain::roles::Role;
 use crate::ical::ImportedEvent;
 
@@ -35,7 +36,7 @@ pub async fn create_imported(
     let txn = db.begin_write().await?;
     let now = txn.stamp().await?;
     let calendar = calendars::ActiveModel {
-        id: Set(Uuid::new_v4()),
+        id: Set(CalendarId::generate()),
         creator_id: Set(new.creator_id.clone()),
         name: Set(new.name),
         color: Set(new.color.clone()),
@@ -67,11 +68,11 @@ pub async fn create_imported(
 pub async fn add_imported(
     txn: &impl ConnectionTrait,
     calendar: &calendars::Model,
-    creator: &str,
+    creator: &UserId,
     imported: &[ImportedEvent],
     now: DateTime<Utc>,
-) -> Result<Vec<Uuid>, DbErr> {
-    let ids: Vec<Uuid> = imported.iter().map(|_| Uuid::new_v4()).collect();
+) -> Result<Vec<EventId>, DbErr> {
+    let ids: Vec<EventId> = imported.iter().map(|_| EventId::generate()).collect();
     for (chunk, chunk_ids) in imported
         .chunks(EVENT_ROWS_PER_STATEMENT)
         .zip(ids.chunks(EVENT_ROWS_PER_STATEMENT))
@@ -81,8 +82,8 @@ pub async fn add_imported(
             .zip(chunk_ids)
             .map(|(event, id)| events::ActiveModel {
                 id: Set(*id),
-                creator_id: Set(creator.to_owned()),
-                organizer: Set(creator.to_owned()),
+                creator_id: Set(creator.clone()),
+                organizer: Set(creator.to_string()),
                 title: Set(event.title.clone()),
                 color: Set(calendar.color.clone()),
                 start: Set(event.start),
@@ -121,7 +122,7 @@ pub async fn add_imported(
 /// The live (not deleted) events linked into `calendar_id`, by start then id.
 pub async fn live_events_in(
     db: &impl ConnectionTrait,
-    calendar_id: Uuid,
+    calendar_id: CalendarId,
 ) -> Result<Vec<events::Model>, DbErr> {
     let rows = calendar_events::Entity::find()
         .find_also_related(events::Entity)

@@ -7,9 +7,9 @@ use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait,
     QueryFilter, QueryOrder, QuerySelect,
 };
-use uuid::Uuid;
 
 use super::Unique;
+use crate::domain::ids::{CalendarId, InviteId, UserId};
 use crate::domain::invites::InviteUse;
 
 /// Whether `invite` may be previewed or used at `now` ([`InviteUse::is_usable`]).
@@ -27,9 +27,9 @@ pub fn is_usable(invite: &invites::Model, now: DateTime<Utc>) -> bool {
 #[derive(Debug, Clone)]
 pub struct NewInvite {
     /// The calendar.
-    pub calendar_id: Uuid,
+    pub calendar_id: CalendarId,
     /// Its creator.
-    pub created_by: String,
+    pub created_by: UserId,
     /// Expiry (`None`: never).
     pub expires_at: Option<DateTime<Utc>>,
     /// Use limit (`None`: unlimited).
@@ -43,7 +43,7 @@ pub async fn create(
     now: DateTime<Utc>,
 ) -> Result<invites::Model, DbErr> {
     invites::ActiveModel {
-        id: Set(Uuid::new_v4()),
+        id: Set(InviteId::generate()),
         calendar_id: Set(new.calendar_id),
         created_by: Set(Some(new.created_by)),
         expires_at: Set(new.expires_at),
@@ -58,21 +58,27 @@ pub async fn create(
 }
 
 /// The invite with this token, usable or not.
-pub async fn find(db: &impl ConnectionTrait, id: Uuid) -> Result<Option<invites::Model>, DbErr> {
+pub async fn find(
+    db: &impl ConnectionTrait,
+    id: InviteId,
+) -> Result<Option<invites::Model>, DbErr> {
     invites::Entity::find_by_id(id).unique(db).await
 }
 
 /// The invite with this token, if it can still be used.
 pub async fn find_usable(
     db: &impl ConnectionTrait,
-    id: Uuid,
+    id: InviteId,
     now: DateTime<Utc>,
 ) -> Result<Option<invites::Model>, DbErr> {
     Ok(find(db, id).await?.filter(|invite| is_usable(invite, now)))
 }
 
 /// Locks the invite row for the rest of the transaction.
-pub async fn lock(txn: &impl ConnectionTrait, id: Uuid) -> Result<Option<invites::Model>, DbErr> {
+pub async fn lock(
+    txn: &impl ConnectionTrait,
+    id: InviteId,
+) -> Result<Option<invites::Model>, DbErr> {
     invites::Entity::find_by_id(id)
         .lock_exclusive()
         .unique(txn)
@@ -82,7 +88,7 @@ pub async fn lock(txn: &impl ConnectionTrait, id: Uuid) -> Result<Option<invites
 /// The calendar's usable invites, newest first.
 pub async fn list_usable(
     db: &impl ConnectionTrait,
-    calendar_id: Uuid,
+    calendar_id: CalendarId,
     now: DateTime<Utc>,
 ) -> Result<Vec<invites::Model>, DbErr> {
     Ok(invites::Entity::find()
@@ -98,7 +104,7 @@ pub async fn list_usable(
 /// Counts one more membership created by the invite.
 pub async fn count_use(
     txn: &impl ConnectionTrait,
-    id: Uuid,
+    id: InviteId,
     now: DateTime<Utc>,
 ) -> Result<(), DbErr> {
     invites::Entity::update_many()
@@ -116,7 +122,7 @@ pub async fn count_use(
 /// Revokes an invite; `false` if it was already revoked or does not exist.
 pub async fn revoke(
     txn: &impl ConnectionTrait,
-    id: Uuid,
+    id: InviteId,
     now: DateTime<Utc>,
 ) -> Result<bool, DbErr> {
     let result = invites::Entity::update_many()

@@ -16,6 +16,7 @@ use crate::domain::digest::sha256_hex;
 use crate::domain::federation::{
     MEMBER_TOKEN_DAYS as LIFETIME_DAYS, member_token, member_token_expiry,
 };
+use crate::domain::ids::UserId;
 
 /// A token just issued: its text (shown once) and when it stops authenticating.
 #[derive(Debug, Clone)]
@@ -29,7 +30,7 @@ pub struct Issued {
 /// Issues a new token to `user_id` (its row created at `now`).
 pub async fn issue(
     txn: &impl ConnectionTrait,
-    user_id: &str,
+    user_id: &UserId,
     now: DateTime<Utc>,
 ) -> Result<Issued, DbErr> {
     let mut random = [0u8; 32];
@@ -55,7 +56,7 @@ pub async fn issue(
 /// one is issued. Run it in the caller's transaction.
 pub async fn exchange(
     txn: &impl ConnectionTrait,
-    user_id: &str,
+    user_id: &UserId,
     presented: &str,
     now: DateTime<Utc>,
 ) -> Result<Option<Issued>, DbErr> {

@@ -8,6 +8,7 @@ use sea_orm::{ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait
 use uuid::Uuid;
 
 use super::{Unique, WriteTxn};
+use crate::domain::ids::{CalendarId, UserId};
 use crate::domain::roles::Role;
 
 /// A member with their user record.
@@ -24,8 +25,8 @@ pub struct Member {
 /// `user_id`'s role in the calendar, if they are a member.
 pub async fn role_of(
     db: &impl ConnectionTrait,
-    calendar_id: Uuid,
-    user_id: &str,
+    calendar_id: CalendarId,
+    user_id: &UserId,
 ) -> Result<Option<Role>, DbErr> {
     Ok(calendar_members::Entity::find()
         .filter(calendar_members::Column::CalendarId.eq(calendar_id))
@@ -36,7 +37,10 @@ pub async fn role_of(
 }
 
 /// Members ordered owner, editors, viewers, then by name.
-pub async fn list(db: &impl ConnectionTrait, calendar_id: Uuid) -> Result<Vec<Member>, DbErr> {
+pub async fn list(
+    db: &impl ConnectionTrait,
+    calendar_id: CalendarId,
+) -> Result<Vec<Member>, DbErr> {
     let mut by_calendar = list_for_calendars(db, &[calendar_id]).await?;
     Ok(by_calendar.remove(&calendar_id).unwrap_or_default())
 }
@@ -44,8 +48,8 @@ pub async fn list(db: &impl ConnectionTrait, calendar_id: Uuid) -> Result<Vec<Me
 /// Members of several calendars at once, each list ordered as in [`list`].
 pub async fn list_for_calendars(
     db: &impl ConnectionTrait,
-    calendar_ids: &[Uuid],
-) -> Result<HashMap<Uuid, Vec<Member>>, DbErr> {
+    calendar_ids: &[CalendarId],
+) -> Result<HashMap<CalendarId, Vec<Member>>, DbErr> {
     if calendar_ids.is_empty() {
         return Ok(HashMap::new());
     }
@@ -54,7 +58,7 @@ pub async fn list_for_calendars(
         .find_also_related(users::Entity)
         .all(db)
         .await?;
-    let mut by_calendar: HashMap<Uuid, Vec<Member>> = HashMap::new();
+    let mut by_calendar: HashMap<CalendarId, Vec<Member>> = HashMap::new();
     for (membership, user) in rows {
         let Some(user) = user else { continue };
         let role = Role::parse(&membership.role).unwrap_or(Role::Viewer);
@@ -82,8 +86,8 @@ pub async fn list_for_calendars(
 /// The member ids of several calendars (calendar → user ids).
 pub async fn ids_by_calendar(
     db: &impl ConnectionTrait,
-    calendar_ids: &[Uuid],
-) -> Result<HashMap<Uuid, Vec<String>>, DbErr> {
+    calendar_ids: &[CalendarId],
+) -> Result<HashMap<CalendarId, Vec<UserId>>, DbErr> {
     Ok(roles_in(db, calendar_ids)
         .await?
         .into_iter()
@@ -100,9 +104,9 @@ pub async fn ids_by_calendar(
 /// members is absent).
 pub async fn roles_in(
     db: &impl ConnectionTrait,
-    calendar_ids: &[Uuid],
-) -> Result<HashMap<Uuid, Vec<(String, Role)>>, DbErr> {
-    let mut by_calendar: HashMap<Uuid, Vec<(String, Role)>> = HashMap::new();
+    calendar_ids: &[CalendarId],
+) -> Result<HashMap<CalendarId, Vec<(UserId, Role)>>, DbErr> {
+    let mut by_calendar: HashMap<CalendarId, Vec<(UserId, Role)>> = HashMap::new();
     if calendar_ids.is_empty() {
         return Ok(by_calendar);
     }
@@ -124,8 +128,8 @@ pub async fn roles_in(
 /// The calendars `user_id` is a member of.
 pub async fn calendars_of(
     db: &impl ConnectionTrait,
-    user_id: &str,
-) -> Result<std::collections::HashSet<Uuid>, DbErr> {
+    user_id: &UserId,
+) -> Result<std::collections::HashSet<CalendarId>, DbErr> {
     Ok(calendar_members::Entity::find()
         .filter(calendar_members::Column::UserId.eq(user_id))
         .all(db)
@@ -138,8 +142,8 @@ pub async fn calendars_of(
 /// The user ids of every member.
 pub async fn member_ids(
     db: &impl ConnectionTrait,
-    calendar_id: Uuid,
-) -> Result<Vec<String>, DbErr> {
+    calendar_id: CalendarId,
+) -> Result<Vec<UserId>, DbErr> {
     Ok(calendar_members::Entity::find()
         .filter(calendar_members::Column::CalendarId.eq(calendar_id))
         .all(db)
@@ -152,8 +156,8 @@ pub async fn member_ids(
 /// Adds `user_id` as a viewer unless already a member; `Some(row)` when a membership resulted.
 pub async fn add_viewer(
     txn: &impl ConnectionTrait,
-    calendar_id: Uuid,
-    user_id: &str,
+    calendar_id: CalendarId,
+    user_id: &UserId,
     now: DateTime<Utc>,
 ) -> Result<Option<calendar_members::Model>, DbErr> {
     let row = calendar_members::ActiveModel {
@@ -187,8 +191,8 @@ pub async fn add_viewer(
 /// Sets a member's role; `false` if they are not a member.
 pub async fn set_role(
     txn: &impl ConnectionTrait,
-    calendar_id: Uuid,
-    user_id: &str,
+    calendar_id: CalendarId,
+    user_id: &UserId,
     role: Role,
     now: DateTime<Utc>,
 ) -> Result<bool, DbErr> {
@@ -205,7 +209,11 @@ pub async fn set_role(
 /// Removes a membership; whether there was one. A federated shadow user left with no
 /// calendar loses its member tokens in the same statement (a trigger does it, whatever
 /// removes a membership); announced once `txn` commits.
-pub async fn remove(txn: &WriteTxn, calendar_id: Uuid, user_id: &str) -> Result<bool, DbErr> {
+pub async fn remove(
+    txn: &WriteTxn,
+    calendar_id: CalendarId,
+    user_id: &UserId,
+) -> Result<bool, DbErr> {
     let removed = calendar_members::Entity::delete_many()
         .filter(calendar_members::Column::CalendarId.eq(calendar_id))
         .filter(calendar_members::Column::UserId.eq(user_id))
@@ -227,7 +235,7 @@ pub async fn remove(txn: &WriteTxn, calendar_id: Uuid, user_id: &str) -> Result<
 /// Announces, once `txn` commits, a credential change of every federated shadow that is a
 /// member of one of `calendar_ids`, before those calendars go: a shadow left with no
 /// calendar has lost its member tokens, and its streams end.
-pub async fn shadows_lose(txn: &WriteTxn, calendar_ids: &[Uuid]) -> Result<(), DbErr> {
+pub async fn shadows_lose(txn: &WriteTxn, calendar_ids: &[CalendarId]) -> Result<(), DbErr> {
     if calendar_ids.is_empty() {
         return Ok(());
     }

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use crate::domain::ids::{AccountId, CalendarId, EventId, UserId};
 use chrono::{DateTime, Utc};
 use entities::{accounts, caldav_accounts, external_calendars, external_events};
 use sea_orm::sea_query::Expr;
@@ -20,7 +21,7 @@ pub const CALDAV: &str = "caldav";
 pub async fn calendars_of_account(
     db: &impl ConnectionTrait,
     provider: &str,
-    account_id: &str,
+    account_id: &AccountId,
 ) -> Result<Vec<external_calendars::Model>, DbErr> {
     external_calendars::Entity::find()
         .filter(external_calendars::Column::Provider.eq(provider))
@@ -34,8 +35,8 @@ pub async fn calendars_of_account(
 /// The mirror rows of local calendars, by calendar.
 pub async fn mirrors_of(
     db: &impl ConnectionTrait,
-    calendars: &[Uuid],
-) -> Result<HashMap<Uuid, external_calendars::Model>, DbErr> {
+    calendars: &[CalendarId],
+) -> Result<HashMap<CalendarId, external_calendars::Model>, DbErr> {
     let mut found = HashMap::new();
     for chunk in calendars.chunks(500) {
         for row in external_calendars::Entity::find()
@@ -110,7 +111,7 @@ pub async fn delete_mirrors(txn: &impl ConnectionTrait, ids: &[Uuid]) -> Result<
 /// The resources of a mirror: href → its events' rows in position order.
 pub async fn resources_of(
     db: &impl ConnectionTrait,
-    calendar_id: Uuid,
+    calendar_id: CalendarId,
 ) -> Result<HashMap<String, Vec<external_events::Model>>, DbErr> {
     let rows = external_events::Entity::find()
         .filter(external_events::Column::CalendarId.eq(calendar_id))
@@ -131,8 +132,8 @@ pub async fn resources_of(
 /// Where an event lives in mirror `calendar_id`, if it was read from or pushed there.
 pub async fn resource_of_event(
     db: &impl ConnectionTrait,
-    calendar_id: Uuid,
-    event_id: Uuid,
+    calendar_id: CalendarId,
+    event_id: EventId,
 ) -> Result<Option<external_events::Model>, DbErr> {
     external_events::Entity::find_by_id((calendar_id, event_id))
         .one(db)
@@ -142,7 +143,7 @@ pub async fn resource_of_event(
 /// The rows of the events of one resource, replacing what was recorded for it.
 pub async fn replace_resource(
     txn: &impl ConnectionTrait,
-    calendar_id: Uuid,
+    calendar_id: CalendarId,
     href: &str,
     rows: Vec<external_events::Model>,
 ) -> Result<(), DbErr> {
@@ -159,7 +160,7 @@ pub async fn replace_resource(
 /// Forgets a resource's rows.
 pub async fn forget_resource(
     txn: &impl ConnectionTrait,
-    calendar_id: Uuid,
+    calendar_id: CalendarId,
     href: &str,
 ) -> Result<(), DbErr> {
     external_events::Entity::delete_many()
@@ -173,8 +174,8 @@ pub async fn forget_resource(
 /// Forgets where an event lives in a mirror.
 pub async fn forget_event(
     txn: &impl ConnectionTrait,
-    calendar_id: Uuid,
-    event_id: Uuid,
+    calendar_id: CalendarId,
+    event_id: EventId,
 ) -> Result<(), DbErr> {
     external_events::Entity::delete_by_id((calendar_id, event_id))
         .exec(txn)
@@ -188,9 +189,9 @@ pub struct NewMirror {
     /// Provider.
     pub provider: String,
     /// Account.
-    pub account_id: String,
+    pub account_id: AccountId,
     /// The account's owner (owner of the new calendar).
-    pub owner: String,
+    pub owner: UserId,
     /// The calendar at the provider.
     pub remote_id: String,
     /// Name.
@@ -211,7 +212,7 @@ pub async fn create_mirror(
 ) -> Result<Option<(entities::calendars::Model, external_calendars::Model)>, DbErr> {
     use entities::{calendar_members, calendars};
     let calendar = calendars::ActiveModel {
-        id: Set(Uuid::new_v4()),
+        id: Set(CalendarId::generate()),
         creator_id: Set(new.owner.clone()),
         name: Set(new.name),
         color: Set(new.color),
@@ -296,13 +297,13 @@ pub struct ProviderLink {
     /// `caldav`, `google` or `microsoft`.
     pub provider: String,
     /// The account.
-    pub account_id: String,
+    pub account_id: AccountId,
     /// The account's label (a CalDAV user name).
     pub account_label: Option<String>,
     /// The CalDAV server.
     pub server_url: Option<String>,
     /// The user who owns the account.
-    pub owner: String,
+    pub owner: UserId,
     /// `reconnect_required` when the provider refused the credentials.
     pub sync_status: Option<String>,
     /// Why.
@@ -312,8 +313,8 @@ pub struct ProviderLink {
 /// The provider links of the mirrors among `calendars`.
 pub async fn provider_links(
     db: &impl ConnectionTrait,
-    calendars: &[Uuid],
-) -> Result<HashMap<Uuid, ProviderLink>, DbErr> {
+    calendars: &[CalendarId],
+) -> Result<HashMap<CalendarId, ProviderLink>, DbErr> {
     let mirrors = mirrors_of(db, calendars).await?;
     if mirrors.is_empty() {
         return Ok(HashMap::new());
@@ -321,9 +322,9 @@ pub async fn provider_links(
     let caldav_ids: Vec<Uuid> = mirrors
         .values()
         .filter(|mirror| mirror.provider == CALDAV)
-        .filter_map(|mirror| Uuid::parse_str(&mirror.account_id).ok())
+        .filter_map(|mirror| Uuid::parse_str(mirror.account_id.as_str()).ok())
         .collect();
-    let caldav: HashMap<String, caldav_accounts::Model> = if caldav_ids.is_empty() {
+    let caldav: HashMap<AccountId, caldav_accounts::Model> = if caldav_ids.is_empty() {
         HashMap::new()
     } else {
         caldav_accounts::Entity::find()
@@ -331,15 +332,15 @@ pub async fn provider_links(
             .all(db)
             .await?
             .into_iter()
-            .map(|account| (account.id.to_string(), account))
+            .map(|account| (AccountId::from(account.id), account))
             .collect()
     };
-    let linked_ids: Vec<String> = mirrors
+    let linked_ids: Vec<AccountId> = mirrors
         .values()
         .filter(|mirror| mirror.provider != CALDAV)
         .map(|mirror| mirror.account_id.clone())
         .collect();
-    let linked: HashMap<(String, String), accounts::Model> = if linked_ids.is_empty() {
+    let linked: HashMap<(String, AccountId), accounts::Model> = if linked_ids.is_empty() {
         HashMap::new()
     } else {
         accounts::Entity::find()

@@ -62,6 +62,7 @@ use sea_orm::{
 
 use crate::config::StorageSettings;
 use crate::domain::frames::FrameBatch;
+use crate::domain::ids::{AccountId, UserId};
 use crate::metrics::Metrics;
 pub use commit_write::CommitWrite;
 use credentials::CredentialChanges;
@@ -423,7 +424,7 @@ impl Database {
     /// forgets their cached sessions and tells the listeners of [`Self::credential_changes`].
     /// The store functions given a [`Database`] call it themselves; those given a
     /// [`WriteTxn`] have the transaction call it once it commits.
-    pub fn credentials_changed(&self, user_id: &str) {
+    pub fn credentials_changed(&self, user_id: &UserId) {
         self.sessions.forget_user(user_id);
         self.credentials.publish(user_id);
         if let Some(bus) = &self.bus {
@@ -465,7 +466,7 @@ impl Database {
     }
 
     /// Tells the other instances that rows were queued in these accounts' outboxes.
-    pub fn tell_provider_writes_queued(&self, accounts: &[(String, String)]) {
+    pub fn tell_provider_writes_queued(&self, accounts: &[(String, AccountId)]) {
         if let Some(bus) = &self.bus {
             bus.provider_writes_queued(accounts);
         }

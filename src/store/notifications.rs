@@ -21,13 +21,14 @@ use uuid::Uuid;
 
 use super::Database;
 use crate::domain::events::ChangeNews;
+use crate::domain::ids::{EventId, UserId};
 
 /// Queues `news` about `event_id` for `user_id`; returns when the user's batch is due.
 pub async fn queue(
     txn: &impl ConnectionTrait,
-    user_id: &str,
+    user_id: &UserId,
     news: ChangeNews,
-    event_id: Uuid,
+    event_id: EventId,
     payload: Value,
     delay: Duration,
     now: DateTime<Utc>,
@@ -50,7 +51,7 @@ pub async fn queue(
         id: Set(Uuid::new_v4()),
         user_id: Set(user_id.to_owned()),
         kind: Set(news.as_str().to_owned()),
-        subject_id: Set(event_id),
+        subject_id: Set(event_id.uuid()),
         payload: Set(payload),
         due_at: Set(due_at),
         claimed_until: Set(None),
@@ -82,7 +83,10 @@ pub async fn queue(
 }
 
 /// Drops what is pending about events that no longer exist.
-pub async fn drop_for_events(txn: &impl ConnectionTrait, event_ids: &[Uuid]) -> Result<(), DbErr> {
+pub async fn drop_for_events(
+    txn: &impl ConnectionTrait,
+    event_ids: &[EventId],
+) -> Result<(), DbErr> {
     for chunk in event_ids.chunks(500) {
         Entity::delete_many()
             .filter(Column::SubjectId.is_in(chunk.iter().copied()))

@@ -11,13 +11,14 @@ use sea_orm::{
     QueryFilter, QueryOrder, SqlErr,
 };
 
+use crate::domain::ids::{AccountId, UserId};
 use crate::domain::providers::Provider;
 
 /// The account of `provider` with the provider's subject id `account_id`.
 pub async fn find(
     db: &impl ConnectionTrait,
     provider: Provider,
-    account_id: &str,
+    account_id: &AccountId,
 ) -> Result<Option<accounts::Model>, DbErr> {
     accounts::Entity::find()
         .filter(accounts::Column::ProviderId.eq(provider.as_str()))
@@ -29,7 +30,7 @@ pub async fn find(
 /// The user's accounts of `provider`, oldest first.
 pub async fn of_user(
     db: &impl ConnectionTrait,
-    user_id: &str,
+    user_id: &UserId,
     provider: Provider,
 ) -> Result<Vec<accounts::Model>, DbErr> {
     accounts::Entity::find()
@@ -85,14 +86,14 @@ pub enum Linked {
 /// tokens of the user's existing link (a refresh token not sent again is kept).
 pub async fn link_with_tokens(
     txn: &impl ConnectionTrait,
-    user_id: &str,
+    user_id: &UserId,
     provider: Provider,
-    account_id: &str,
+    account_id: &AccountId,
     tokens: SealedTokens,
     now: DateTime<Utc>,
 ) -> Result<Linked, DbErr> {
     if let Some(existing) = find(txn, provider, account_id).await? {
-        if existing.user_id != user_id {
+        if existing.user_id != *user_id {
             return Ok(Linked::OtherUser);
         }
         let refresh_token = tokens.refresh_token.or(existing.refresh_token.clone());
@@ -231,7 +232,7 @@ pub async fn delete(db: &impl ConnectionTrait, id: &str) -> Result<(), DbErr> {
 }
 
 /// How many sign-in accounts the user has (an identity is unlinked only if another remains).
-pub async fn sign_in_methods(db: &impl ConnectionTrait, user_id: &str) -> Result<u64, DbErr> {
+pub async fn sign_in_methods(db: &impl ConnectionTrait, user_id: &UserId) -> Result<u64, DbErr> {
     use sea_orm::PaginatorTrait;
     accounts::Entity::find()
         .filter(accounts::Column::UserId.eq(user_id))

@@ -12,9 +12,9 @@ use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, QueryFilter,
     QueryOrder, QuerySelect, Statement, Value,
 };
-use uuid::Uuid;
 
 use super::Database;
+use crate::domain::ids::{AccountId, CalendarId, EventId};
 
 /// A provider write to deliver.
 #[derive(Debug, Clone)]
@@ -22,11 +22,11 @@ pub struct OutboxWrite {
     /// Provider.
     pub provider: String,
     /// Account.
-    pub account_id: String,
+    pub account_id: AccountId,
     /// Mirror calendar.
-    pub calendar_id: Uuid,
+    pub calendar_id: CalendarId,
     /// Event.
-    pub event_id: Uuid,
+    pub event_id: EventId,
     /// `put` or `delete`.
     pub action: &'static str,
     /// For deletes: the resource and its tag, captured now (the mapping goes with the
@@ -57,7 +57,7 @@ pub async fn enqueue(
 pub async fn claim(
     db: &Database,
     provider: &str,
-    account_id: &str,
+    account_id: &AccountId,
     instance: &str,
     lease: Duration,
     limit: u64,
@@ -85,12 +85,12 @@ pub async fn claim(
     // An event whose earlier rows another instance is delivering waits for it, and so does
     // one with a row still waiting for its retry: an event's rows are delivered in order,
     // by one deliverer at a time, and never ahead of a provider's `Retry-After`.
-    let events: Vec<Uuid> = rows.iter().map(|row| row.event_id).collect();
+    let events: Vec<EventId> = rows.iter().map(|row| row.event_id).collect();
     if !events.is_empty() {
         let held_elsewhere = provider_outbox::Column::ClaimedUntil
             .gt(now)
             .and(provider_outbox::Column::ClaimedBy.ne(instance));
-        let waiting: HashSet<Uuid> = provider_outbox::Entity::find()
+        let waiting: HashSet<EventId> = provider_outbox::Entity::find()
             .filter(provider_outbox::Column::EventId.is_in(events))
             .filter(
                 held_elsewhere.or(provider_outbox::Column::NextAttemptAt
@@ -170,7 +170,7 @@ pub async fn retry_later(
 /// Drops the pending writes of mirrors being removed (in the caller's transaction).
 pub async fn drop_writes_for_calendars(
     txn: &impl ConnectionTrait,
-    calendars: &[Uuid],
+    calendars: &[CalendarId],
 ) -> Result<(), DbErr> {
     if calendars.is_empty() {
         return Ok(());
@@ -210,7 +210,7 @@ pub async fn outbox_depth(
 pub async fn next_due(
     db: &impl ConnectionTrait,
     provider: &str,
-    account_id: &str,
+    account_id: &AccountId,
 ) -> Result<Option<DateTime<Utc>>, DbErr> {
     Ok(provider_outbox::Entity::find()
         .filter(provider_outbox::Column::Provider.eq(provider))
@@ -229,7 +229,7 @@ pub async fn next_due(
 /// Pending outbox deletes of a mirror, by resource (a pull must not bring those back).
 pub async fn pending_deletes(
     db: &impl ConnectionTrait,
-    calendar_id: Uuid,
+    calendar_id: CalendarId,
 ) -> Result<HashSet<String>, DbErr> {
     Ok(provider_outbox::Entity::find()
         .filter(provider_outbox::Column::CalendarId.eq(calendar_id))
@@ -242,7 +242,7 @@ pub async fn pending_deletes(
 }
 
 /// The mirrors among some calendars: calendar → (provider, account).
-pub type MirrorTargets = HashMap<Uuid, (String, String)>;
+pub type MirrorTargets = HashMap<CalendarId, (String, AccountId)>;
 
 /// The mirrors among `calendars`. Whether a calendar mirrors an account (and which) is
 /// fixed when the calendar is created (a mirror's calendar is made with its mirror row, and
@@ -251,7 +251,7 @@ pub type MirrorTargets = HashMap<Uuid, (String, String)>;
 pub async fn targets(
     db: &Database,
     conn: &impl ConnectionTrait,
-    calendars: &[Uuid],
+    calendars: &[CalendarId],
 ) -> Result<MirrorTargets, DbErr> {
     let (mut found, unknown) = db.mirror_cache().lookup(calendars);
     if unknown.is_empty() {
@@ -271,7 +271,7 @@ pub async fn targets(
 /// Which calendars mirror an account, as far as this process has asked.
 #[derive(Debug, Default)]
 pub struct MirrorCache {
-    known: parking_lot::Mutex<HashMap<Uuid, Option<(String, String)>>>,
+    known: parking_lot::Mutex<HashMap<CalendarId, Option<(String, AccountId)>>>,
 }
 
 /// Calendars remembered at most (beyond it, the memory starts again).
@@ -279,7 +279,7 @@ const MIRROR_CACHE_LIMIT: usize = 100_000;
 
 impl MirrorCache {
     /// The remembered mirrors among `calendars`, and the calendars not remembered.
-    fn lookup(&self, calendars: &[Uuid]) -> (MirrorTargets, Vec<Uuid>) {
+    fn lookup(&self, calendars: &[CalendarId]) -> (MirrorTargets, Vec<CalendarId>) {
         let known = self.known.lock();
         let mut found = MirrorTargets::new();
         let mut unknown = Vec::new();
@@ -296,7 +296,7 @@ impl MirrorCache {
     }
 
     /// Remembers the answer for `asked` (`read`: the mirrors among them).
-    fn learn(&self, asked: &[Uuid], read: &MirrorTargets) {
+    fn learn(&self, asked: &[CalendarId], read: &MirrorTargets) {
         let mut known = self.known.lock();
         if known.len() + asked.len() > MIRROR_CACHE_LIMIT {
             known.clear();
@@ -311,7 +311,7 @@ impl MirrorCache {
 /// calendars) once per mirror among its calendars.
 pub fn puts_for_new<'a>(
     targets: &MirrorTargets,
-    events: impl IntoIterator<Item = (Uuid, &'a [Uuid])>,
+    events: impl IntoIterator<Item = (EventId, &'a [CalendarId])>,
 ) -> Vec<OutboxWrite> {
     if targets.is_empty() {
         return Vec::new();

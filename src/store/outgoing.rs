@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use crate::domain::frames::{Frame, FrameBatch};
+use crate::domain::ids::UserId;
 
 /// What a write transaction announces once it commits ([`super::WriteTxn::outgoing`]): its
 /// frames, and other steps. Nothing of it happens if the transaction does not commit.
@@ -32,7 +33,7 @@ impl std::fmt::Debug for TxnOutgoing {
 
 impl TxnOutgoing {
     /// Adds `frame` for each user in `users` (once per user), after the frames added before.
-    pub fn add_frame<'a>(&self, users: impl IntoIterator<Item = &'a str>, frame: &Frame) {
+    pub fn add_frame<'a>(&self, users: impl IntoIterator<Item = &'a UserId>, frame: &Frame) {
         self.0.lock().frames.add(users, frame);
     }
 

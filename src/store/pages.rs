@@ -9,12 +9,12 @@ use sea_orm::{
     QueryFilter, QueryOrder, QuerySelect,
 };
 use serde_json::Value;
-use uuid::Uuid;
 
 use super::Unique;
+use crate::domain::ids::{PageId, UserId};
 
 /// Locks the owner's user row for the rest of the transaction; `false` when the user is gone.
-pub async fn lock_owner(txn: &impl ConnectionTrait, user_id: &str) -> Result<bool, DbErr> {
+pub async fn lock_owner(txn: &impl ConnectionTrait, user_id: &UserId) -> Result<bool, DbErr> {
     Ok(users::Entity::find_by_id(user_id.to_owned())
         .lock_exclusive()
         .unique(txn)
@@ -23,7 +23,10 @@ pub async fn lock_owner(txn: &impl ConnectionTrait, user_id: &str) -> Result<boo
 }
 
 /// The user's active Pages by position (then creation).
-pub async fn active(db: &impl ConnectionTrait, user_id: &str) -> Result<Vec<pages::Model>, DbErr> {
+pub async fn active(
+    db: &impl ConnectionTrait,
+    user_id: &UserId,
+) -> Result<Vec<pages::Model>, DbErr> {
     pages::Entity::find()
         .filter(pages::Column::UserId.eq(user_id))
         .filter(pages::Column::DeletedAt.is_null())
@@ -37,8 +40,8 @@ pub async fn active(db: &impl ConnectionTrait, user_id: &str) -> Result<Vec<page
 /// One of the user's active Pages.
 pub async fn find_active(
     db: &impl ConnectionTrait,
-    user_id: &str,
-    id: Uuid,
+    user_id: &UserId,
+    id: PageId,
 ) -> Result<Option<pages::Model>, DbErr> {
     pages::Entity::find_by_id(id)
         .filter(pages::Column::UserId.eq(user_id))
@@ -51,7 +54,7 @@ pub async fn find_active(
 #[derive(Debug, Clone)]
 pub struct NewPage {
     /// Owner.
-    pub user_id: String,
+    pub user_id: UserId,
     /// Name (validated).
     pub name: String,
     /// Position.
@@ -69,7 +72,7 @@ pub async fn insert(
     now: DateTime<Utc>,
 ) -> Result<pages::Model, DbErr> {
     pages::ActiveModel {
-        id: Set(Uuid::new_v4()),
+        id: Set(PageId::generate()),
         user_id: Set(new.user_id),
         name: Set(new.name),
         position: Set(new.position),

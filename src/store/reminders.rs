@@ -3,18 +3,18 @@
 
 use std::collections::HashSet;
 
+use crate::domain::ids::{CalendarId, EventId, UserId};
 use chrono::{DateTime, Utc};
 use entities::{calendar_members, event_reminders};
 use sea_orm::sea_query::OnConflict;
 use sea_orm::{ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
 use serde_json::Value;
-use uuid::Uuid;
 
 /// The user's explicit per-calendar rules.
 pub async fn calendar_rules(
     db: &impl ConnectionTrait,
-    user_id: &str,
-) -> Result<Vec<(Uuid, Value)>, DbErr> {
+    user_id: &UserId,
+) -> Result<Vec<(CalendarId, Value)>, DbErr> {
     Ok(calendar_members::Entity::find()
         .filter(calendar_members::Column::UserId.eq(user_id))
         .filter(calendar_members::Column::Reminder.is_not_null())
@@ -28,14 +28,14 @@ pub async fn calendar_rules(
 /// The user's per-event overrides on events they can still see.
 pub async fn event_rules(
     db: &impl ConnectionTrait,
-    user_id: &str,
-) -> Result<Vec<(Uuid, Value)>, DbErr> {
+    user_id: &UserId,
+) -> Result<Vec<(EventId, Value)>, DbErr> {
     let rules = event_reminders::Entity::find()
         .filter(event_reminders::Column::UserId.eq(user_id))
         .all(db)
         .await?;
-    let ids: Vec<Uuid> = rules.iter().map(|r| r.event_id).collect();
-    let visible: HashSet<Uuid> = super::events::visible_among(db, user_id, &ids).await?;
+    let ids: Vec<EventId> = rules.iter().map(|r| r.event_id).collect();
+    let visible: HashSet<EventId> = super::events::visible_among(db, user_id, &ids).await?;
     Ok(rules
         .into_iter()
         .filter(|r| visible.contains(&r.event_id))
@@ -47,8 +47,8 @@ pub async fn event_rules(
 /// not a member.
 pub async fn set_calendar_rule(
     db: &impl ConnectionTrait,
-    calendar_id: Uuid,
-    user_id: &str,
+    calendar_id: CalendarId,
+    user_id: &UserId,
     rule: Option<Value>,
     now: DateTime<Utc>,
 ) -> Result<bool, DbErr> {
@@ -65,8 +65,8 @@ pub async fn set_calendar_rule(
 /// Sets the user's override for an event.
 pub async fn set_event_rule(
     db: &impl ConnectionTrait,
-    user_id: &str,
-    event_id: Uuid,
+    user_id: &UserId,
+    event_id: EventId,
     rule: Value,
     now: DateTime<Utc>,
 ) -> Result<(), DbErr> {
@@ -96,8 +96,8 @@ pub async fn set_event_rule(
 /// Clears the user's override for an event.
 pub async fn clear_event_rule(
     db: &impl ConnectionTrait,
-    user_id: &str,
-    event_id: Uuid,
+    user_id: &UserId,
+    event_id: EventId,
 ) -> Result<(), DbErr> {
     event_reminders::Entity::delete_many()
         .filter(event_reminders::Column::UserId.eq(user_id))

@@ -13,6 +13,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use crate::domain::ids::UserId;
 use entities::{sessions, users};
 use parking_lot::Mutex;
 
@@ -98,12 +99,12 @@ impl SessionCache {
     }
 
     /// Forgets every session of `user_id` (after a committed change to them or the user).
-    pub fn forget_user(&self, user_id: &str) {
+    pub fn forget_user(&self, user_id: &UserId) {
         let mut entries = self.inner.lock();
         entries.generation += 1;
         entries
             .by_token_hash
-            .retain(|_, entry| entry.found.1.id != user_id);
+            .retain(|_, entry| entry.found.1.id != *user_id);
     }
 }
 
@@ -114,7 +115,7 @@ mod tests {
 
     use super::*;
 
-    fn found(user: &str) -> Found {
+    fn found(user: &UserId) -> Found {
         let now = Utc::now();
         let session = sessions::Model {
             id: format!("s-{user}"),
@@ -128,8 +129,8 @@ mod tests {
             updated_at: now,
         };
         let user = users::Model {
-            id: user.to_owned(),
-            name: user.to_owned(),
+            id: user.clone(),
+            name: user.to_string(),
             email: format!("{user}@example.com"),
             email_verified: true,
             image: None,
@@ -146,7 +147,7 @@ mod tests {
         let cache = SessionCache::new(Duration::from_secs(5));
         let start = Instant::now();
         let lookup = cache.get("h", start).expect_err("empty");
-        cache.put(lookup, "h", &found("u"), start);
+        cache.put(lookup, "h", &found(&UserId::new("u")), start);
         let hit = cache
             .get("h", start + Duration::from_secs(4))
             .expect("fresh");
@@ -160,14 +161,14 @@ mod tests {
         let cache = SessionCache::new(Duration::from_secs(5));
         let now = Instant::now();
         let lookup = cache.get("h-u", now).expect_err("empty");
-        cache.put(lookup, "h-u", &found("u"), now);
+        cache.put(lookup, "h-u", &found(&UserId::new("u")), now);
         let lookup = cache.get("h-v", now).expect_err("empty");
-        cache.put(lookup, "h-v", &found("v"), now);
+        cache.put(lookup, "h-v", &found(&UserId::new("v")), now);
         let in_flight = cache.get("h-w", now).expect_err("empty");
-        cache.forget_user("u");
+        cache.forget_user(&UserId::new("u"));
         assert!(cache.get("h-u", now).is_err(), "u forgotten");
         assert!(cache.get("h-v", now).is_ok(), "v kept");
-        cache.put(in_flight, "h-w", &found("w"), now);
+        cache.put(in_flight, "h-w", &found(&UserId::new("w")), now);
         assert!(
             cache.get("h-w", now).is_err(),
             "read before the change: not kept"
@@ -179,7 +180,7 @@ mod tests {
         let cache = SessionCache::new(Duration::ZERO);
         let now = Instant::now();
         let lookup = cache.get("h", now).expect_err("empty");
-        cache.put(lookup, "h", &found("u"), now);
+        cache.put(lookup, "h", &found(&UserId::new("u")), now);
         assert!(cache.get("h", now).is_err());
     }
 }

@@ -11,12 +11,13 @@ use sea_orm::{
 
 use super::Unique;
 use super::{Database, WriteTxn};
+use crate::domain::ids::UserId;
 
 /// A session to create.
 #[derive(Debug, Clone)]
 pub struct NewSession {
     /// Owner.
-    pub user_id: String,
+    pub user_id: UserId,
     /// Hex SHA-256 of the token handed to the client.
     pub token_hash: String,
     /// Expiry.
@@ -75,7 +76,7 @@ pub async fn find_by_token_hash(
 /// Moves the expiry of `user_id`'s session `id`.
 pub async fn extend(
     db: &Database,
-    user_id: &str,
+    user_id: &UserId,
     id: &str,
     expires_at: DateTime<Utc>,
     now: DateTime<Utc>,
@@ -93,7 +94,7 @@ pub async fn extend(
 /// The user's sessions that have not expired, oldest first.
 pub async fn list_active(
     db: &Database,
-    user_id: &str,
+    user_id: &UserId,
     now: DateTime<Utc>,
 ) -> Result<Vec<sessions::Model>, DbErr> {
     sessions::Entity::find()
@@ -122,7 +123,7 @@ pub async fn live(
 }
 
 /// Deletes one session of `user_id` by id; `false` if there was none.
-pub async fn delete_for_user(db: &Database, user_id: &str, id: &str) -> Result<bool, DbErr> {
+pub async fn delete_for_user(db: &Database, user_id: &UserId, id: &str) -> Result<bool, DbErr> {
     let result = sessions::Entity::delete_many()
         .filter(sessions::Column::UserId.eq(user_id))
         .filter(sessions::Column::Id.eq(id))
@@ -135,7 +136,7 @@ pub async fn delete_for_user(db: &Database, user_id: &str, id: &str) -> Result<b
 /// Deletes one session of `user_id` by token hash; `false` if there was none.
 pub async fn delete_by_token_hash_for_user(
     db: &Database,
-    user_id: &str,
+    user_id: &UserId,
     token_hash: &str,
 ) -> Result<bool, DbErr> {
     let result = sessions::Entity::delete_many()
@@ -148,7 +149,7 @@ pub async fn delete_by_token_hash_for_user(
 }
 
 /// Deletes `user_id`'s session `id`.
-pub async fn delete(db: &Database, user_id: &str, id: &str) -> Result<(), DbErr> {
+pub async fn delete(db: &Database, user_id: &UserId, id: &str) -> Result<(), DbErr> {
     sessions::Entity::delete_by_id(id.to_owned())
         .exec(db.conn())
         .await?;
@@ -160,7 +161,7 @@ pub async fn delete(db: &Database, user_id: &str, id: &str) -> Result<(), DbErr>
 /// sessions are forgotten once it commits. Outside a transaction, [`end_all_for_user`].
 pub async fn delete_all_for_user(
     txn: &WriteTxn,
-    user_id: &str,
+    user_id: &UserId,
     keep: Option<&str>,
 ) -> Result<u64, DbErr> {
     txn.credentials_changed(user_id);
@@ -169,7 +170,7 @@ pub async fn delete_all_for_user(
 
 async fn delete_rows_of_user(
     db: &impl ConnectionTrait,
-    user_id: &str,
+    user_id: &UserId,
     keep: Option<&str>,
 ) -> Result<u64, DbErr> {
     let mut query = sessions::Entity::delete_many().filter(sessions::Column::UserId.eq(user_id));
@@ -183,7 +184,7 @@ async fn delete_rows_of_user(
 /// ones; outside a transaction.
 pub async fn end_all_for_user(
     db: &Database,
-    user_id: &str,
+    user_id: &UserId,
     keep: Option<&str>,
 ) -> Result<u64, DbErr> {
     let ended = delete_rows_of_user(db.conn(), user_id, keep).await?;

@@ -10,16 +10,17 @@ use sea_orm::{
 use serde_json::Value;
 
 use super::Unique;
+use crate::domain::ids::UserId;
 use crate::domain::settings;
 
 /// The stored settings value of a user, if any.
-pub async fn value_of(db: &impl ConnectionTrait, user_id: &str) -> Result<Option<Value>, DbErr> {
+pub async fn value_of(db: &impl ConnectionTrait, user_id: &UserId) -> Result<Option<Value>, DbErr> {
     Ok(find(db, user_id).await?.map(|row| row.value))
 }
 
 /// The user's time zone (`timezone` of their settings; UTC when unset or unknown): floating
 /// times in the calendars they import or mirror are read in it.
-pub async fn zone_of(db: &impl ConnectionTrait, user_id: &str) -> Result<chrono_tz::Tz, DbErr> {
+pub async fn zone_of(db: &impl ConnectionTrait, user_id: &UserId) -> Result<chrono_tz::Tz, DbErr> {
     let value = value_of(db, user_id).await?;
     Ok(value
         .as_ref()
@@ -32,7 +33,7 @@ pub async fn zone_of(db: &impl ConnectionTrait, user_id: &str) -> Result<chrono_
 /// The user's settings row, if any.
 pub async fn find(
     db: &impl ConnectionTrait,
-    user_id: &str,
+    user_id: &UserId,
 ) -> Result<Option<user_settings::Model>, DbErr> {
     user_settings::Entity::find_by_id(user_id.to_owned())
         .unique(db)
@@ -42,7 +43,7 @@ pub async fn find(
 /// Creates the row with the defaults unless it exists (concurrent creators agree).
 pub async fn ensure(
     db: &impl ConnectionTrait,
-    user_id: &str,
+    user_id: &UserId,
     now: DateTime<Utc>,
 ) -> Result<(), DbErr> {
     let row = user_settings::ActiveModel {
@@ -62,7 +63,7 @@ pub async fn ensure(
 /// The user's row, created with the defaults when missing.
 pub async fn find_or_create(
     db: &impl ConnectionTrait,
-    user_id: &str,
+    user_id: &UserId,
     now: DateTime<Utc>,
 ) -> Result<Option<user_settings::Model>, DbErr> {
     if let Some(row) = find(db, user_id).await? {
@@ -75,7 +76,7 @@ pub async fn find_or_create(
 /// Locks the user's row for the rest of the transaction (created first when missing).
 pub async fn lock(
     txn: &impl ConnectionTrait,
-    user_id: &str,
+    user_id: &UserId,
     now: DateTime<Utc>,
 ) -> Result<Option<user_settings::Model>, DbErr> {
     ensure(txn, user_id, now).await?;

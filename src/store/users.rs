@@ -9,6 +9,7 @@ use sea_orm::{
 
 use super::Unique;
 use super::{Database, WriteTxn};
+use crate::domain::ids::{AccountId, CalendarId, UserId};
 use crate::domain::settings;
 
 /// Colour of a new personal calendar.
@@ -58,7 +59,7 @@ pub async fn create_with_account(
     now: DateTime<Utc>,
 ) -> Result<users::Model, CreateUserError> {
     let txn = db.begin_write().await?;
-    let user_id = crate::domain::ids::new_id();
+    let user_id = UserId::new(crate::domain::ids::new_id());
     let email = new.email.trim().to_lowercase();
     let user = users::ActiveModel {
         id: Set(user_id.clone()),
@@ -81,7 +82,9 @@ pub async fn create_with_account(
         id: Set(crate::domain::ids::new_id()),
         user_id: Set(user_id.clone()),
         provider_id: Set(account.provider_id),
-        account_id: Set(account.account_id.unwrap_or_else(|| user_id.clone())),
+        account_id: Set(AccountId::new(
+            account.account_id.unwrap_or_else(|| user_id.to_string()),
+        )),
         password_hash: Set(account.password_hash),
         scope: Set(None),
         created_at: Set(now),
@@ -90,7 +93,7 @@ pub async fn create_with_account(
     }
     .insert(&txn)
     .await?;
-    let calendar_id = uuid::Uuid::new_v4();
+    let calendar_id = CalendarId::generate();
     let calendar_name = match new.name.trim() {
         "" => "Personal".to_owned(),
         name => name.to_owned(),
@@ -159,7 +162,7 @@ pub async fn create_shadow(
         .await?
         .is_some();
     let user = users::ActiveModel {
-        id: Set(format!("fed_{}", uuid::Uuid::new_v4())),
+        id: Set(UserId::new(format!("fed_{}", uuid::Uuid::new_v4()))),
         name: Set(new.name),
         email: Set(if taken { new.stand_in_email } else { new.email }),
         email_verified: Set(false),
@@ -192,14 +195,14 @@ pub async fn find_by_email(db: &Database, email: &str) -> Result<Option<users::M
 }
 
 /// The user with this id.
-pub async fn find(db: &impl ConnectionTrait, id: &str) -> Result<Option<users::Model>, DbErr> {
+pub async fn find(db: &impl ConnectionTrait, id: &UserId) -> Result<Option<users::Model>, DbErr> {
     users::Entity::find_by_id(id.to_owned()).unique(db).await
 }
 
 /// Changes name and/or image; `image: Some(None)` clears it.
 pub async fn update_profile(
     db: &Database,
-    id: &str,
+    id: &UserId,
     name: Option<String>,
     image: Option<Option<String>>,
     now: DateTime<Utc>,
@@ -221,7 +224,11 @@ pub async fn update_profile(
 }
 
 /// Marks the user's email verified.
-pub async fn set_email_verified(db: &Database, id: &str, now: DateTime<Utc>) -> Result<(), DbErr> {
+pub async fn set_email_verified(
+    db: &Database,
+    id: &UserId,
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
     users::Entity::update_many()
         .col_expr(users::Column::EmailVerified, true.into())
         .col_expr(users::Column::UpdatedAt, now.into())
@@ -235,7 +242,7 @@ pub async fn set_email_verified(db: &Database, id: &str, now: DateTime<Utc>) -> 
 /// Changes the user's email (already verified by the caller's flow).
 pub async fn set_email(
     db: &Database,
-    id: &str,
+    id: &UserId,
     email: &str,
     now: DateTime<Utc>,
 ) -> Result<bool, DbErr> {
@@ -258,8 +265,8 @@ pub async fn set_email(
 /// Deletes the user; sessions, accounts, memberships, owned calendars and settings go with
 /// it (foreign keys cascade). Runs in `txn` (one that consumes a token, say); the user's
 /// cached sessions and streams end once it commits. Outside a transaction, [`delete_now`].
-pub async fn delete(txn: &WriteTxn, id: &str) -> Result<bool, DbErr> {
-    let owned: Vec<uuid::Uuid> = calendars::Entity::find()
+pub async fn delete(txn: &WriteTxn, id: &UserId) -> Result<bool, DbErr> {
+    let owned: Vec<CalendarId> = calendars::Entity::find()
         .filter(calendars::Column::CreatorId.eq(id))
         .all(txn)
         .await?
@@ -273,7 +280,7 @@ pub async fn delete(txn: &WriteTxn, id: &str) -> Result<bool, DbErr> {
 }
 
 /// [`delete`] in a transaction of its own.
-pub async fn delete_now(db: &Database, id: &str) -> Result<bool, DbErr> {
+pub async fn delete_now(db: &Database, id: &UserId) -> Result<bool, DbErr> {
     let txn = db.begin_write().await?;
     let deleted = delete(&txn, id).await?;
     txn.commit().await?;

@@ -41,6 +41,7 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 use super::horizon::{InFlight, WriteHorizon, postgres_stamp};
 use super::instance_bus::OwnNotice;
 use super::outgoing::TxnOutgoing;
+use crate::domain::ids::UserId;
 
 /// The statement that opens a write transaction: it takes SQLite's write lock at once, so
 /// a transaction that reads before it writes never finds the database changed under it.
@@ -323,7 +324,7 @@ impl Drop for SqliteTxn {
 pub struct WriteTxn {
     txn: Txn,
     after_commit: CredentialHooks,
-    changed: parking_lot::Mutex<Vec<String>>,
+    changed: parking_lot::Mutex<Vec<UserId>>,
     /// This process's write clock ([`super::horizon`]).
     horizon: Arc<WriteHorizon>,
     /// The transaction's stamp, once taken ([`WriteTxn::stamp`]).
@@ -393,8 +394,8 @@ impl WriteTxn {
 
     /// `user_id`'s credentials (sessions, password, member tokens) or the user itself change
     /// in this transaction: announced once it commits.
-    pub fn credentials_changed(&self, user_id: &str) {
-        self.changed.lock().push(user_id.to_owned());
+    pub fn credentials_changed(&self, user_id: &UserId) {
+        self.changed.lock().push(user_id.clone());
     }
 
     /// What the transaction announces once it commits (frames, steps after the commit).
@@ -494,7 +495,7 @@ impl WriteTxn {
 
 /// The credential changes of a transaction, told once it committed.
 struct Announcement {
-    users: Vec<String>,
+    users: Vec<UserId>,
     hooks: CredentialHooks,
     /// The transaction's stamp, in flight until the commit has ended (this is dropped).
     in_flight: Option<InFlight>,

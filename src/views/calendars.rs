@@ -8,6 +8,7 @@ use uuid::Uuid;
 
 use super::schemas::RoleSchema;
 use super::{optional_timestamp, timestamp};
+use crate::domain::ids::UserId;
 use crate::domain::roles::Role;
 use crate::store::members::Member;
 use crate::store::mirrors::ProviderLink;
@@ -82,10 +83,10 @@ pub struct CalendarRowView {
 impl From<&calendars::Model> for CalendarRowView {
     fn from(calendar: &calendars::Model) -> Self {
         Self {
-            id: calendar.id,
+            id: calendar.id.uuid(),
             created_at: calendar.created_at,
             updated_at: calendar.updated_at,
-            creator_id: calendar.creator_id.clone(),
+            creator_id: calendar.creator_id.to_string(),
             name: calendar.name.clone(),
             color: calendar.color.clone(),
             is_default: calendar.is_default,
@@ -185,17 +186,17 @@ impl CalendarView {
     /// The document of `calendar` with `members`, as `reader_role` sees it.
     pub fn new(calendar: &calendars::Model, members: &[Member], reader_role: Option<Role>) -> Self {
         Self {
-            id: calendar.id,
+            id: calendar.id.uuid(),
             created_at: calendar.created_at,
             updated_at: calendar.updated_at,
-            creator_id: calendar.creator_id.clone(),
+            creator_id: calendar.creator_id.to_string(),
             name: calendar.name.clone(),
             color: calendar.color.clone(),
             is_default: calendar.is_default,
             members: members
                 .iter()
                 .map(|m| MemberSummary {
-                    id: m.user.id.clone(),
+                    id: m.user.id.to_string(),
                     name: m.user.name.clone(),
                     email: m.user.email.clone(),
                 })
@@ -212,15 +213,15 @@ impl CalendarView {
 
     /// The document with its mirror's account, as `reader` sees it: the sync status only
     /// for the account's owner (other members are never asked to reconnect).
-    pub fn with_provider(mut self, link: Option<&ProviderLink>, reader: &str) -> Self {
+    pub fn with_provider(mut self, link: Option<&ProviderLink>, reader: &UserId) -> Self {
         let Some(link) = link else {
             return self;
         };
         self.provider = Some(link.provider.clone());
-        self.account_id = Some(link.account_id.clone());
+        self.account_id = Some(link.account_id.to_string());
         self.account_label = link.account_label.clone();
         self.server_url = link.server_url.clone();
-        if link.owner == reader {
+        if link.owner == *reader {
             self.sync_status = link.sync_status.clone();
             self.sync_error_code = link.sync_error_code.clone();
         }
@@ -232,7 +233,7 @@ impl MemberView {
     /// The listing entry of `member`.
     pub fn new(member: &Member) -> Self {
         Self {
-            id: member.user.id.clone(),
+            id: member.user.id.to_string(),
             name: member.user.name.clone(),
             image: member.user.image.clone(),
             role: member.role.as_str(),
@@ -243,10 +244,10 @@ impl MemberView {
 impl From<&invites::Model> for InviteView {
     fn from(invite: &invites::Model) -> Self {
         Self {
-            id: invite.id,
+            id: invite.id.uuid(),
             created_at: invite.created_at,
             updated_at: invite.updated_at,
-            calendar_id: invite.calendar_id,
+            calendar_id: invite.calendar_id.uuid(),
             expires_at: invite.expires_at,
             max_uses: invite.max_uses,
             uses: invite.uses,
@@ -260,8 +261,8 @@ impl From<&calendar_members::Model> for MembershipView {
             id: row.id,
             created_at: row.created_at,
             updated_at: row.updated_at,
-            user_id: row.user_id.clone(),
-            calendar_id: row.calendar_id,
+            user_id: row.user_id.to_string(),
+            calendar_id: row.calendar_id.uuid(),
             role: row.role.clone(),
             reminder: row.reminder.clone(),
         }

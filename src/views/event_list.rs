@@ -13,6 +13,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::domain::event_fields::event_fields;
+use crate::domain::ids::EventId;
 use crate::domain::time::{YEARS, format_timestamp};
 use crate::error::AppError;
 use crate::store::events::reads::PackedEvent;
@@ -81,7 +82,11 @@ pub struct EventsResponse {
 
 /// The answer of `GET /api/v1/events`: `events` (a JSON array from [`events_array`]),
 /// `deletedIds` and `serverTime`.
-pub fn events_response(events: &str, deleted_ids: &[Uuid], server_time: DateTime<Utc>) -> String {
+pub fn events_response(
+    events: &str,
+    deleted_ids: &[EventId],
+    server_time: DateTime<Utc>,
+) -> String {
     let mut out = String::with_capacity(events.len() + 64 + deleted_ids.len() * 40);
     out.push_str(RESPONSE_HEAD);
     out.push_str(events);
@@ -93,14 +98,18 @@ pub fn events_response(events: &str, deleted_ids: &[Uuid], server_time: DateTime
 const RESPONSE_HEAD: &str = "{\"events\":";
 
 /// What closes the answer, after the events array.
-fn push_response_tail(out: &mut String, deleted_ids: &[Uuid], server_time: DateTime<Utc>) {
+fn push_response_tail(out: &mut String, deleted_ids: &[EventId], server_time: DateTime<Utc>) {
     out.push_str(",\"deletedIds\":[");
     for (n, id) in deleted_ids.iter().enumerate() {
         if n > 0 {
             out.push(',');
         }
         out.push('"');
-        out.push_str(id.hyphenated().encode_lower(&mut Uuid::encode_buffer()));
+        out.push_str(
+            id.uuid()
+                .hyphenated()
+                .encode_lower(&mut Uuid::encode_buffer()),
+        );
         out.push('"');
     }
     out.push_str("],\"serverTime\":\"");
@@ -275,16 +284,17 @@ mod tests {
     use serde_json::Value;
 
     use super::*;
+    use crate::domain::ids::CalendarId;
     use crate::views::events::EventView;
 
     /// A model with awkward values, and the same event as SQLite packs it.
-    fn sample() -> (events::Model, Vec<Uuid>, String) {
+    fn sample() -> (events::Model, Vec<CalendarId>, String) {
         let id = Uuid::new_v4();
         let origin = Uuid::new_v4();
         let other = Uuid::new_v4();
         let at = |s: &str| DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc);
         let model = events::Model {
-            id,
+            id: EventId::from_uuid(id),
             creator_id: "creator".into(),
             organizer: "Ada \"the\" organizer".into(),
             title: "Quote \" backslash \\ tab \t ünïcødé 🎉 \u{1} \u{7f}".into(),
@@ -298,7 +308,7 @@ mod tests {
             location: None,
             recurrence: Some("RRULE:FREQ=WEEKLY".into()),
             url: None,
-            origin_calendar_id: Some(origin),
+            origin_calendar_id: Some(CalendarId::from_uuid(origin)),
             revision: 7,
             created_at: at("2026-07-01T00:00:00.999999999+00:00"),
             updated_at: at("2026-07-02T00:00:00.5+00:00"),
@@ -323,13 +333,17 @@ mod tests {
             "[[\"{}\",{},{},\"{}\",7,\
              \"2026-07-01T00:00:00.999999999+00:00\",\"2026-07-02T00:00:00.5Z\",\"{},{}\"]]",
             hex(id),
-            text(&model.creator_id),
+            text(model.creator_id.as_str()),
             content.join(","),
             hex(origin),
             hex(origin),
             hex(other),
         );
-        (model, vec![origin, other], packed)
+        (
+            model,
+            vec![CalendarId::from_uuid(origin), CalendarId::from_uuid(other)],
+            packed,
+        )
     }
 
     #[test]
@@ -337,13 +351,13 @@ mod tests {
         let (model, calendars, packed) = sample();
         let rows: Vec<PackedEvent<'_>> = serde_json::from_str(&packed).expect("packed");
         let now = Utc.with_ymd_and_hms(2026, 11, 22, 12, 0, 0).unwrap();
-        let deleted = [Uuid::new_v4()];
+        let deleted = [EventId::generate()];
         let events = events_array(&rows).unwrap();
         let rendered: Value =
             serde_json::from_str(&events_response(&events, &deleted, now)).unwrap();
         let expected = serde_json::to_value(EventsResponse {
             events: vec![EventView::from_model(model, calendars)],
-            deleted_ids: deleted.to_vec(),
+            deleted_ids: deleted.iter().map(|id| id.uuid()).collect(),
             server_time: now,
         })
         .unwrap();

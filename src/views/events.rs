@@ -8,6 +8,7 @@ use uuid::Uuid;
 
 use super::{optional_timestamp, timestamp};
 use crate::domain::event_fields::event_fields;
+use crate::domain::ids::CalendarId;
 use crate::store::attendance::Attendee;
 
 /// Writes [`EventView`] with the content fields of [`event_fields!`], in their order: each
@@ -59,15 +60,15 @@ macro_rules! event_view {
     (@from $event:ident, $calendars:ident;
         $($name:ident: [$($ty:tt)*] $kind:ident $wire:literal $doc:literal,)*) => {
         EventView {
-            id: $event.id,
+            id: $event.id.uuid(),
             created_at: $event.created_at,
             updated_at: $event.updated_at,
-            creator_id: $event.creator_id,
+            creator_id: $event.creator_id.into_string(),
             $($name: $event.$name,)*
-            origin_calendar_id: $event.origin_calendar_id,
+            origin_calendar_id: $event.origin_calendar_id.map(CalendarId::uuid),
             deleted_at: $event.deleted_at,
             revision: $event.revision,
-            calendars: $calendars,
+            calendars: $calendars.into_iter().map(CalendarId::uuid).collect(),
             provider_delivery: None,
         }
     };
@@ -132,12 +133,12 @@ pub enum DeliveryState {
 
 impl EventView {
     /// The document of `event` for a reader who sees it in `calendars`.
-    pub fn new(event: &events::Model, calendars: Vec<Uuid>) -> Self {
+    pub fn new(event: &events::Model, calendars: Vec<CalendarId>) -> Self {
         Self::from_model(event.clone(), calendars)
     }
 
     /// The document of `event` (taken, not copied) for a reader who sees it in `calendars`.
-    pub fn from_model(event: events::Model, calendars: Vec<Uuid>) -> Self {
+    pub fn from_model(event: events::Model, calendars: Vec<CalendarId>) -> Self {
         event_fields!(event_view { @from event, calendars; })
     }
 }
@@ -171,7 +172,7 @@ pub enum AttendeeStatus {
 impl From<Attendee> for AttendeeView {
     fn from(attendee: Attendee) -> Self {
         Self {
-            id: attendee.id,
+            id: attendee.id.into_string(),
             name: attendee.name,
             image: attendee.image,
             status: attendee.status,

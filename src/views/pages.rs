@@ -40,7 +40,7 @@ impl PageDocument {
     /// The document of `page` for a reader with access to `calendars` (ids as text).
     pub fn new(page: &pages::Model, calendars: &HashSet<String>) -> Self {
         Self {
-            id: page.id,
+            id: page.id.uuid(),
             name: page.name.clone(),
             position: page.position,
             is_default: page.is_default,

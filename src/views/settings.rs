@@ -37,7 +37,7 @@ impl From<&user_settings::Model> for SettingsRow {
     fn from(row: &user_settings::Model) -> Self {
         Self {
             value: settings::with_defaults(&row.value),
-            id: row.user_id.clone(),
+            id: row.user_id.to_string(),
             created_at: row.created_at,
             updated_at: row.updated_at,
             revision: row.revision,

@@ -91,7 +91,7 @@ async fn sign_up_creates_the_personal_calendar_and_settings_in_the_same_step() {
         .expect("query")
         .expect("owner membership");
     assert_eq!(membership.role, "owner");
-    assert_eq!(membership.user_id, user.id);
+    assert_eq!(membership.user_id.as_str(), user.id);
     let settings = user_settings::Entity::find_by_id(user.id.clone())
         .one(&conn)
         .await

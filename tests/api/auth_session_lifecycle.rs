@@ -226,7 +226,7 @@ async fn get_session_slides_a_day_old_session_and_hands_out_the_cookie_again() {
     let now = chrono::Utc::now();
     bowline::store::sessions::extend(
         &app.ctx().db,
-        &user_id,
+        &user_id.as_str().into(),
         &session_id,
         now + chrono::Duration::days(5),
         now,

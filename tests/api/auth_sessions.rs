@@ -151,7 +151,9 @@ async fn age_session(app: &TestApp, user: &TestUser, days: i64) {
     active.created_at = Set(chrono::Utc::now() - chrono::Duration::days(days));
     active.update(&db).await.expect("age the session");
     let user_id = session["user"]["id"].as_str().expect("user id");
-    app.ctx().db.credentials_changed(user_id);
+    app.ctx()
+        .db
+        .credentials_changed(&bowline::domain::ids::UserId::from(user_id));
 }
 
 #[tokio::test]

@@ -256,9 +256,13 @@ async fn an_existing_verified_email_user_is_linked_and_an_unverified_one_is_not(
     );
 
     // Once verified, the Google identity joins the same user.
-    bowline::store::users::set_email_verified(&app.ctx().db, &local.id, chrono::Utc::now())
-        .await
-        .expect("verify");
+    bowline::store::users::set_email_verified(
+        &app.ctx().db,
+        &local.id.as_str().into(),
+        chrono::Utc::now(),
+    )
+    .await
+    .expect("verify");
     let token = idp.sign(
         "key-a",
         &google_claims(GOOGLE_CLIENT, "g-shared", "shared@example.com"),
@@ -373,9 +377,10 @@ async fn microsoft_id_tokens_sign_in_by_object_id_and_link_as_a_trusted_provider
         "Microsoft does not say"
     );
     let ada = body["user"]["id"].clone();
-    let rows = bowline::store::accounts::list_for_user(&app.ctx().db, ada.as_str().unwrap())
-        .await
-        .expect("accounts");
+    let rows =
+        bowline::store::accounts::list_for_user(&app.ctx().db, &ada.as_str().unwrap().into())
+            .await
+            .expect("accounts");
     assert_eq!(rows[0].provider_id, "microsoft");
     assert_eq!(
         rows[0].account_id, "oid-1",
@@ -398,9 +403,13 @@ async fn microsoft_id_tokens_sign_in_by_object_id_and_link_as_a_trusted_provider
     // A verified local user with the same address is linked although the token says
     // nothing about verification: Microsoft is trusted.
     let local = app.sign_up("grace@example.com").await;
-    bowline::store::users::set_email_verified(&app.ctx().db, &local.id, chrono::Utc::now())
-        .await
-        .expect("verify");
+    bowline::store::users::set_email_verified(
+        &app.ctx().db,
+        &local.id.as_str().into(),
+        chrono::Utc::now(),
+    )
+    .await
+    .expect("verify");
     let token = idp.sign(
         "key-a",
         &microsoft_claims(tenant, "oid-2", "grace@example.com"),

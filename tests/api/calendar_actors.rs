@@ -25,7 +25,7 @@ async fn a_panic_in_one_calendar_actor_leaves_the_others_alone() {
     let crashed = ctx
         .actors
         .calendars
-        .ask(ctx.settings.call_timeout(), calendar, |reply| {
+        .ask(ctx.settings.call_timeout(), calendar.into(), |reply| {
             CalendarMsg::InjectPanic { reply }
         })
         .await;

@@ -249,7 +249,7 @@ async fn rename_reaches_every_member_with_their_role_and_nobody_else() {
     }
     // The outsider's next frame is one addressed to them, not the rename.
     app.ctx().shared.services.broadcast(
-        [s.outsider.id.as_str()],
+        [&bowline::domain::ids::UserId::from(s.outsider.id.as_str())],
         &bowline::domain::frames::Frame::new("reminders_updated", json!({})),
     );
     assert_eq!(

@@ -15,7 +15,7 @@ use crate::support::sse::SseClient;
 /// arrive in the order they were sent, so this is everything the last request sent them.
 pub async fn drain(app: &TestApp, user: &TestUser, stream: &mut SseClient) -> Vec<Value> {
     app.ctx().shared.services.broadcast(
-        [user.id.as_str()],
+        [&bowline::domain::ids::UserId::from(user.id.as_str())],
         &bowline::domain::frames::Frame::new("marker", json!({})),
     );
     let mut frames = Vec::new();

@@ -313,9 +313,9 @@ async fn a_refused_rows_broken_key_names_the_race_it_lost() {
     let conn = app.db_connection().await;
     let postgres = conn.get_database_backend() == sea_orm::DbBackend::Postgres;
     let now = chrono::Utc::now();
-    let link = |event_id, calendar_id| calendar_events::ActiveModel {
-        event_id: Set(event_id),
-        calendar_id: Set(calendar_id),
+    let link = |event_id: uuid::Uuid, calendar_id: uuid::Uuid| calendar_events::ActiveModel {
+        event_id: Set(event_id.into()),
+        calendar_id: Set(calendar_id.into()),
         created_at: Set(now),
         linked_by: Set(None),
     };
@@ -346,7 +346,7 @@ async fn a_refused_rows_broken_key_names_the_race_it_lost() {
     assert_eq!(race_lost(&err), Some(expected), "{err}");
 
     let err = event_attendees::ActiveModel {
-        event_id: Set(event),
+        event_id: Set(event.into()),
         user_id: Set("no-such-user".into()),
         status: Set("going".into()),
         created_at: Set(now),

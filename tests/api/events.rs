@@ -32,7 +32,7 @@ async fn an_editor_creates_an_event_that_members_see_with_their_calendars() {
     assert_eq!(frame["payload"]["id"], body["id"]);
     assert_eq!(frame["payload"]["calendars"], json!([s.calendar]));
     app.ctx().shared.services.broadcast(
-        [s.outsider.id.as_str()],
+        [&bowline::domain::ids::UserId::from(s.outsider.id.as_str())],
         &bowline::domain::frames::Frame::new("reminders_updated", json!({})),
     );
     assert_eq!(

@@ -257,7 +257,9 @@ async fn accept_answers_404_for_an_unknown_revoked_used_up_or_expired_invite() {
 
     let expired = invite_to(&app, &owner, &calendar_id).await;
     invites::ActiveModel {
-        id: Set(expired.parse().expect("uuid")),
+        id: Set(bowline::domain::ids::InviteId::from_uuid(
+            expired.parse().expect("uuid"),
+        )),
         expires_at: Set(Some(Utc::now() - Duration::minutes(1))),
         ..Default::default()
     }

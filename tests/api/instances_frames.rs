@@ -36,7 +36,7 @@ async fn frames(stream: &mut SseClient, n: usize) -> Vec<Value> {
 /// frames of `stream` up to it: nothing more arrived than what was read.
 async fn nothing_more(app: &TestApp, user: &str, stream: &mut SseClient) {
     app.ctx().shared.services.broadcast(
-        [user],
+        [&bowline::domain::ids::UserId::from(user)],
         &bowline::domain::frames::Frame::new("marker", json!({})),
     );
     let next = stream.next_frame().await;

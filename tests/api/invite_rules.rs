@@ -22,9 +22,9 @@ async fn invites_are_checked_before_anything_is_written() {
     let calendar_id = uuid::Uuid::parse_str(&s.calendar).expect("uuid");
     let now = Utc::now();
     let expired = invites::ActiveModel {
-        id: Set(uuid::Uuid::new_v4()),
-        calendar_id: Set(calendar_id),
-        created_by: Set(Some(s.owner.id.clone())),
+        id: Set(bowline::domain::ids::InviteId::generate()),
+        calendar_id: Set(calendar_id.into()),
+        created_by: Set(Some(s.owner.id.as_str().into())),
         expires_at: Set(Some(now - chrono::Duration::minutes(1))),
         max_uses: Set(None),
         uses: Set(0),

@@ -149,8 +149,8 @@ async fn deleting_the_default_passes_it_to_the_next_survivor() {
 fn page_row(user: &TestUser, is_default: bool, deleted: bool) -> entities::pages::ActiveModel {
     let now = chrono::Utc::now();
     entities::pages::ActiveModel {
-        id: Set(uuid::Uuid::new_v4()),
-        user_id: Set(user.id.clone()),
+        id: Set(bowline::domain::ids::PageId::generate()),
+        user_id: Set(user.id.as_str().into()),
         name: Set("Inserted".into()),
         position: Set(9),
         is_default: Set(is_default),

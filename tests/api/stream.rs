@@ -69,7 +69,13 @@ async fn a_frame_reaches_every_connection_of_its_user_and_nobody_else() {
 
     let sessions = &app.ctx().actors.sessions;
     let frame = Frame::new("settings_updated", json!({ "revision": 2 }));
-    sessions.broadcast([ada.id.as_str(), ada.id.as_str()], &frame);
+    sessions.broadcast(
+        [
+            &bowline::domain::ids::UserId::from(ada.id.as_str()),
+            &bowline::domain::ids::UserId::from(ada.id.as_str()),
+        ],
+        &frame,
+    );
     for stream in [&mut phone, &mut laptop] {
         assert_eq!(
             stream.next_frame().await,
@@ -78,13 +84,13 @@ async fn a_frame_reaches_every_connection_of_its_user_and_nobody_else() {
     }
     // Bob's next frame is the one meant for him: nothing of Ada's came first.
     sessions.broadcast(
-        [bob.id.as_str()],
+        [&bowline::domain::ids::UserId::from(bob.id.as_str())],
         &Frame::new("reminders_updated", json!({})),
     );
     assert_eq!(bobs.next_frame().await["type"], "reminders_updated");
     // Deduplicated per user: Ada got exactly one copy per connection.
     sessions.broadcast(
-        [ada.id.as_str()],
+        [&bowline::domain::ids::UserId::from(ada.id.as_str())],
         &Frame::new("reminders_updated", json!({})),
     );
     assert_eq!(phone.next_frame().await["type"], "reminders_updated");
@@ -100,10 +106,20 @@ async fn closed_connections_are_detached_and_the_session_actor_stops() {
     wait_for_connections(&app, 2).await;
     drop(first);
     wait_for_connections(&app, 1).await;
-    assert!(app.ctx().actors.sessions.is_connected(&user.id));
+    assert!(
+        app.ctx()
+            .actors
+            .sessions
+            .is_connected(&bowline::domain::ids::UserId::from(user.id.as_str()))
+    );
     drop(second);
     wait_for_connections(&app, 0).await;
-    assert!(!app.ctx().actors.sessions.is_connected(&user.id));
+    assert!(
+        !app.ctx()
+            .actors
+            .sessions
+            .is_connected(&bowline::domain::ids::UserId::from(user.id.as_str()))
+    );
     let text = app.metrics_text().await;
     assert_eq!(
         sample(&text, r#"svc_actors{actor="session"}"#),
@@ -155,7 +171,7 @@ async fn the_stream_writes_exactly_the_promised_bytes() {
     assert_eq!(response.headers()["content-type"], "text/event-stream");
     wait_for_connections(&app, 1).await;
     app.ctx().actors.sessions.broadcast(
-        [user.id.as_str()],
+        [&bowline::domain::ids::UserId::from(user.id.as_str())],
         &Frame::new("settings_updated", json!({ "revision": 2 })),
     );
     // The retry advice, the frame, then (test.toml: after one idle second) the keep-alive.
@@ -191,7 +207,7 @@ async fn a_slow_connection_is_dropped_when_its_queue_fills_and_the_others_go_on(
     while counts.borrow().connections == 2 {
         assert!(sent < 1_000, "the slow connection was never dropped");
         sessions.broadcast(
-            [user.id.as_str()],
+            [&bowline::domain::ids::UserId::from(user.id.as_str())],
             &Frame::new("padding", json!({ "n": sent, "padding": padding })),
         );
         // The connection that reads gets every frame, in order, while the other falls behind.
@@ -199,7 +215,12 @@ async fn a_slow_connection_is_dropped_when_its_queue_fills_and_the_others_go_on(
         sent += 1;
     }
     wait_for_connections(&app, 1).await;
-    assert!(app.ctx().actors.sessions.is_connected(&user.id));
+    assert!(
+        app.ctx()
+            .actors
+            .sessions
+            .is_connected(&bowline::domain::ids::UserId::from(user.id.as_str()))
+    );
     let text = app.metrics_text().await;
     assert_eq!(sample(&text, "svc_sse_connections"), Some(1.0), "{text}");
     assert_eq!(sample(&text, "svc_sse_users"), Some(1.0), "{text}");
@@ -215,7 +236,7 @@ async fn a_slow_connection_is_dropped_when_its_queue_fills_and_the_others_go_on(
     );
 
     sessions.broadcast(
-        [user.id.as_str()],
+        [&bowline::domain::ids::UserId::from(user.id.as_str())],
         &Frame::new("reminders_updated", json!({})),
     );
     assert_eq!(fast.next_frame().await["type"], "reminders_updated");
@@ -285,7 +306,7 @@ async fn a_change_owing_more_frames_than_a_queue_holds_reaches_a_reading_connect
     assert_eq!(app.ctx().actors.sessions.counts().borrow().connections, 2);
     for (user, stream) in [(&owner, &mut owners), (&member, &mut members)] {
         app.ctx().actors.sessions.broadcast(
-            [user.id.as_str()],
+            [&bowline::domain::ids::UserId::from(user.id.as_str())],
             &Frame::new("reminders_updated", json!({})),
         );
         assert_eq!(stream.next_frame().await["type"], "reminders_updated");

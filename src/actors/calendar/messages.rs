@@ -12,12 +12,11 @@ use crate::commands::events::edits::Edited;
 use crate::commands::federation::Accepted;
 use crate::domain::events::{Attendance, EventInput};
 use crate::domain::federation::Profile;
-use crate::domain::ids::{CalendarId, EventId, UserId};
+use crate::domain::ids::{CalendarId, EventId, InviteId, UserId};
 use crate::domain::roles::Role;
 use crate::error::AppError;
 use crate::views::calendars::{CalendarView, InviteView, MembershipView};
 use crate::views::events::{AttendeeView, DeletedEventView, EventView};
-use uuid::Uuid;
 
 /// A reply port of a command.
 pub type Reply<T> = RpcReplyPort<Result<T, AppError>>;
@@ -92,14 +91,14 @@ pub enum CalendarCommand {
         /// Joining user.
         user: UserId,
         /// The invite token.
-        invite: Uuid,
+        invite: InviteId,
         /// The membership created, if any.
         reply: Reply<Vec<MembershipView>>,
     },
     /// A member of another server joins with an invite (federation accept).
     AcceptFederated {
         /// The invite token.
-        invite: Uuid,
+        invite: InviteId,
         /// The member's display claims and home server.
         profile: Box<Profile>,
         /// SHA-256 of the member token presented to reuse a shadow user, if any.
@@ -150,7 +149,7 @@ pub enum CalendarCommand {
         /// Acting user.
         by: UserId,
         /// The invite.
-        invite: Uuid,
+        invite: InviteId,
         /// Done.
         reply: Reply<()>,
     },

@@ -15,7 +15,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef};
-use uuid::Uuid;
 
 use super::calendars::CalendarsMsg;
 use super::{ActorKind, MessageTimer, reply};
@@ -38,7 +37,7 @@ pub struct CalendarArgs {
     /// What the server's actors share.
     pub shared: Arc<Shared>,
     /// Its calendar.
-    pub calendar_id: Uuid,
+    pub calendar_id: CalendarId,
     /// Its supervisor (told when the actor is idle).
     pub supervisor: ActorRef<CalendarsMsg>,
 }
@@ -202,7 +201,7 @@ impl CalendarState {
     fn idle_check(&self, myself: &ActorRef<CalendarMsg>, handled: u64) {
         if handled == self.handled {
             let _ = self.supervisor.send_message(CalendarsMsg::Idle {
-                calendar_id: self.calendar_id.0,
+                calendar_id: self.calendar_id,
                 handled,
             });
         }
@@ -215,7 +214,7 @@ impl CalendarState {
     fn stop_if_missing(&self) {
         if self.missing && self.pending.is_empty() {
             let _ = self.supervisor.send_message(CalendarsMsg::Idle {
-                calendar_id: self.calendar_id.0,
+                calendar_id: self.calendar_id,
                 handled: self.handled,
             });
         }
@@ -337,7 +336,7 @@ impl Actor for CalendarActor {
         };
         Ok(CalendarState {
             shared: args.shared,
-            calendar_id: CalendarId(args.calendar_id),
+            calendar_id: args.calendar_id,
             supervisor: args.supervisor,
             idle_after,
             handled: 0,

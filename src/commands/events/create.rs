@@ -13,7 +13,6 @@
 use std::collections::{BTreeSet, HashSet};
 
 use entities::events;
-use uuid::Uuid;
 
 use super::readers::readers_among;
 use super::send_event;
@@ -53,7 +52,7 @@ pub async fn create_all(
     services.metrics.event_batch("create", batch.len());
     if batch.len() > 1 {
         match retry_transient(&services.metrics, || {
-            commit(services, home.0, batch, remembered)
+            commit(services, home, batch, remembered)
         })
         .await
         {
@@ -67,7 +66,7 @@ pub async fn create_all(
     for one in batch {
         let one = std::slice::from_ref(one);
         let outcome = retry_transient(&services.metrics, || {
-            commit(services, home.0, one, remembered)
+            commit(services, home, one, remembered)
         })
         .await;
         all.extend(answers(one, outcome));
@@ -113,11 +112,11 @@ impl From<CreationsError> for BatchError {
 /// reading them.
 async fn commit(
     services: &Services,
-    home: Uuid,
+    home: CalendarId,
     batch: &[PendingCreate],
     remembered: &RememberedRoles,
 ) -> Result<Committed, BatchError> {
-    let calendars: Vec<Uuid> = batch
+    let calendars: Vec<CalendarId> = batch
         .iter()
         .flat_map(|pending| pending.input.calendars.iter().copied())
         .collect::<BTreeSet<_>>()
@@ -161,10 +160,10 @@ async fn commit(
 /// [`commit`], once: each command's row or refusal.
 async fn commit_once(
     services: &Services,
-    home: Uuid,
+    home: CalendarId,
     batch: &[PendingCreate],
     remembered: &RememberedRoles,
-    calendars: &[Uuid],
+    calendars: &[CalendarId],
     mirrors: &MirrorTargets,
 ) -> Result<Vec<Result<events::Model, AppError>>, CommitError> {
     let write = match creations::begin(&services.db, home, calendars, remembered).await? {
@@ -197,7 +196,7 @@ async fn commit_once(
             Ok(()) => {
                 accepted.push(Creation {
                     input: &pending.input,
-                    creator: pending.by.as_str(),
+                    creator: &pending.by,
                 });
                 refusals.push(None);
             }
@@ -219,7 +218,7 @@ async fn commit_once(
                 .get(calendar)
                 .into_iter()
                 .flat_map(|list| list.iter())
-                .map(|(user, _)| user.as_str())
+                .map(|(user, _)| user)
         });
         send_event(&services, "event_created", event, &readers);
     }
@@ -242,9 +241,8 @@ async fn commit_once(
 fn check(members: &CalendarRoles, pending: &PendingCreate) -> Result<(), AppError> {
     let allowed = pending.input.calendars.iter().all(|calendar| {
         members.members.get(calendar).is_some_and(|list| {
-            list.iter().any(|(user, role)| {
-                user.as_str() == pending.by.as_str() && role.allows(Action::EditEvents)
-            })
+            list.iter()
+                .any(|(user, role)| *user == pending.by && role.allows(Action::EditEvents))
         })
     });
     if !allowed {

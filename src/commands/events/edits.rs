@@ -20,7 +20,6 @@ use crate::commands::mirrors::intents::{self, EventChange};
 use crate::store::Connection;
 use chrono::{DateTime, Utc};
 use entities::events;
-use uuid::Uuid;
 
 use super::readers::Memberships;
 use super::{event_not_found, links, refuse_constraint, retry_transient};
@@ -79,20 +78,20 @@ pub enum Edit {
 
 impl Edit {
     /// The event it edits.
-    fn event_id(&self) -> Uuid {
+    fn event_id(&self) -> EventId {
         match self {
             Self::Update { input, .. } => input.id,
             Self::Delete { event, .. }
             | Self::Link { event, .. }
-            | Self::SetAttendance { event, .. } => event.0,
+            | Self::SetAttendance { event, .. } => *event,
         }
     }
 
     /// Calendars it may link the event into.
-    fn adds_to(&self) -> &[Uuid] {
+    fn adds_to(&self) -> &[CalendarId] {
         match self {
             Self::Update { input, .. } => &input.calendars,
-            Self::Link { target, .. } => std::slice::from_ref(&target.0),
+            Self::Link { target, .. } => std::slice::from_ref(target),
             Self::Delete { .. } | Self::SetAttendance { .. } => &[],
         }
     }
@@ -118,7 +117,7 @@ pub enum Edited {
 /// the commit.
 pub(super) struct EditBatch {
     /// Each event the batch edits (deleted or not) with its links.
-    events: HashMap<Uuid, (events::Model, Vec<Uuid>)>,
+    events: HashMap<EventId, (events::Model, Vec<CalendarId>)>,
     /// The members and roles of every calendar the batch reads or writes.
     pub(super) memberships: Memberships,
     /// The batch's `updated_at`.
@@ -132,7 +131,7 @@ pub(super) struct EditBatch {
 impl EditBatch {
     /// The live event `id` and its links as the batch has left them (404: no such event,
     /// or deleted).
-    pub(super) fn live(&self, id: Uuid) -> Result<(events::Model, Vec<Uuid>), AppError> {
+    pub(super) fn live(&self, id: EventId) -> Result<(events::Model, Vec<CalendarId>), AppError> {
         self.events
             .get(&id)
             .filter(|(event, _)| event.deleted_at.is_none())
@@ -144,9 +143,9 @@ impl EditBatch {
     /// such event, or in no calendar; 403: in none of the actor's).
     pub(super) fn visible(
         &self,
-        id: Uuid,
-        actor: &str,
-    ) -> Result<(events::Model, Vec<Uuid>), AppError> {
+        id: EventId,
+        actor: &UserId,
+    ) -> Result<(events::Model, Vec<CalendarId>), AppError> {
         let (event, links) = self.live(id)?;
         if links.is_empty() {
             return Err(event_not_found());
@@ -161,7 +160,7 @@ impl EditBatch {
     }
 
     /// Records what an edit wrote, for the edits after it.
-    pub(super) fn wrote(&mut self, event: events::Model, links: Vec<Uuid>) {
+    pub(super) fn wrote(&mut self, event: events::Model, links: Vec<CalendarId>) {
         self.events.insert(event.id, (event, links));
     }
 
@@ -219,13 +218,13 @@ async fn edit_once(
 ) -> Result<Vec<Result<Edited, AppError>>, AppError> {
     let txn = services.db.begin_write().await?;
     let services = &services.within(&txn);
-    let ids: Vec<Uuid> = edits
+    let ids: Vec<EventId> = edits
         .iter()
         .map(Edit::event_id)
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    let also: Vec<Uuid> = edits
+    let also: Vec<CalendarId> = edits
         .iter()
         .flat_map(|edit| edit.adds_to().iter().copied())
         .collect::<BTreeSet<_>>()
@@ -233,7 +232,7 @@ async fn edit_once(
         .collect();
     let events = event_store::lock_for_changes(&txn, &ids, &also).await?;
     // Every calendar an edit may ask about: the events' links and homes, and those added.
-    let calendars: Vec<Uuid> = events
+    let calendars: Vec<CalendarId> = events
         .values()
         .flat_map(|(event, links)| links.iter().chain(event.origin_calendar_id.as_ref()))
         .chain(&also)
@@ -250,7 +249,7 @@ async fn edit_once(
         frames: FrameBatch::default(),
         mail_due: None,
     };
-    let original: HashMap<Uuid, (i64, Vec<Uuid>)> = batch
+    let original: HashMap<EventId, (i64, Vec<CalendarId>)> = batch
         .events
         .iter()
         .map(|(id, (event, links))| (*id, (event.revision, links.clone())))
@@ -284,8 +283,12 @@ async fn edit_once(
         services.provider_writes_queued(&queued.accounts().collect::<Vec<_>>());
         for outcome in &mut outcomes {
             match outcome {
-                Ok(Edited::Event(view)) => view.provider_delivery = queued.delivery_of(view.id),
-                Ok(Edited::Deleted(view)) => view.provider_delivery = queued.delivery_of(view.id),
+                Ok(Edited::Event(view)) => {
+                    view.provider_delivery = queued.delivery_of(EventId::from_uuid(view.id))
+                }
+                Ok(Edited::Deleted(view)) => {
+                    view.provider_delivery = queued.delivery_of(EventId::from_uuid(view.id))
+                }
                 _ => {}
             }
         }
@@ -313,26 +316,19 @@ async fn run(
             by,
             input,
             base_revision,
-        } => super::update(txn, services, batch, by.as_str(), input, *base_revision)
+        } => super::update(txn, services, batch, by, input, *base_revision)
             .await
             .map(Edited::Event),
-        Edit::Delete { by, event, unlink } => super::delete(
-            txn,
-            services,
-            batch,
-            by.as_str(),
-            event.0,
-            unlink.map(|c| c.0),
-        )
-        .await
-        .map(Edited::Deleted),
-        Edit::Link { by, event, target } => {
-            links::link(txn, services, batch, by.as_str(), event.0, target.0)
+        Edit::Delete { by, event, unlink } => {
+            super::delete(txn, services, batch, by, *event, *unlink)
                 .await
-                .map(Edited::Event)
+                .map(Edited::Deleted)
         }
+        Edit::Link { by, event, target } => links::link(txn, services, batch, by, *event, *target)
+            .await
+            .map(Edited::Event),
         Edit::SetAttendance { by, event, answer } => {
-            links::set_attendance(txn, services, batch, by.as_str(), event.0, *answer)
+            links::set_attendance(txn, services, batch, by, *event, *answer)
                 .await
                 .map(Edited::Attendees)
         }

@@ -7,11 +7,11 @@ use std::collections::BTreeMap;
 
 use entities::events;
 use serde_json::json;
-use uuid::Uuid;
 
 use super::readers::Readers;
 use crate::commands::Services;
 use crate::domain::frames::{Frame, FrameBatch};
+use crate::domain::ids::{CalendarId, EventId, UserId};
 use crate::views::events::EventView;
 
 /// Sends `kind` (`event_created` / `event_updated`) to every reader with their calendars:
@@ -47,9 +47,9 @@ fn event_frames<'r>(
     kind: &'static str,
     event: &events::Model,
     readers: &'r Readers,
-) -> Vec<(Vec<&'r str>, Frame)> {
+) -> Vec<(Vec<&'r UserId>, Frame)> {
     let sessions = &services.announce;
-    let mut by_view: BTreeMap<&Vec<Uuid>, Vec<&str>> = BTreeMap::new();
+    let mut by_view: BTreeMap<&Vec<CalendarId>, Vec<&UserId>> = BTreeMap::new();
     for (user, calendars) in readers {
         if sessions.is_connected(user) {
             by_view.entry(calendars).or_default().push(user);
@@ -72,8 +72,8 @@ fn event_frames<'r>(
 /// Sends `event_removed` to users who can no longer see the event.
 pub fn send_removed<'a>(
     services: &Services,
-    event_id: Uuid,
-    users: impl IntoIterator<Item = &'a str>,
+    event_id: EventId,
+    users: impl IntoIterator<Item = &'a UserId>,
 ) {
     services.broadcast(users, &removed_frame(event_id));
 }
@@ -82,11 +82,11 @@ pub fn send_removed<'a>(
 pub fn add_removed<'a>(
     services: &Services,
     batch: &mut FrameBatch,
-    event_id: Uuid,
-    users: impl IntoIterator<Item = &'a str>,
+    event_id: EventId,
+    users: impl IntoIterator<Item = &'a UserId>,
 ) {
     let sessions = &services.announce;
-    let connected: Vec<&str> = users
+    let connected: Vec<&UserId> = users
         .into_iter()
         .filter(|user| sessions.is_connected(user))
         .collect();
@@ -96,7 +96,7 @@ pub fn add_removed<'a>(
 }
 
 /// `event_removed` for `event_id`.
-fn removed_frame(event_id: Uuid) -> Frame {
+fn removed_frame(event_id: EventId) -> Frame {
     Frame::new(
         "event_removed",
         json!({ "id": event_id, "calendars": [], "removed": true }),

@@ -4,7 +4,6 @@
 //! target. Also here: attendance answers (an edit too) and the reads of who sees an event.
 
 use crate::store::Connection;
-use uuid::Uuid;
 
 use super::edits::EditBatch;
 use super::readers::Memberships;
@@ -28,7 +27,7 @@ pub struct Visible {
     /// The event.
     pub event: entities::events::Model,
     /// Its links.
-    pub links: Vec<Uuid>,
+    pub links: Vec<CalendarId>,
     /// The members of its calendars.
     pub memberships: Memberships,
 }
@@ -38,8 +37,8 @@ pub struct Visible {
 /// batch: [`EditBatch::visible`]).
 pub async fn visible_event(
     db: &impl Connection,
-    event_id: Uuid,
-    actor: &str,
+    event_id: EventId,
+    actor: &UserId,
 ) -> Result<Visible, AppError> {
     let event = event_store::find(db, event_id)
         .await?
@@ -65,7 +64,11 @@ fn content_of(event: &entities::events::Model) -> EventContent<'_> {
     event_content_of!(event)
 }
 
-fn require_target(memberships: &Memberships, target: Uuid, actor: &str) -> Result<(), AppError> {
+fn require_target(
+    memberships: &Memberships,
+    target: CalendarId,
+    actor: &UserId,
+) -> Result<(), AppError> {
     let allowed = memberships
         .role(&target, actor)
         .is_some_and(|role| role.allows(Action::EditEvents));
@@ -84,9 +87,9 @@ pub(super) async fn link(
     txn: &impl Connection,
     services: &Services,
     batch: &mut EditBatch,
-    actor: &str,
-    event_id: Uuid,
-    target: Uuid,
+    actor: &UserId,
+    event_id: EventId,
+    target: CalendarId,
 ) -> Result<EventView, AppError> {
     let (event, mut links) = batch.visible(event_id, actor)?;
     require_target(&batch.memberships, target, actor)?;
@@ -120,19 +123,17 @@ pub async fn fork(
     event: EventId,
     target: CalendarId,
 ) -> Result<EventView, AppError> {
-    retry_transient(&services.metrics, || {
-        fork_once(services, by.as_str(), event.0, target.0)
-    })
-    .await
-    .map_err(refuse_constraint)
+    retry_transient(&services.metrics, || fork_once(services, by, event, target))
+        .await
+        .map_err(refuse_constraint)
 }
 
 /// [`fork`], once.
 async fn fork_once(
     services: &Services,
-    actor: &str,
-    event_id: Uuid,
-    target: Uuid,
+    actor: &UserId,
+    event_id: EventId,
+    target: CalendarId,
 ) -> Result<EventView, AppError> {
     let txn = services.db.begin_write().await?;
     calendar_store::lock(&txn, target).await?;
@@ -153,7 +154,7 @@ async fn fork_once(
     macro_rules! copy_of {
         ($source:ident; $($name:ident: [$($ty:tt)*] $kind:ident $wire:literal $doc:literal,)*) => {
             EventInput {
-                id: Uuid::new_v4(),
+                id: EventId::generate(),
                 calendars: vec![target],
                 origin_calendar_id: Some(target),
                 $($name: $source.$name,)*
@@ -161,7 +162,7 @@ async fn fork_once(
         };
     }
     let mut copy = event_fields!(copy_of { source; });
-    copy.organizer = actor.to_owned();
+    copy.organizer = actor.to_string();
     copy.is_canceled = false;
     copy.content().check()?;
     let clock = WriteDeadline::start(&txn).await?;
@@ -208,8 +209,8 @@ pub(super) async fn set_attendance(
     txn: &impl Connection,
     services: &Services,
     batch: &mut EditBatch,
-    actor: &str,
-    event_id: Uuid,
+    actor: &UserId,
+    event_id: EventId,
     answer: Attendance,
 ) -> Result<Vec<AttendeeView>, AppError> {
     let (_, links) = batch.visible(event_id, actor)?;
@@ -226,7 +227,6 @@ pub(super) async fn set_attendance(
     );
     let connected = readers
         .keys()
-        .map(String::as_str)
         .filter(|user| services.announce.is_connected(user));
     batch.frames.add(connected, &frame);
     Ok(attendees)
@@ -235,8 +235,8 @@ pub(super) async fn set_attendance(
 /// The attendees of an event the reader can see (a read; no actor needed).
 pub async fn attendees(
     services: &Services,
-    reader: &str,
-    event_id: Uuid,
+    reader: &UserId,
+    event_id: EventId,
 ) -> Result<Vec<AttendeeView>, AppError> {
     let db = &services.db;
     visible_event(db, event_id, reader).await?;

@@ -19,12 +19,12 @@ use crate::store::Connection;
 use chrono::{DateTime, Utc};
 use entities::events;
 use serde_json::json;
-use uuid::Uuid;
 
 use super::not_allowed;
 use super::{calendar_gone, retry_transient};
 use crate::commands::Services;
 use crate::domain::events::{ChangeNews, EventInput};
+use crate::domain::ids::{CalendarId, EventId, UserId};
 use crate::domain::roles::Action;
 use crate::error::AppError;
 use crate::store::events::history as event_history;
@@ -70,14 +70,14 @@ async fn update(
     txn: &impl Connection,
     services: &Services,
     batch: &mut EditBatch,
-    actor: &str,
+    actor: &UserId,
     input: &EventInput,
     base_revision: Option<i64>,
 ) -> Result<EventView, AppError> {
     let (event, existing) = batch.live(input.id)?;
     let memberships = &batch.memberships;
     // Every calendar the update touches.
-    let touched: Vec<Uuid> = existing
+    let touched: Vec<CalendarId> = existing
         .iter()
         .chain(&input.calendars)
         .chain(event.origin_calendar_id.as_ref())
@@ -89,7 +89,7 @@ async fn update(
         Some(home) => memberships
             .role(&home, actor)
             .is_some_and(|role| role.allows(Action::EditEvents)),
-        None => event.creator_id == actor && !memberships.roles(actor, &existing).is_empty(),
+        None => event.creator_id == *actor && !memberships.roles(actor, &existing).is_empty(),
     };
     if !may_edit {
         return Err(AppError::forbidden("You can't edit this event."));
@@ -124,14 +124,14 @@ async fn update(
     // leaving them out of the body (as a client that puts back what it read does) keeps
     // them. Removing a link the actor can see needs editEvents there, like adding one.
     let mine = memberships.roles(actor, &touched);
-    let may_edit_in = |c: &Uuid| mine.get(c).is_some_and(|r| r.allows(Action::EditEvents));
-    let added: Vec<Uuid> = input
+    let may_edit_in = |c: &CalendarId| mine.get(c).is_some_and(|r| r.allows(Action::EditEvents));
+    let added: Vec<CalendarId> = input
         .calendars
         .iter()
         .filter(|c| !existing.contains(c))
         .copied()
         .collect();
-    let removed: Vec<Uuid> = existing
+    let removed: Vec<CalendarId> = existing
         .iter()
         .filter(|c| !input.calendars.contains(c) && mine.contains_key(c))
         .copied()
@@ -158,7 +158,7 @@ async fn update(
     // ones (linked at this write's time) by calendar id.
     let mut new_links = added.clone();
     new_links.sort_unstable();
-    let links: Vec<Uuid> = existing
+    let links: Vec<CalendarId> = existing
         .iter()
         .filter(|c| !removed.contains(c))
         .chain(&new_links)
@@ -197,7 +197,7 @@ struct News<'a> {
     event: &'a events::Model,
     news: ChangeNews,
     previous_start: DateTime<Utc>,
-    actor: &'a str,
+    actor: &'a UserId,
     /// Who sees the event now.
     readers: &'a Readers,
 }
@@ -243,14 +243,14 @@ async fn delete(
     txn: &impl Connection,
     services: &Services,
     batch: &mut EditBatch,
-    actor: &str,
-    event_id: Uuid,
-    unlink: Option<Uuid>,
+    actor: &UserId,
+    event_id: EventId,
+    unlink: Option<CalendarId>,
 ) -> Result<DeletedEventView, AppError> {
     let (event, links) = batch.live(event_id)?;
     let memberships = &batch.memberships;
     let roles = memberships.roles(actor, &links);
-    let editable: Vec<Uuid> = links
+    let editable: Vec<CalendarId> = links
         .iter()
         .filter(|c| roles.get(c).is_some_and(|r| r.allows(Action::EditEvents)))
         .copied()
@@ -260,9 +260,9 @@ async fn delete(
         Some(home) => memberships
             .role(&home, actor)
             .is_some_and(|role| role.allows(Action::EditEvents)),
-        None => event.creator_id == actor && !roles.is_empty(),
+        None => event.creator_id == *actor && !roles.is_empty(),
     };
-    let targets: Vec<Uuid> = match unlink {
+    let targets: Vec<CalendarId> = match unlink {
         Some(calendar) => {
             if !links.contains(&calendar) {
                 return Err(AppError::bad_request("Event isn't in that calendar..."));
@@ -282,7 +282,7 @@ async fn delete(
         }
         None => editable,
     };
-    let remaining: Vec<Uuid> = links
+    let remaining: Vec<CalendarId> = links
         .iter()
         .filter(|c| !targets.contains(c))
         .copied()
@@ -306,8 +306,8 @@ async fn delete(
     }
     batch.wrote(event, remaining.clone());
     Ok(DeletedEventView {
-        id: event_id,
-        calendars: remaining,
+        id: event_id.uuid(),
+        calendars: remaining.into_iter().map(CalendarId::uuid).collect(),
         removed,
         provider_delivery: None,
     })

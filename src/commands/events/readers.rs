@@ -5,64 +5,63 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::store::Connection;
-use uuid::Uuid;
 
+use crate::domain::ids::{CalendarId, UserId};
 use crate::domain::roles::Role;
 use crate::error::AppError;
 use crate::store::members;
 
 /// The readers of an event linked to some calendars: user → their calendars among them,
 /// in link order.
-pub type Readers = BTreeMap<String, Vec<Uuid>>;
+pub type Readers = BTreeMap<UserId, Vec<CalendarId>>;
 
 /// Who sees an event linked to `links`, given each calendar's members (`members_of`).
-pub fn readers_among<'a, I>(links: &[Uuid], members_of: impl Fn(&Uuid) -> I) -> Readers
+pub fn readers_among<'a, I>(links: &[CalendarId], members_of: impl Fn(&CalendarId) -> I) -> Readers
 where
-    I: IntoIterator<Item = &'a str>,
+    I: IntoIterator<Item = &'a UserId>,
 {
     let mut readers = Readers::new();
     for calendar in links {
         for user in members_of(calendar) {
-            readers.entry(user.to_owned()).or_default().push(*calendar);
+            readers.entry(user.clone()).or_default().push(*calendar);
         }
     }
     readers
 }
 
 /// Who sees an event linked to `links`, and through which calendars.
-pub async fn readers(db: &impl Connection, links: &[Uuid]) -> Result<Readers, AppError> {
+pub async fn readers(db: &impl Connection, links: &[CalendarId]) -> Result<Readers, AppError> {
     let by_calendar = members::ids_by_calendar(db, links).await?;
     Ok(readers_among(links, |calendar| {
-        by_calendar
-            .get(calendar)
-            .into_iter()
-            .flatten()
-            .map(String::as_str)
+        by_calendar.get(calendar).into_iter().flatten()
     }))
 }
 
 /// The users in `before` who are not in `after`.
-pub fn lost_readers<'a>(before: &'a Readers, after: &Readers) -> BTreeSet<&'a str> {
+pub fn lost_readers<'a>(before: &'a Readers, after: &Readers) -> BTreeSet<&'a UserId> {
     before
         .keys()
         .filter(|user| !after.contains_key(*user))
-        .map(String::as_str)
         .collect()
 }
 
 /// The members and roles of the calendars an event write touches, read once
 /// ([`members::roles_in`]) and asked in memory for roles and readers.
-pub struct Memberships(HashMap<Uuid, Vec<(String, Role)>>);
+pub struct Memberships {
+    by_calendar: HashMap<CalendarId, Vec<(UserId, Role)>>,
+}
 
 impl Memberships {
     /// Reads the members of `calendars`.
-    pub async fn of(db: &impl Connection, calendars: &[Uuid]) -> Result<Self, AppError> {
-        Ok(Self(members::roles_in(db, calendars).await?))
+    pub async fn of(db: &impl Connection, calendars: &[CalendarId]) -> Result<Self, AppError> {
+        Ok(Self {
+            by_calendar: members::roles_in(db, calendars).await?,
+        })
     }
 
     /// `user`'s role in `calendar` (`None`: not a member, or a calendar not read).
-    pub fn role(&self, calendar: &Uuid, user: &str) -> Option<Role> {
-        self.0
+    pub fn role(&self, calendar: &CalendarId, user: &UserId) -> Option<Role> {
+        self.by_calendar
             .get(calendar)?
             .iter()
             .find(|(member, _)| member == user)
@@ -70,7 +69,7 @@ impl Memberships {
     }
 
     /// `user`'s roles among `calendars`.
-    pub fn roles(&self, user: &str, calendars: &[Uuid]) -> BTreeMap<Uuid, Role> {
+    pub fn roles(&self, user: &UserId, calendars: &[CalendarId]) -> BTreeMap<CalendarId, Role> {
         calendars
             .iter()
             .filter_map(|c| Some((*c, self.role(c, user)?)))
@@ -78,13 +77,13 @@ impl Memberships {
     }
 
     /// Who sees an event linked into `links` (of the calendars read).
-    pub fn readers(&self, links: &[Uuid]) -> Readers {
+    pub fn readers(&self, links: &[CalendarId]) -> Readers {
         readers_among(links, |calendar| {
-            self.0
+            self.by_calendar
                 .get(calendar)
                 .into_iter()
                 .flatten()
-                .map(|(user, _)| user.as_str())
+                .map(|(user, _)| user)
         })
     }
 }

@@ -14,11 +14,11 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use crate::store::Connection;
 use chrono::{DateTime, Utc};
 use entities::events;
-use uuid::Uuid;
 
 use super::readers::{Readers, lost_readers, readers, readers_among};
 use crate::commands::Services;
 use crate::domain::frames::FrameBatch;
+use crate::domain::ids::{CalendarId, EventId, UserId};
 use crate::error::AppError;
 use crate::store::events as event_store;
 use crate::store::events::history as event_history;
@@ -28,7 +28,7 @@ use crate::store::{members, notifications};
 #[derive(Debug, Default)]
 pub struct CalendarDeletion {
     /// Events some users can no longer see, with those users (`event_removed`).
-    removed: Vec<(Uuid, Vec<String>)>,
+    removed: Vec<(EventId, Vec<UserId>)>,
     /// Events unlinked from the deleted calendar, with who still sees them through which
     /// calendars (`event_updated`).
     unlinked: Vec<(events::Model, Readers)>,
@@ -43,12 +43,7 @@ impl CalendarDeletion {
             super::add_event(services, &mut batch, "event_updated", event, readers);
         }
         for (event, users) in &self.removed {
-            super::add_removed(
-                services,
-                &mut batch,
-                *event,
-                users.iter().map(String::as_str),
-            );
+            super::add_removed(services, &mut batch, *event, users.iter());
         }
         services.announce.deliver(batch);
     }
@@ -59,18 +54,18 @@ impl CalendarDeletion {
 /// event only there.
 pub async fn on_calendar_deleted(
     txn: &impl Connection,
-    calendar_id: Uuid,
+    calendar_id: CalendarId,
     now: DateTime<Utc>,
 ) -> Result<CalendarDeletion, AppError> {
-    let homed: HashSet<Uuid> = event_store::homed_in(txn, calendar_id)
+    let homed: HashSet<EventId> = event_store::homed_in(txn, calendar_id)
         .await?
         .into_iter()
         .map(|e| e.id)
         .collect();
     let mut links = event_store::links_of_events_in(txn, calendar_id).await?;
-    let homed_list: Vec<Uuid> = homed.iter().copied().collect();
+    let homed_list: Vec<EventId> = homed.iter().copied().collect();
     links.extend(event_store::links_of(txn, &homed_list).await?);
-    let calendars: Vec<Uuid> = links
+    let calendars: Vec<CalendarId> = links
         .values()
         .flatten()
         .copied()
@@ -86,17 +81,13 @@ pub async fn on_calendar_deleted(
             .filter(|(_, links)| links.iter().all(|c| *c == calendar_id))
             .map(|(event, _)| *event),
     );
-    let doomed_list: Vec<Uuid> = doomed.iter().copied().collect();
+    let doomed_list: Vec<EventId> = doomed.iter().copied().collect();
     let mut deletion = CalendarDeletion::default();
     let mut losses = Vec::new();
-    let mut unlinked: HashMap<Uuid, Readers> = HashMap::new();
-    let readers_of = |links: &[Uuid]| {
+    let mut unlinked: HashMap<EventId, Readers> = HashMap::new();
+    let readers_of = |links: &[CalendarId]| {
         readers_among(links, |calendar| {
-            members
-                .get(calendar)
-                .into_iter()
-                .flatten()
-                .map(String::as_str)
+            members.get(calendar).into_iter().flatten()
         })
     };
     for (event, event_links) in &links {
@@ -104,17 +95,14 @@ pub async fn on_calendar_deleted(
         let after = if doomed.contains(event) {
             Readers::new()
         } else {
-            let remaining: Vec<Uuid> = event_links
+            let remaining: Vec<CalendarId> = event_links
                 .iter()
                 .filter(|c| **c != calendar_id)
                 .copied()
                 .collect();
             readers_of(&remaining)
         };
-        let lost: Vec<String> = lost_readers(&before, &after)
-            .into_iter()
-            .map(str::to_owned)
-            .collect();
+        let lost: Vec<UserId> = lost_readers(&before, &after).into_iter().cloned().collect();
         losses.extend(lost.iter().map(|user| (user.clone(), *event)));
         if !lost.is_empty() {
             deletion.removed.push((*event, lost));
@@ -126,7 +114,7 @@ pub async fn on_calendar_deleted(
     event_store::tombstone_many(txn, &doomed_list, now).await?;
     notifications::drop_for_events(txn, &doomed_list).await?;
     event_history::record_loss_pairs(txn, &losses, now).await?;
-    let unlinked_ids: Vec<Uuid> = unlinked.keys().copied().collect();
+    let unlinked_ids: Vec<EventId> = unlinked.keys().copied().collect();
     event_store::touch_many(txn, &unlinked_ids, now).await?;
     for event in event_store::find_live(txn, &unlinked_ids).await? {
         if let Some(readers) = unlinked.remove(&event.id) {
@@ -143,10 +131,10 @@ pub async fn on_calendar_deleted(
 /// they lost (for `event_removed`).
 pub async fn on_membership_lost(
     txn: &impl Connection,
-    calendar_id: Uuid,
-    user: &str,
+    calendar_id: CalendarId,
+    user: &UserId,
     now: DateTime<Utc>,
-) -> Result<Vec<Uuid>, AppError> {
+) -> Result<Vec<EventId>, AppError> {
     let links = event_store::links_of_events_in(txn, calendar_id).await?;
     let mine = members::calendars_of(txn, user).await?;
     let mut lost = Vec::new();
@@ -160,7 +148,7 @@ pub async fn on_membership_lost(
         }
     }
     lost.sort();
-    let losses: Vec<(String, Uuid)> = lost.iter().map(|e| (user.to_owned(), *e)).collect();
+    let losses: Vec<(UserId, EventId)> = lost.iter().map(|e| (user.clone(), *e)).collect();
     event_history::record_loss_pairs(txn, &losses, now).await?;
     event_history::record_view_changes(txn, &changed, now).await?;
     Ok(lost)
@@ -172,7 +160,7 @@ pub async fn on_membership_lost(
 pub struct LinksUndone {
     /// Each event unlinked, who still sees it (`event_updated`), and who no longer does
     /// (`event_removed`).
-    changed: Vec<(events::Model, Readers, Vec<String>)>,
+    changed: Vec<(events::Model, Readers, Vec<UserId>)>,
 }
 
 impl LinksUndone {
@@ -181,12 +169,7 @@ impl LinksUndone {
         let mut batch = FrameBatch::default();
         for (event, readers, lost) in &self.changed {
             super::add_event(services, &mut batch, "event_updated", event, readers);
-            super::add_removed(
-                services,
-                &mut batch,
-                event.id,
-                lost.iter().map(String::as_str),
-            );
+            super::add_removed(services, &mut batch, event.id, lost.iter());
         }
         services.announce.deliver(batch);
     }
@@ -197,8 +180,8 @@ impl LinksUndone {
 /// up, with the losses of everyone who saw it only through them.
 pub async fn on_home_membership_lost(
     txn: &impl Connection,
-    home: Uuid,
-    user: &str,
+    home: CalendarId,
+    user: &UserId,
     now: DateTime<Utc>,
 ) -> Result<LinksUndone, AppError> {
     let made = event_store::links_made_from(txn, home, user).await?;
@@ -209,7 +192,7 @@ pub async fn on_home_membership_lost(
             continue;
         };
         let links = event_store::links(txn, event_id).await?;
-        let remaining: Vec<Uuid> = links
+        let remaining: Vec<CalendarId> = links
             .iter()
             .filter(|c| !unlinked.contains(c))
             .copied()
@@ -218,10 +201,7 @@ pub async fn on_home_membership_lost(
         let after = readers(txn, &remaining).await?;
         event_store::remove_links(txn, event_id, &unlinked).await?;
         let event = event_store::touch(txn, event, now).await?;
-        let lost: Vec<String> = lost_readers(&before, &after)
-            .into_iter()
-            .map(str::to_owned)
-            .collect();
+        let lost: Vec<UserId> = lost_readers(&before, &after).into_iter().cloned().collect();
         losses.extend(lost.iter().map(|reader| (reader.clone(), event_id)));
         undone.changed.push((event, after, lost));
     }

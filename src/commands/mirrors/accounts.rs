@@ -10,6 +10,7 @@ use super::sources::AnySource;
 use super::sources::caldav::CaldavSource;
 use super::sources::google::GoogleSource;
 use super::sources::microsoft::GraphSource;
+use crate::domain::ids::{CaldavAccountId, UserId};
 use crate::domain::providers::{AccountKey, Provider};
 use crate::error::AppError;
 use crate::store::caldav_accounts as caldav_store;
@@ -31,13 +32,15 @@ impl Connected {
     /// The key its mirrors and outbox rows name it by.
     pub fn key(&self) -> AccountKey {
         match self {
-            Self::Caldav(account) => AccountKey::new(Provider::Caldav, account.id.to_string()),
-            Self::Linked(provider, account) => AccountKey::new(*provider, &account.account_id),
+            Self::Caldav(account) => AccountKey::new(Provider::Caldav, account.id),
+            Self::Linked(provider, account) => {
+                AccountKey::new(*provider, account.account_id.clone())
+            }
         }
     }
 
     /// The user who connected it.
-    pub fn owner(&self) -> &str {
+    pub fn owner(&self) -> &UserId {
         match self {
             Self::Caldav(account) => &account.user_id,
             Self::Linked(_, account) => &account.user_id,
@@ -73,8 +76,8 @@ impl Mirrors {
         }
         let db = &self.services.db;
         Ok(match key.provider {
-            Provider::Caldav => match Uuid::parse_str(&key.id) {
-                Ok(id) => caldav_store::caldav_account(db, id)
+            Provider::Caldav => match Uuid::parse_str(key.id.as_str()) {
+                Ok(id) => caldav_store::caldav_account(db, CaldavAccountId::from_uuid(id))
                     .await?
                     .map(Connected::Caldav),
                 Err(_) => None,
@@ -91,7 +94,7 @@ impl Mirrors {
         let mut keys = Vec::new();
         if self.enabled(Provider::Caldav) {
             for account in caldav_store::all_caldav_accounts(db).await? {
-                keys.push(AccountKey::new(Provider::Caldav, account.id.to_string()));
+                keys.push(AccountKey::new(Provider::Caldav, account.id));
             }
         }
         for account in oauth_accounts::all_connected(db).await? {
@@ -105,12 +108,12 @@ impl Mirrors {
     }
 
     /// The accounts of `user` with something to sync.
-    pub async fn accounts_of(&self, user: &str) -> Result<Vec<AccountKey>, AppError> {
+    pub async fn accounts_of(&self, user: &UserId) -> Result<Vec<AccountKey>, AppError> {
         let db = &self.services.db;
         let mut keys = Vec::new();
         if self.enabled(Provider::Caldav) {
             for account in caldav_store::caldav_accounts_of(db, user).await? {
-                keys.push(AccountKey::new(Provider::Caldav, account.id.to_string()));
+                keys.push(AccountKey::new(Provider::Caldav, account.id));
             }
         }
         for provider in [Provider::Google, Provider::Microsoft] {

@@ -14,10 +14,10 @@ use std::collections::{HashMap, HashSet};
 use crate::store::{Connection, DbErr};
 use chrono::{DateTime, Utc};
 use entities::{calendars, events, external_events};
-use uuid::Uuid;
 
 use super::resources::Resource;
 use crate::domain::events::EventInput;
+use crate::domain::ids::{EventId, UserId};
 use crate::ical::ImportedEvent;
 use crate::store::events::{self as event_store, history, inserts};
 use crate::store::{members, mirrors};
@@ -28,7 +28,7 @@ pub struct Target<'a> {
     /// The local calendar.
     pub calendar: &'a calendars::Model,
     /// The account's owner (creator and organizer of the events read from it).
-    pub owner: &'a str,
+    pub owner: &'a UserId,
 }
 
 /// Writes `resources` (read now) and `removed` (hrefs gone at the provider) into the
@@ -44,7 +44,7 @@ pub async fn apply(
     let known = mirrors::resources_of(txn, calendar_id).await?;
     let members = members::member_ids(txn, calendar_id).await?;
     let mut changed = false;
-    let mut inserts: Vec<(EventInput, Uuid)> = Vec::new();
+    let mut inserts: Vec<(EventInput, EventId)> = Vec::new();
     for resource in resources {
         let old = known
             .get(&resource.href)
@@ -57,8 +57,8 @@ pub async fn apply(
         if unchanged {
             continue;
         }
-        let ids: Vec<Uuid> = old.iter().map(|row| row.event_id).collect();
-        let live: HashMap<Uuid, events::Model> = event_store::find_live(txn, &ids)
+        let ids: Vec<EventId> = old.iter().map(|row| row.event_id).collect();
+        let live: HashMap<EventId, events::Model> = event_store::find_live(txn, &ids)
             .await?
             .into_iter()
             .map(|event| (event.id, event))
@@ -76,7 +76,7 @@ pub async fn apply(
                     event.id
                 }
                 None => {
-                    let id = Uuid::new_v4();
+                    let id = EventId::generate();
                     let input = input_for(id, imported, target, &target.calendar.color);
                     inserts.push((input, id));
                     changed = true;
@@ -93,7 +93,7 @@ pub async fn apply(
                 updated_at: now,
             });
         }
-        let kept: HashSet<Uuid> = rows.iter().map(|row| row.event_id).collect();
+        let kept: HashSet<EventId> = rows.iter().map(|row| row.event_id).collect();
         for row in old.iter().filter(|row| !kept.contains(&row.event_id)) {
             if let Some(event) = live.get(&row.event_id) {
                 remove(txn, target, event.clone(), &members, now).await?;
@@ -107,7 +107,7 @@ pub async fn apply(
         let Some(old) = known.get(href) else {
             continue;
         };
-        let ids: Vec<Uuid> = old.iter().map(|row| row.event_id).collect();
+        let ids: Vec<EventId> = old.iter().map(|row| row.event_id).collect();
         for event in event_store::find_live(txn, &ids).await? {
             remove(txn, target, event, &members, now).await?;
             changed = true;
@@ -121,7 +121,7 @@ pub async fn apply(
 async fn insert(
     txn: &impl Connection,
     target: Target<'_>,
-    pending: &mut Vec<(EventInput, Uuid)>,
+    pending: &mut Vec<(EventInput, EventId)>,
     now: DateTime<Utc>,
 ) -> Result<(), DbErr> {
     if pending.is_empty() {
@@ -151,7 +151,7 @@ async fn remove(
     txn: &impl Connection,
     target: Target<'_>,
     event: events::Model,
-    members: &[String],
+    members: &[UserId],
     now: DateTime<Utc>,
 ) -> Result<(), DbErr> {
     let id = event.id;
@@ -161,7 +161,7 @@ async fn remove(
         event_store::remove_links(txn, id, &[target.calendar.id]).await?;
         event_store::touch(txn, event, now).await?;
     }
-    history::record_losses(txn, members.iter().map(String::as_str), id, now).await
+    history::record_losses(txn, members, id, now).await
 }
 
 /// Whether the stored event differs from what the provider holds.
@@ -179,10 +179,10 @@ fn differs(event: &events::Model, imported: &ImportedEvent) -> bool {
 
 /// The event as the store writes it: the provider's content, the owner as organizer, the
 /// given colour.
-fn input_for(id: Uuid, imported: &ImportedEvent, target: Target<'_>, color: &str) -> EventInput {
+fn input_for(id: EventId, imported: &ImportedEvent, target: Target<'_>, color: &str) -> EventInput {
     EventInput {
         id,
-        organizer: target.owner.to_owned(),
+        organizer: target.owner.as_str().to_owned(),
         title: imported.title.clone(),
         color: color.to_owned(),
         start: imported.start,

@@ -5,11 +5,10 @@
 //! mirror (other members are refused with 403).
 
 use chrono::Utc;
-use uuid::Uuid;
 
 use super::Mirrors;
 use super::source::{Source, SyncError};
-use crate::domain::ids::UserId;
+use crate::domain::ids::{AccountId, CalendarId, UserId};
 use crate::domain::providers::{AccountKey, Provider};
 use crate::domain::roles::Role;
 use crate::error::AppError;
@@ -35,7 +34,7 @@ pub enum RemoteChange<'a> {
 /// Runs `change` at the provider if `calendar_id` is a mirror (nothing otherwise).
 pub async fn before_change(
     env: &Mirrors,
-    calendar_id: Uuid,
+    calendar_id: CalendarId,
     user: &UserId,
     change: RemoteChange<'_>,
 ) -> Result<(), AppError> {
@@ -46,10 +45,10 @@ pub async fn before_change(
     else {
         return Ok(());
     };
-    if mirror.user_id != user.as_str() {
+    if mirror.user_id != *user {
         // Only the owner may; a member who may not change the calendar at all is refused
         // by the calendar's own rules.
-        if members::role_of(db, calendar_id, user.as_str()).await? == Some(Role::Owner)
+        if members::role_of(db, calendar_id, user).await? == Some(Role::Owner)
             || matches!(change, RemoteChange::Update { .. })
         {
             return Err(AppError::forbidden(
@@ -79,17 +78,30 @@ pub async fn create_in_account(
     env: &Mirrors,
     user: &UserId,
     provider: &str,
-    account_id: &str,
+    account_id: &AccountId,
     name: &str,
     color: &str,
 ) -> Result<CalendarView, AppError> {
+    let (_, view) = create_mirror_in_account(env, user, provider, account_id, name, color).await?;
+    Ok(view)
+}
+
+/// [`create_in_account`], with the new calendar's id.
+async fn create_mirror_in_account(
+    env: &Mirrors,
+    user: &UserId,
+    provider: &str,
+    account_id: &AccountId,
+    name: &str,
+    color: &str,
+) -> Result<(CalendarId, CalendarView), AppError> {
     let provider =
         Provider::parse(provider).ok_or_else(|| AppError::bad_request("Unsupported provider."))?;
     let not_yours = || AppError::forbidden("That account isn't connected to your user.");
     let account = env
-        .account(&AccountKey::new(provider, account_id))
+        .account(&AccountKey::new(provider, account_id.clone()))
         .await?
-        .filter(|account| account.owner() == user.as_str() && account.syncs())
+        .filter(|account| account.owner() == user && account.syncs())
         .ok_or_else(not_yours)?;
     let key = account.key();
     let source = env.source(&account).await?;
@@ -100,7 +112,7 @@ pub async fn create_in_account(
         NewMirror {
             provider: key.provider.as_str().to_owned(),
             account_id: key.id.clone(),
-            owner: user.as_str().to_owned(),
+            owner: user.clone(),
             remote_id,
             name: name.to_owned(),
             color: color.to_owned(),
@@ -114,8 +126,9 @@ pub async fn create_in_account(
     let members = members::list(&txn, calendar.id).await?;
     txn.commit().await?;
     let link = mirrors::provider_links(&env.services.db, &[calendar.id]).await?;
-    Ok(CalendarView::new(&calendar, &members, Some(Role::Owner))
-        .with_provider(link.get(&calendar.id), user.as_str()))
+    let view = CalendarView::new(&calendar, &members, Some(Role::Owner))
+        .with_provider(link.get(&calendar.id), user);
+    Ok((calendar.id, view))
 }
 
 /// Imports `imported` into a new calendar of one of `user`'s connected accounts: the
@@ -125,20 +138,21 @@ pub async fn create_in_account(
 pub async fn import_into_account(
     env: &Mirrors,
     user: &UserId,
-    destination: (&str, &str),
+    destination: (&str, &AccountId),
     name: &str,
     color: &str,
     imported: &[ImportedEvent],
 ) -> Result<CalendarView, AppError> {
     let (provider, account_id) = destination;
-    let view = create_in_account(env, user, provider, account_id, name, color).await?;
+    let (calendar_id, view) =
+        create_mirror_in_account(env, user, provider, account_id, name, color).await?;
     let services = &env.services;
     let txn = services.db.begin_write().await?;
-    let calendar = calendar_store::lock(&txn, view.id)
+    let calendar = calendar_store::lock(&txn, calendar_id)
         .await?
         .ok_or_else(|| AppError::internal("the new mirror is gone"))?;
     let now = txn.stamp().await?;
-    let ids = ics_store::add_imported(&txn, &calendar, user.as_str(), imported, now).await?;
+    let ids = ics_store::add_imported(&txn, &calendar, user, imported, now).await?;
     let targets = outbox::targets(&services.db, &txn, &[calendar.id]).await?;
     let calendars = [calendar.id];
     let writes = outbox::puts_for_new(&targets, ids.iter().map(|id| (*id, calendars.as_slice())));

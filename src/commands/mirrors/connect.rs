@@ -7,14 +7,13 @@
 use std::collections::HashSet;
 
 use chrono::Utc;
-use uuid::Uuid;
 
 use super::apply::{Target, apply};
 use super::pull::{mirror_look, pull};
 use super::source::{Changes, Known, RemoteCalendar, Source, SyncError};
 use super::sources::caldav::CaldavSource;
 use super::{DISCOVERY_FAILED, INITIAL_SYNC_FAILED, Mirrors};
-use crate::domain::ids::UserId;
+use crate::domain::ids::{CaldavAccountId, UserId};
 use crate::domain::providers::{AccountKey, Provider};
 use crate::error::AppError;
 use crate::providers::caldav::{CaldavClient, Discovery};
@@ -38,22 +37,22 @@ pub async fn connect_caldav(
     env: &Mirrors,
     user: &UserId,
     credentials: CaldavCredentials,
-) -> Result<Uuid, AppError> {
+) -> Result<CaldavAccountId, AppError> {
     let secrets = env.secrets()?;
-    let zone = settings::zone_of(&env.services.db, user.as_str()).await?;
+    let zone = settings::zone_of(&env.services.db, user).await?;
     let (source, discovery, calendars) =
         discover(env, &credentials, zone).await.inspect_err(|_| {
             env.services.metrics.sync_failed("caldav", "discovery");
         })?;
     let input = account_store::CaldavAccountInput {
-        user_id: user.as_str().to_owned(),
+        user_id: user.clone(),
         server_url: credentials.server_url.clone(),
         username: credentials.username.clone(),
         encrypted_password: secrets.seal(&credentials.password),
         principal_url: discovery.principal.to_string(),
         home_url: discovery.home.to_string(),
     };
-    let existing = account_store::caldav_accounts_of(&env.services.db, user.as_str())
+    let existing = account_store::caldav_accounts_of(&env.services.db, user)
         .await?
         .into_iter()
         .find(|account| {
@@ -61,8 +60,8 @@ pub async fn connect_caldav(
         });
     if let Some(account) = existing {
         // Pull with the new password first; store it only once it worked.
-        let key = AccountKey::new(Provider::Caldav, account.id.to_string());
-        pull(env, &source, &key, user.as_str())
+        let key = AccountKey::new(Provider::Caldav, account.id);
+        pull(env, &source, &key, user)
             .await
             .map_err(initial_sync_failed)?;
         let txn = env.services.db.begin_write().await?;
@@ -114,7 +113,7 @@ async fn store_new_account(
     env: &Mirrors,
     input: account_store::CaldavAccountInput,
     read: Vec<(RemoteCalendar, Changes)>,
-) -> Result<Uuid, SyncError> {
+) -> Result<CaldavAccountId, SyncError> {
     let txn = env.services.db.begin_write().await?;
     let now = txn.stamp().await?;
     let owner = input.user_id.clone();
@@ -125,7 +124,7 @@ async fn store_new_account(
             &txn,
             NewMirror {
                 provider: Provider::Caldav.as_str().to_owned(),
-                account_id: account.id.to_string(),
+                account_id: account.id.into(),
                 owner: owner.clone(),
                 remote_id: calendar.id.clone(),
                 name,

@@ -20,7 +20,6 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use entities::provider_outbox;
 use serde_json::json;
-use uuid::Uuid;
 
 use super::Mirrors;
 use super::accounts::Connected;
@@ -28,6 +27,7 @@ use super::apply::{Target, apply};
 use super::pull::announce_external_sync;
 use super::source::{Source, SyncError, Written};
 use crate::domain::frames::Frame;
+use crate::domain::ids::{CalendarId, EventId, UserId};
 use crate::domain::providers::AccountKey;
 use crate::error::AppError;
 use crate::providers::ProviderError;
@@ -90,8 +90,8 @@ pub async fn deliver<S: Source>(
     if rows.is_empty() {
         return Ok(report);
     }
-    let mut groups: Vec<((Uuid, Uuid), Vec<provider_outbox::Model>)> = Vec::new();
-    let mut index: HashMap<(Uuid, Uuid), usize> = HashMap::new();
+    let mut groups: Vec<((CalendarId, EventId), Vec<provider_outbox::Model>)> = Vec::new();
+    let mut index: HashMap<(CalendarId, EventId), usize> = HashMap::new();
     for row in rows {
         let key = (row.calendar_id, row.event_id);
         let at = *index.entry(key).or_insert_with(|| {
@@ -202,7 +202,7 @@ fn backoff(
 async fn deliver_one<S: Source>(
     env: &Mirrors,
     source: &S,
-    owner: &str,
+    owner: &UserId,
     row: &provider_outbox::Model,
 ) -> Result<Outcome, AppError> {
     let db = &env.services.db;
@@ -287,8 +287,8 @@ async fn deliver_one<S: Source>(
 /// meanwhile, queues the item's delete instead.
 async fn record_written(
     env: &Mirrors,
-    calendar_id: Uuid,
-    event_id: Uuid,
+    calendar_id: CalendarId,
+    event_id: EventId,
     written: Written,
 ) -> Result<(), AppError> {
     let txn = env.services.db.begin_write().await?;
@@ -354,8 +354,8 @@ async fn record_written(
 async fn restore_remote<S: Source>(
     env: &Mirrors,
     source: &S,
-    owner: &str,
-    calendar_id: Uuid,
+    owner: &UserId,
+    calendar_id: CalendarId,
     remote_calendar: &str,
     href: &str,
 ) -> Result<Outcome, AppError> {
@@ -392,8 +392,8 @@ fn classify(err: ProviderError) -> Outcome {
 /// Tells the calendar's members that a change could not be delivered as made.
 async fn report_delivery(
     env: &Mirrors,
-    calendar_id: Uuid,
-    event_id: Uuid,
+    calendar_id: CalendarId,
+    event_id: EventId,
     state: &'static str,
     reason: Option<&str>,
 ) -> Result<(), AppError> {
@@ -410,9 +410,7 @@ async fn report_delivery(
             "error": reason,
         }),
     );
-    env.services
-        .within(&txn)
-        .broadcast(users.iter().map(String::as_str), &frame);
+    env.services.within(&txn).broadcast(&users, &frame);
     txn.commit().await?;
     Ok(())
 }

@@ -9,9 +9,10 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::Mirrors;
+
 use crate::commands::events::visibility::{self as event_visibility, CalendarDeletion};
 use crate::commands::{Services, announce_removed};
-use crate::domain::ids::UserId;
+use crate::domain::ids::{CaldavAccountId, CalendarId, UserId};
 use crate::domain::providers::{AccountKey, Provider};
 use crate::error::AppError;
 use crate::providers::oauth;
@@ -23,7 +24,7 @@ use crate::store::{
 /// A mirror taken away locally, to announce after the commit.
 #[derive(Debug, Default)]
 pub struct Removed {
-    calendars: Vec<(Uuid, Vec<String>)>,
+    calendars: Vec<(CalendarId, Vec<UserId>)>,
     deletions: Vec<CalendarDeletion>,
 }
 
@@ -41,7 +42,7 @@ impl Removed {
     }
 
     /// The calendars removed.
-    pub fn calendars(&self) -> impl Iterator<Item = Uuid> + '_ {
+    pub fn calendars(&self) -> impl Iterator<Item = CalendarId> + '_ {
         self.calendars.iter().map(|(id, _)| *id)
     }
 }
@@ -50,7 +51,7 @@ impl Removed {
 /// and its pending provider writes, in the caller's transaction.
 pub async fn remove_mirror_calendar(
     txn: &WriteTxn,
-    calendar_id: Uuid,
+    calendar_id: CalendarId,
     removed: &mut Removed,
     now: DateTime<Utc>,
 ) -> Result<(), AppError> {
@@ -69,14 +70,14 @@ pub async fn remove_mirror_calendar(
 pub async fn disconnect_calendar(
     mirrors_env: &Mirrors,
     user: &UserId,
-    calendar_id: Uuid,
+    calendar_id: CalendarId,
 ) -> Result<(), AppError> {
     let services = &mirrors_env.services;
     let txn = services.db.begin_write().await?;
     let mirror = mirrors::mirrors_of(&txn, &[calendar_id])
         .await?
         .remove(&calendar_id)
-        .filter(|mirror| mirror.user_id == user.as_str() && !mirror.disabled)
+        .filter(|mirror| mirror.user_id == *user && !mirror.disabled)
         .ok_or_else(|| AppError::bad_request("Not an external calendar you can disconnect"))?;
     let mut removed = Removed::default();
     let now = txn.stamp().await?;
@@ -112,17 +113,17 @@ async fn remove_account_mirrors(
 pub async fn disconnect_caldav(
     mirrors_env: &Mirrors,
     user: &UserId,
-    account_id: Uuid,
+    account_id: CaldavAccountId,
 ) -> Result<bool, AppError> {
     let services = &mirrors_env.services;
     let txn = services.db.begin_write().await?;
     let Some(account) = account_store::caldav_account(&txn, account_id)
         .await?
-        .filter(|account| account.user_id == user.as_str())
+        .filter(|account| account.user_id == *user)
     else {
         return Ok(false);
     };
-    let key = AccountKey::new(Provider::Caldav, account.id.to_string());
+    let key = AccountKey::new(Provider::Caldav, account.id);
     let mut removed = Removed::default();
     let now = txn.stamp().await?;
     remove_account_mirrors(&txn, &key, &mut removed, now).await?;
@@ -173,7 +174,7 @@ pub async fn disconnect_linked(
     account: &str,
 ) -> Result<Option<AccountKey>, AppError> {
     let db = &env.services.db;
-    let Some(found) = oauth_accounts::of_user(db, user.as_str(), provider)
+    let Some(found) = oauth_accounts::of_user(db, user, provider)
         .await?
         .into_iter()
         .find(|row| row.account_id == account || row.id == account)
@@ -181,13 +182,13 @@ pub async fn disconnect_linked(
         return Ok(None);
     };
     revoke_at_provider(env, &found, provider).await;
-    let key = AccountKey::new(provider, &found.account_id);
+    let key = AccountKey::new(provider, found.account_id.clone());
     let services = &env.services;
     let txn = services.db.begin_write().await?;
     let mut removed = Removed::default();
     let now = txn.stamp().await?;
     remove_account_mirrors(&txn, &key, &mut removed, now).await?;
-    if oauth_accounts::sign_in_methods(&txn, user.as_str()).await? > 1 {
+    if oauth_accounts::sign_in_methods(&txn, user).await? > 1 {
         oauth_accounts::delete(&txn, &found.id).await?;
     } else {
         oauth_accounts::clear_tokens(&txn, &found.id).await?;
@@ -204,10 +205,13 @@ pub async fn disconnect_linked(
 pub async fn revoke_google(env: &Mirrors, user: &UserId) -> Result<Vec<AccountKey>, AppError> {
     let db = &env.services.db;
     let mut keys = Vec::new();
-    for account in oauth_accounts::of_user(db, user.as_str(), Provider::Google).await? {
+    for account in oauth_accounts::of_user(db, user, Provider::Google).await? {
         revoke_at_provider(env, &account, Provider::Google).await;
         oauth_accounts::clear_tokens(db, &account.id).await?;
-        keys.push(AccountKey::new(Provider::Google, &account.account_id));
+        keys.push(AccountKey::new(
+            Provider::Google,
+            account.account_id.clone(),
+        ));
     }
     Ok(keys)
 }

@@ -7,8 +7,8 @@
 
 use crate::store::{Connection, DbErr};
 use chrono::{DateTime, Utc};
-use uuid::Uuid;
 
+use crate::domain::ids::{AccountId, CalendarId, EventId};
 use crate::store::{Database, mirrors, outbox};
 use crate::views::events::ProviderDelivery;
 
@@ -16,11 +16,11 @@ use crate::views::events::ProviderDelivery;
 #[derive(Debug, Clone)]
 pub struct EventChange {
     /// The event.
-    pub event_id: Uuid,
+    pub event_id: EventId,
     /// Its calendars before.
-    pub before: Vec<Uuid>,
+    pub before: Vec<CalendarId>,
     /// Its calendars after.
-    pub after: Vec<Uuid>,
+    pub after: Vec<CalendarId>,
 }
 
 /// What a change queued for the providers.
@@ -32,14 +32,14 @@ pub struct Queued {
 
 impl Queued {
     /// The accounts that got rows (`(provider, account)`).
-    pub fn accounts(&self) -> impl Iterator<Item = (String, String)> + '_ {
+    pub fn accounts(&self) -> impl Iterator<Item = (String, AccountId)> + '_ {
         self.writes
             .iter()
             .map(|write| (write.provider.clone(), write.account_id.clone()))
     }
 
     /// What an answer about `event_id` says of its delivery (`None`: no mirror touched).
-    pub fn delivery_of(&self, event_id: Uuid) -> Option<Vec<ProviderDelivery>> {
+    pub fn delivery_of(&self, event_id: EventId) -> Option<Vec<ProviderDelivery>> {
         delivery_of(&self.writes, event_id)
     }
 }
@@ -47,13 +47,13 @@ impl Queued {
 /// The delivery state of `event_id`'s rows among `writes`, for a write's answer.
 pub fn delivery_of(
     writes: &[outbox::OutboxWrite],
-    event_id: Uuid,
+    event_id: EventId,
 ) -> Option<Vec<ProviderDelivery>> {
     let deliveries: Vec<ProviderDelivery> = writes
         .iter()
         .filter(|write| write.event_id == event_id)
         .map(|write| ProviderDelivery {
-            calendar_id: write.calendar_id,
+            calendar_id: write.calendar_id.uuid(),
             provider: write.provider.clone(),
             action: write.action,
             state: "pending",
@@ -69,7 +69,7 @@ pub async fn record(
     changes: &[EventChange],
     now: DateTime<Utc>,
 ) -> Result<Queued, DbErr> {
-    let mut calendars: Vec<Uuid> = changes
+    let mut calendars: Vec<CalendarId> = changes
         .iter()
         .flat_map(|change| change.before.iter().chain(&change.after).copied())
         .collect();

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use url::Url;
 
 use super::Mirrors;
+use crate::domain::ids::UserId;
 use crate::domain::providers::{AccountKey, Provider};
 use crate::error::AppError;
 use crate::providers::oauth::{self, Identity, Pkce, stored_scope};
@@ -30,7 +31,7 @@ const MAX_EXTRA_SCOPES: usize = 20;
 #[serde(rename_all = "camelCase")]
 struct Pending {
     provider: String,
-    user_id: String,
+    user_id: UserId,
     code_verifier: String,
     callback_url: Option<String>,
     error_callback_url: Option<String>,
@@ -73,7 +74,7 @@ fn identifier(state_id: &str) -> String {
 /// form of `state_id`), with `extra_scopes` added to the calendar scopes.
 pub async fn start(
     env: &Mirrors,
-    user: &str,
+    user: &UserId,
     provider: Provider,
     state_id: &str,
     state: &str,
@@ -106,7 +107,7 @@ pub async fn start(
     let pkce = Pkce::new();
     let pending = Pending {
         provider: provider.as_str().to_owned(),
-        user_id: user.to_owned(),
+        user_id: user.clone(),
         code_verifier: pkce.verifier.clone(),
         callback_url: destinations.callback_url,
         error_callback_url: destinations.error_callback_url,
@@ -206,7 +207,7 @@ pub async fn finish(
     let Some(identity) = identity else {
         return fail("unable_to_get_user_info", destinations);
     };
-    let Some(account_id) = identity.account_id(provider).map(str::to_owned) else {
+    let Some(account_id) = identity.account_id(provider) else {
         return fail("unable_to_get_user_info", destinations);
     };
     let now = Utc::now();

@@ -17,6 +17,7 @@ use super::disconnect::{Removed, remove_mirror_calendar};
 use super::source::{Known, KnownItem, RemoteCalendar, Source, SyncError};
 use crate::commands::announce_calendar;
 use crate::domain::frames::Frame;
+use crate::domain::ids::{CalendarId, EventId, UserId};
 use crate::domain::providers::AccountKey;
 use crate::error::AppError;
 use crate::store::{calendars as calendar_store, events as event_store, members, mirrors, outbox};
@@ -47,15 +48,18 @@ pub fn mirror_look(calendar: &RemoteCalendar) -> (String, String) {
 
 /// What the mirror holds of each resource (its tag and the time its events span), and the
 /// resources with a local delete still to deliver.
-pub async fn known_of(env: &Mirrors, calendar: Uuid) -> Result<(Known, HashSet<String>), AppError> {
+pub async fn known_of(
+    env: &Mirrors,
+    calendar: CalendarId,
+) -> Result<(Known, HashSet<String>), AppError> {
     let db = &env.services.db;
     let resources = mirrors::resources_of(db, calendar).await?;
-    let ids: Vec<Uuid> = resources
+    let ids: Vec<EventId> = resources
         .values()
         .flatten()
         .map(|row| row.event_id)
         .collect();
-    let times: HashMap<Uuid, (DateTime<Utc>, DateTime<Utc>)> = event_store::find_live(db, &ids)
+    let times: HashMap<EventId, (DateTime<Utc>, DateTime<Utc>)> = event_store::find_live(db, &ids)
         .await?
         .into_iter()
         .map(|event| (event.id, (event.start, event.end)))
@@ -88,8 +92,8 @@ pub async fn pull<S: Source>(
     env: &Mirrors,
     source: &S,
     key: &AccountKey,
-    owner: &str,
-) -> Result<Vec<Uuid>, SyncError> {
+    owner: &UserId,
+) -> Result<Vec<CalendarId>, SyncError> {
     let services = &env.services;
     let remote = source.calendars().await?;
     let known = mirrors::calendars_of_account(&services.db, key.provider.as_str(), &key.id).await?;
@@ -159,7 +163,7 @@ pub async fn pull<S: Source>(
                     mirrors::NewMirror {
                         provider: key.provider.as_str().to_owned(),
                         account_id: key.id.clone(),
-                        owner: owner.to_owned(),
+                        owner: owner.clone(),
                         remote_id: calendar.id.clone(),
                         name,
                         color,
@@ -222,7 +226,7 @@ async fn refresh_access(
 
 /// Sends `external_sync {calendars}` to the members of the changed calendars, each user
 /// once, naming the calendars they are a member of.
-pub async fn announce_external_sync(env: &Mirrors, changed: &[Uuid]) -> Result<(), AppError> {
+pub async fn announce_external_sync(env: &Mirrors, changed: &[CalendarId]) -> Result<(), AppError> {
     if changed.is_empty() {
         return Ok(());
     }
@@ -231,7 +235,7 @@ pub async fn announce_external_sync(env: &Mirrors, changed: &[Uuid]) -> Result<(
     // pull is answered.
     let txn = env.services.db.begin_write().await?;
     let by_calendar = members::ids_by_calendar(&txn, changed).await?;
-    let mut by_user: HashMap<String, Vec<Uuid>> = HashMap::new();
+    let mut by_user: HashMap<UserId, Vec<CalendarId>> = HashMap::new();
     for calendar in changed {
         for user in by_calendar.get(calendar).into_iter().flatten() {
             by_user.entry(user.clone()).or_default().push(*calendar);
@@ -240,7 +244,7 @@ pub async fn announce_external_sync(env: &Mirrors, changed: &[Uuid]) -> Result<(
     let announce = env.services.within(&txn);
     for (user, calendars) in by_user {
         announce.broadcast(
-            [user.as_str()],
+            [&user],
             &Frame::new("external_sync", json!({ "calendars": calendars })),
         );
     }

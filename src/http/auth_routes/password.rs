@@ -13,6 +13,7 @@ use crate::auth::password::{MAX_PASSWORD_LENGTH, check_length};
 use crate::auth::session::{AuthReply, issue};
 use crate::auth::tokens::random_alphanumeric;
 use crate::domain::digest::sha256_hex;
+use crate::domain::ids::UserId;
 use crate::error::AppError;
 use crate::http::openapi::schemas::AuthErrorBody;
 use crate::mail::templates;
@@ -100,7 +101,7 @@ pub async fn request_reset(req: &AuthRequest) -> Result<AuthReply, AppError> {
         verifications::create(
             &ctx.db,
             &identifier(&token),
-            &user.id,
+            user.id.as_str(),
             req.now + RESET_TOKEN_TTL,
             req.now,
         )
@@ -202,6 +203,7 @@ pub async fn reset_password(req: &AuthRequest) -> Result<AuthReply, AppError> {
     let Some(user_id) = verifications::peek(&ctx.db, &identifier, req.now).await? else {
         return Err(AuthError::invalid_token().into());
     };
+    let user_id = UserId::new(user_id);
     let hash = ctx.auth.hasher.hash(new_password.to_owned()).await?;
     match accounts::reset_password(&ctx.db, &identifier, &user_id, &hash, req.now).await? {
         PasswordReset::Done => {}

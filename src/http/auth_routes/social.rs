@@ -168,7 +168,7 @@ pub async fn sign_in(req: &AuthRequest) -> Result<AuthReply, AppError> {
                 };
                 let account = NewAccount {
                     provider_id: provider_id.to_owned(),
-                    account_id: Some(verified.sub.clone()),
+                    account_id: Some(verified.sub.to_string()),
                     password_hash: None,
                 };
                 match users::create_with_account(&ctx.db, new_user, account, req.now).await {

@@ -12,7 +12,6 @@ use crate::auth::deletion;
 use crate::auth::error::AuthError;
 use crate::auth::session::AuthReply;
 use crate::commands::mirrors::disconnect::disconnect_linked;
-use crate::domain::ids::UserId;
 use crate::domain::profile;
 use crate::domain::providers::Provider;
 use crate::error::AppError;
@@ -127,8 +126,8 @@ pub async fn unlink_account(req: &AuthRequest) -> Result<AuthReply, AppError> {
         // A calendar-linked account takes its mirrors with it (and its token is revoked).
         Some(provider) => {
             let ctx = &req.ctx;
-            let user = UserId::from(current.user.id.as_str());
-            if let Some(account) = disconnect_linked(&ctx.mirrors, &user, provider, &target).await?
+            if let Some(account) =
+                disconnect_linked(&ctx.mirrors, &current.user.id, provider, &target).await?
             {
                 ctx.actors.providers.tell(ProvidersMsg::Stop { account });
             }

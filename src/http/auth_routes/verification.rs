@@ -9,6 +9,7 @@ use crate::auth::jwt::{self, EMAIL_VERIFICATION_TTL_SECS, TokenProblem, Verifica
 use crate::auth::principal::{Identity, Resolution};
 use crate::auth::session::AuthReply;
 use crate::context::Ctx;
+use crate::domain::ids::UserId;
 use crate::error::AppError;
 use crate::http::openapi::schemas::AuthErrorBody;
 use crate::mail::templates;
@@ -40,11 +41,11 @@ fn send_link(
     Ok(())
 }
 
-fn claims_for(email: &str, user_id: &str, update_to: Option<&str>) -> VerificationClaims {
+fn claims_for(email: &str, user_id: &UserId, update_to: Option<&str>) -> VerificationClaims {
     let now = chrono::Utc::now().timestamp();
     VerificationClaims {
         email: email.to_owned(),
-        user_id: Some(user_id.to_owned()),
+        user_id: Some(user_id.clone()),
         update_to: update_to.map(str::to_owned),
         request_type: update_to.map(|_| "change-email-verification".to_owned()),
         iat: now,

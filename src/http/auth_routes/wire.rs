@@ -54,7 +54,7 @@ pub struct User {
 /// A user as better-auth returns it.
 pub fn user(user: &users::Model) -> User {
     User {
-        id: user.id.clone(),
+        id: user.id.to_string(),
         email: user.email.clone(),
         name: user.name.clone(),
         image: user.image.clone(),
@@ -98,7 +98,7 @@ pub fn session(session: &sessions::Model, token: &str) -> Session {
     Session {
         id: session.id.clone(),
         token: token.to_owned(),
-        user_id: session.user_id.clone(),
+        user_id: session.user_id.to_string(),
         expires_at: ts(session.expires_at),
         created_at: ts(session.created_at),
         updated_at: ts(session.updated_at),
@@ -154,8 +154,8 @@ pub fn account(account: &accounts::Model) -> Account {
     Account {
         id: account.id.clone(),
         provider_id: account.provider_id.clone(),
-        account_id: account.account_id.clone(),
-        user_id: account.user_id.clone(),
+        account_id: account.account_id.to_string(),
+        user_id: account.user_id.to_string(),
         created_at: ts(account.created_at),
         updated_at: ts(account.updated_at),
         scopes,

@@ -8,7 +8,7 @@ use warp::{Filter, Rejection};
 use super::{limit, relay};
 use crate::context::Ctx;
 use crate::error::AppError;
-use crate::federation::gateway::{GatewayRequest, forward};
+use crate::federation::gateway::{GatewayRequest, connection_id, forward};
 use crate::http::extract::{
     AuthUser, JSON_BODY_LIMIT, body_bytes, request_ctx, respond, route, signed_in, with_ctx,
 };
@@ -86,8 +86,8 @@ pub(super) fn gateway(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Re
                             .ok_or_else(escape)?;
                         let (connection, rest) = after.split_once('/').ok_or_else(escape)?;
                         let request = GatewayRequest {
-                            user_id: user.id().to_owned(),
-                            connection: connection.to_owned(),
+                            user_id: user.id().clone(),
+                            connection: connection_id(connection)?,
                             rest: rest.to_owned(),
                             query,
                             method,

@@ -16,7 +16,7 @@ use crate::commands::federation::{Accepted, Rotated, invite_not_found, rotate};
 use crate::context::Ctx;
 use crate::domain::digest::sha256_hex;
 use crate::domain::federation::{Profile, ProfileError};
-use crate::domain::ids::{CalendarId, canonical_uuid};
+use crate::domain::ids::{InviteId, canonical_uuid};
 use crate::error::AppError;
 use crate::http::endpoint::endpoint;
 use crate::http::extract::{
@@ -94,13 +94,15 @@ async fn accept_handler(
         .filter(|token| !token.is_empty())
         .ok_or_else(|| AppError::bad_request(MISSING_TOKEN))?;
     let profile = read_profile(body.profile.as_ref())?;
-    let invite_id = canonical_uuid(token).ok_or_else(invite_not_found)?;
+    let invite_id = canonical_uuid(token)
+        .map(InviteId::from_uuid)
+        .ok_or_else(invite_not_found)?;
     let invite = invites::find_usable(&ctx.db, invite_id, chrono::Utc::now())
         .await?
         .ok_or_else(invite_not_found)?;
     let presented = bearer_token(headers).map(|bearer| sha256_hex(&bearer));
     let accepted = ctx
-        .ask_calendar(CalendarId(invite.calendar_id), |reply| {
+        .ask_calendar(invite.calendar_id, |reply| {
             CalendarCommand::AcceptFederated {
                 invite: invite_id,
                 profile: Box::new(profile),

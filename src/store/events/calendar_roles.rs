@@ -17,8 +17,8 @@ use std::sync::Arc;
 
 use sea_orm::sea_query::{Alias, InsertStatement, Query};
 use sea_orm::{ConnectionTrait, DbBackend, DbErr, Statement, Value};
-use uuid::Uuid;
 
+use crate::domain::ids::{CalendarId, UserId};
 use crate::domain::roles::Role;
 use crate::store::placeholder;
 
@@ -35,10 +35,10 @@ const WRITE_TOO_SLOW: (&str, &str) = ("event_write_too_slow", "BW002");
 #[derive(Debug, Clone, Default)]
 pub struct CalendarRoles {
     /// Each calendar's members with their roles (a calendar without members is absent).
-    pub members: HashMap<Uuid, Arc<[(String, Role)]>>,
+    pub members: HashMap<CalendarId, Arc<[(UserId, Role)]>>,
     /// Each calendar's `members_version` as read, the home calendar's included: the
     /// calendars that exist.
-    pub versions: HashMap<Uuid, i64>,
+    pub versions: HashMap<CalendarId, i64>,
 }
 
 /// Reads the roles of every member of `calendar_ids` and the `members_version` of `home` and
@@ -50,8 +50,8 @@ pub struct CalendarRoles {
 /// when `home` does not exist.
 pub async fn lock_with_roles(
     txn: &impl ConnectionTrait,
-    home: Uuid,
-    calendar_ids: &[Uuid],
+    home: CalendarId,
+    calendar_ids: &[CalendarId],
 ) -> Result<Option<CalendarRoles>, DbErr> {
     let backend = txn.get_database_backend();
     let param = |n: usize| placeholder(backend, n);
@@ -75,11 +75,11 @@ pub async fn lock_with_roles(
     let rows = txn
         .query_all_raw(Statement::from_sql_and_values(backend, sql, values))
         .await?;
-    let mut members: HashMap<Uuid, Vec<(String, Role)>> = HashMap::new();
+    let mut members: HashMap<CalendarId, Vec<(UserId, Role)>> = HashMap::new();
     let mut versions = HashMap::new();
     for row in rows {
-        let calendar: Uuid = row.try_get("", "calendar_id")?;
-        let user: Option<String> = row.try_get("", "user_id")?;
+        let calendar: CalendarId = row.try_get("", "calendar_id")?;
+        let user: Option<UserId> = row.try_get("", "user_id")?;
         let role: Option<String> = row.try_get("", "role")?;
         let version: i64 = row.try_get("", "members_version")?;
         versions.insert(calendar, version);
@@ -106,7 +106,7 @@ pub async fn lock_with_roles(
 /// `None` for no versions.
 pub fn roles_unchanged_check(
     backend: DbBackend,
-    versions: &HashMap<Uuid, i64>,
+    versions: &HashMap<CalendarId, i64>,
 ) -> Option<InsertStatement> {
     if versions.is_empty() {
         return None;
@@ -120,7 +120,7 @@ pub fn roles_unchanged_check(
     check
         .into_table(Alias::new("calendar_members_seen"))
         .columns(columns);
-    let mut rows: Vec<(&Uuid, &i64)> = versions.iter().collect();
+    let mut rows: Vec<(&CalendarId, &i64)> = versions.iter().collect();
     rows.sort_unstable();
     for (calendar, version) in rows {
         let mut values: Vec<sea_orm::sea_query::SimpleExpr> =

@@ -15,12 +15,12 @@
 use entities::events;
 use sea_orm::sea_query::InsertStatement;
 use sea_orm::{ConnectionTrait, DbErr};
-use uuid::Uuid;
 
 use super::calendar_roles::{self, CalendarRoles};
 use super::inserts::{self, InsertEventError, NewEvent};
 use super::remembered_roles::RememberedRoles;
 use crate::domain::events::EventInput;
+use crate::domain::ids::{CalendarId, UserId};
 use crate::store::outbox::{self, MirrorTargets};
 use crate::store::{Database, WriteTxn};
 
@@ -30,7 +30,7 @@ pub struct Creation<'a> {
     /// The event.
     pub input: &'a EventInput,
     /// Who creates it.
-    pub creator: &'a str,
+    pub creator: &'a UserId,
 }
 
 /// Why a batch wrote nothing.
@@ -83,7 +83,7 @@ impl From<DbErr> for CommitError {
 #[derive(Debug)]
 pub struct CreationsWrite {
     txn: WriteTxn,
-    home: Uuid,
+    home: CalendarId,
     roles: CalendarRoles,
     check: Option<InsertStatement>,
 }
@@ -95,8 +95,8 @@ pub struct CreationsWrite {
 /// when the home calendar does not exist: nobody may create in it (nothing was begun).
 pub async fn begin(
     db: &Database,
-    home: Uuid,
-    calendars: &[Uuid],
+    home: CalendarId,
+    calendars: &[CalendarId],
     remembered: &RememberedRoles,
 ) -> Result<Option<CreationsWrite>, DbErr> {
     let txn = db.begin_write().await?;

@@ -6,6 +6,7 @@
 
 use std::collections::HashSet;
 
+use crate::domain::ids::{EventId, UserId};
 use chrono::{DateTime, Utc};
 use entities::{event_view_changes, event_visibility_losses, events};
 use sea_orm::{ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
@@ -14,7 +15,7 @@ use uuid::Uuid;
 /// Records many `(user, event)` visibility losses at once.
 pub async fn record_loss_pairs(
     txn: &impl ConnectionTrait,
-    losses: &[(String, Uuid)],
+    losses: &[(UserId, EventId)],
     now: DateTime<Utc>,
 ) -> Result<(), DbErr> {
     for chunk in losses.chunks(500) {
@@ -37,7 +38,7 @@ pub async fn record_loss_pairs(
 /// through other calendars than before.
 pub async fn record_view_changes(
     txn: &impl ConnectionTrait,
-    changes: &[(String, Uuid)],
+    changes: &[(UserId, EventId)],
     now: DateTime<Utc>,
 ) -> Result<(), DbErr> {
     for chunk in changes.chunks(500) {
@@ -59,15 +60,15 @@ pub async fn record_view_changes(
 /// Records that `users` can no longer see `event_id`.
 pub async fn record_losses<'a>(
     txn: &impl ConnectionTrait,
-    users: impl IntoIterator<Item = &'a str>,
-    event_id: Uuid,
+    users: impl IntoIterator<Item = &'a UserId>,
+    event_id: EventId,
     now: DateTime<Utc>,
 ) -> Result<(), DbErr> {
     let rows: Vec<_> = users
         .into_iter()
         .map(|user| event_visibility_losses::ActiveModel {
             id: Set(Uuid::new_v4()),
-            user_id: Set(user.to_owned()),
+            user_id: Set(user.clone()),
             event_id: Set(event_id),
             at: Set(now),
         })
@@ -85,11 +86,11 @@ pub async fn record_losses<'a>(
 /// read's horizon; a loss after it is the next delta read's), and are not visible again now.
 pub async fn deleted_since(
     db: &impl ConnectionTrait,
-    user_id: &str,
+    user_id: &UserId,
     since: DateTime<Utc>,
     until: DateTime<Utc>,
-) -> Result<Vec<Uuid>, DbErr> {
-    let lost: HashSet<Uuid> = event_visibility_losses::Entity::find()
+) -> Result<Vec<EventId>, DbErr> {
+    let lost: HashSet<EventId> = event_visibility_losses::Entity::find()
         .filter(event_visibility_losses::Column::UserId.eq(user_id))
         .filter(event_visibility_losses::Column::At.gt(since))
         .filter(event_visibility_losses::Column::At.lte(until))
@@ -101,9 +102,9 @@ pub async fn deleted_since(
     if lost.is_empty() {
         return Ok(Vec::new());
     }
-    let lost: Vec<Uuid> = lost.into_iter().collect();
+    let lost: Vec<EventId> = lost.into_iter().collect();
     let still_visible = super::visible_among(db, user_id, &lost).await?;
-    let mut deleted: Vec<Uuid> = lost
+    let mut deleted: Vec<EventId> = lost
         .into_iter()
         .filter(|id| !still_visible.contains(id))
         .collect();

@@ -7,11 +7,11 @@ use sea_orm::sea_query::InsertStatement;
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ConnectionTrait, DbErr, EntityTrait, QueryTrait, SqlErr,
 };
-use uuid::Uuid;
 
 use super::calendar_roles;
 use crate::domain::event_fields::event_fields;
 use crate::domain::events::EventInput;
+use crate::domain::ids::{CalendarId, UserId};
 use crate::store::{CommitWrite, attendance, insert_in_one_statement, one_statement};
 
 /// Why an event could not be inserted.
@@ -39,9 +39,9 @@ pub struct NewEvent<'a> {
     /// What the client sent.
     pub input: &'a EventInput,
     /// Creator.
-    pub creator: &'a str,
+    pub creator: &'a UserId,
     /// Home calendar.
-    pub home: Uuid,
+    pub home: CalendarId,
 }
 
 /// Most events per round trip (their inserts stay well under SQLite's and PostgreSQL's
@@ -136,7 +136,7 @@ pub fn new_models(new: &[NewEvent<'_>], now: DateTime<Utc>) -> Vec<events::Model
         ($n:ident; $($name:ident: [$($ty:tt)*] $kind:ident $wire:literal $doc:literal,)*) => {
             events::Model {
                 id: $n.input.id,
-                creator_id: $n.creator.to_owned(),
+                creator_id: $n.creator.clone(),
                 $($name: $n.input.$name.clone(),)*
                 origin_calendar_id: Some($n.home),
                 revision: 1,
@@ -171,7 +171,7 @@ fn chunk_inserts(
                     event_id: Set(n.input.id),
                     calendar_id: Set(*calendar),
                     created_at: Set(now),
-                    linked_by: Set((*calendar != n.home).then(|| n.creator.to_owned())),
+                    linked_by: Set((*calendar != n.home).then(|| n.creator.clone())),
                 })
         })
         .collect();

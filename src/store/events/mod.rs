@@ -19,13 +19,13 @@ pub use deadline::WriteDeadline;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use crate::domain::ids::{CalendarId, EventId, UserId};
 use chrono::{DateTime, Utc};
 use entities::{calendar_events, calendar_members, events};
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait,
     QueryFilter, QueryOrder, QuerySelect,
 };
-use uuid::Uuid;
 
 use super::Unique;
 use super::db_errors::{BrokenKey, broken_key};
@@ -69,14 +69,17 @@ pub fn race_lost(err: &DbErr) -> Option<RaceLost> {
 }
 
 /// The event with this id, deleted or not.
-pub async fn find(db: &impl ConnectionTrait, id: Uuid) -> Result<Option<events::Model>, DbErr> {
+pub async fn find(db: &impl ConnectionTrait, id: EventId) -> Result<Option<events::Model>, DbErr> {
     events::Entity::find_by_id(id).unique(db).await
 }
 
 /// The calendar whose actor serializes changes to the event `id`: its home, or (home
 /// deleted) the first calendar it is still in; `None` when the event does not exist, is
 /// deleted or is in no calendar.
-pub async fn home_calendar(db: &impl ConnectionTrait, id: Uuid) -> Result<Option<Uuid>, DbErr> {
+pub async fn home_calendar(
+    db: &impl ConnectionTrait,
+    id: EventId,
+) -> Result<Option<CalendarId>, DbErr> {
     let Some(event) = find(db, id)
         .await?
         .filter(|event| event.deleted_at.is_none())
@@ -91,7 +94,7 @@ pub async fn home_calendar(db: &impl ConnectionTrait, id: Uuid) -> Result<Option
 
 /// Locks the event row for the rest of the transaction. A write that changes events or
 /// their links takes [`lock_for_changes`] instead, so that their calendars are locked first.
-pub async fn lock(txn: &impl ConnectionTrait, id: Uuid) -> Result<Option<events::Model>, DbErr> {
+pub async fn lock(txn: &impl ConnectionTrait, id: EventId) -> Result<Option<events::Model>, DbErr> {
     events::Entity::find_by_id(id)
         .lock_exclusive()
         .unique(txn)
@@ -108,14 +111,15 @@ pub async fn lock(txn: &impl ConnectionTrait, id: Uuid) -> Result<Option<events:
 /// are under the locks. On SQLite the one writer holds the database.
 pub async fn lock_for_changes(
     txn: &impl ConnectionTrait,
-    ids: &[Uuid],
-    also: &[Uuid],
-) -> Result<HashMap<Uuid, (events::Model, Vec<Uuid>)>, DbErr> {
+    ids: &[EventId],
+    also: &[CalendarId],
+) -> Result<HashMap<EventId, (events::Model, Vec<CalendarId>)>, DbErr> {
     if ids.is_empty() {
         return Ok(HashMap::new());
     }
     if txn.get_database_backend() == sea_orm::DbBackend::Postgres {
-        let mut calendars: Vec<Uuid> = links_of(txn, ids).await?.into_values().flatten().collect();
+        let mut calendars: Vec<CalendarId> =
+            links_of(txn, ids).await?.into_values().flatten().collect();
         calendars.extend_from_slice(also);
         crate::store::calendars::lock_in_order(txn, &calendars).await?;
     }
@@ -144,7 +148,7 @@ pub async fn lock_for_changes(
 }
 
 /// The calendars an event is linked to, in the order they were linked.
-pub async fn links(db: &impl ConnectionTrait, event_id: Uuid) -> Result<Vec<Uuid>, DbErr> {
+pub async fn links(db: &impl ConnectionTrait, event_id: EventId) -> Result<Vec<CalendarId>, DbErr> {
     Ok(calendar_events::Entity::find()
         .filter(calendar_events::Column::EventId.eq(event_id))
         .order_by_asc(calendar_events::Column::CreatedAt)
@@ -160,9 +164,9 @@ pub async fn links(db: &impl ConnectionTrait, event_id: Uuid) -> Result<Vec<Uuid
 /// alone).
 pub async fn add_links(
     txn: &impl ConnectionTrait,
-    event_id: Uuid,
-    calendars: &[Uuid],
-    linked_by: &str,
+    event_id: EventId,
+    calendars: &[CalendarId],
+    linked_by: &UserId,
     now: DateTime<Utc>,
 ) -> Result<(), DbErr> {
     if calendars.is_empty() {
@@ -174,7 +178,7 @@ pub async fn add_links(
             event_id: Set(event_id),
             calendar_id: Set(*calendar),
             created_at: Set(now),
-            linked_by: Set(Some(linked_by.to_owned())),
+            linked_by: Set(Some(linked_by.clone())),
         });
     calendar_events::Entity::insert_many(rows)
         .on_conflict_do_nothing_on([
@@ -189,8 +193,8 @@ pub async fn add_links(
 /// Unlinks an event from calendars.
 pub async fn remove_links(
     txn: &impl ConnectionTrait,
-    event_id: Uuid,
-    calendars: &[Uuid],
+    event_id: EventId,
+    calendars: &[CalendarId],
 ) -> Result<(), DbErr> {
     if calendars.is_empty() {
         return Ok(());
@@ -240,7 +244,7 @@ pub async fn touch(
 /// each.
 pub async fn touch_many(
     txn: &impl ConnectionTrait,
-    ids: &[Uuid],
+    ids: &[EventId],
     now: DateTime<Utc>,
 ) -> Result<(), DbErr> {
     use sea_orm::sea_query::{Expr, ExprTrait};
@@ -261,7 +265,7 @@ pub async fn touch_many(
 /// Live events by id (in no particular order).
 pub async fn find_live(
     db: &impl ConnectionTrait,
-    ids: &[Uuid],
+    ids: &[EventId],
 ) -> Result<Vec<events::Model>, DbErr> {
     let mut found = Vec::with_capacity(ids.len());
     for chunk in ids.chunks(500) {
@@ -299,7 +303,7 @@ pub async fn tombstone(
 /// Deletes many events at once (a calendar's deletion), keeping tombstones.
 pub async fn tombstone_many(
     txn: &impl ConnectionTrait,
-    ids: &[Uuid],
+    ids: &[EventId],
     now: DateTime<Utc>,
 ) -> Result<(), DbErr> {
     use sea_orm::sea_query::{Expr, ExprTrait};
@@ -325,7 +329,7 @@ pub async fn tombstone_many(
 /// Live events homed in a calendar.
 pub async fn homed_in(
     txn: &impl ConnectionTrait,
-    calendar_id: Uuid,
+    calendar_id: CalendarId,
 ) -> Result<Vec<events::Model>, DbErr> {
     events::Entity::find()
         .filter(events::Column::OriginCalendarId.eq(calendar_id))
@@ -338,9 +342,9 @@ pub async fn homed_in(
 /// calendars).
 pub async fn links_made_from(
     txn: &impl ConnectionTrait,
-    home: Uuid,
-    user: &str,
-) -> Result<BTreeMap<Uuid, Vec<Uuid>>, DbErr> {
+    home: CalendarId,
+    user: &UserId,
+) -> Result<BTreeMap<EventId, Vec<CalendarId>>, DbErr> {
     let links = calendar_events::Entity::find()
         .inner_join(events::Entity)
         .filter(calendar_events::Column::LinkedBy.eq(user))
@@ -349,7 +353,7 @@ pub async fn links_made_from(
         .filter(events::Column::DeletedAt.is_null())
         .all(txn)
         .await?;
-    let mut made: BTreeMap<Uuid, Vec<Uuid>> = BTreeMap::new();
+    let mut made: BTreeMap<EventId, Vec<CalendarId>> = BTreeMap::new();
     for link in links {
         made.entry(link.event_id)
             .or_default()
@@ -361,9 +365,9 @@ pub async fn links_made_from(
 /// Every link of the events linked to `calendar_id` (event → its calendars).
 pub async fn links_of_events_in(
     txn: &impl ConnectionTrait,
-    calendar_id: Uuid,
-) -> Result<HashMap<Uuid, Vec<Uuid>>, DbErr> {
-    let event_ids: Vec<Uuid> = calendar_events::Entity::find()
+    calendar_id: CalendarId,
+) -> Result<HashMap<EventId, Vec<CalendarId>>, DbErr> {
+    let event_ids: Vec<EventId> = calendar_events::Entity::find()
         .filter(calendar_events::Column::CalendarId.eq(calendar_id))
         .all(txn)
         .await?
@@ -376,9 +380,9 @@ pub async fn links_of_events_in(
 /// The links of several events, each in the order they were linked.
 pub async fn links_of(
     db: &impl ConnectionTrait,
-    event_ids: &[Uuid],
-) -> Result<HashMap<Uuid, Vec<Uuid>>, DbErr> {
-    let mut by_event: HashMap<Uuid, Vec<Uuid>> = HashMap::new();
+    event_ids: &[EventId],
+) -> Result<HashMap<EventId, Vec<CalendarId>>, DbErr> {
+    let mut by_event: HashMap<EventId, Vec<CalendarId>> = HashMap::new();
     for chunk in event_ids.chunks(500) {
         let links = calendar_events::Entity::find()
             .filter(calendar_events::Column::EventId.is_in(chunk.iter().copied()))
@@ -399,10 +403,10 @@ pub async fn links_of(
 /// Which of `event_ids` `user_id` can see.
 pub async fn visible_among(
     db: &impl ConnectionTrait,
-    user_id: &str,
-    event_ids: &[Uuid],
-) -> Result<HashSet<Uuid>, DbErr> {
-    let calendars: Vec<Uuid> = calendar_members::Entity::find()
+    user_id: &UserId,
+    event_ids: &[EventId],
+) -> Result<HashSet<EventId>, DbErr> {
+    let calendars: Vec<CalendarId> = calendar_members::Entity::find()
         .filter(calendar_members::Column::UserId.eq(user_id))
         .all(db)
         .await?

@@ -30,6 +30,7 @@ use parking_lot::Mutex;
 use tokio::sync::Semaphore;
 
 use crate::config::StorageSettings;
+use crate::domain::ids::UserId;
 
 /// Cached full events reads of one server, and the limits of those too big to cache.
 #[derive(Debug)]
@@ -53,16 +54,16 @@ pub(crate) struct StreamLimits {
     /// How many streams of one reader may run at once.
     pub(crate) per_reader: usize,
     /// The big readers, each with one permit per stream of theirs that may run at once.
-    readers: Arc<Mutex<HashMap<String, Arc<Semaphore>>>>,
+    readers: Arc<Mutex<HashMap<UserId, Arc<Semaphore>>>>,
 }
 
 /// A big reader's place in [`StreamLimits`]: the permits of their streams, and the way to
 /// forget them once their events fit a small read again.
 #[derive(Debug, Clone)]
 pub(crate) struct BigReader {
-    user: String,
+    user: UserId,
     pub(crate) permits: Arc<Semaphore>,
-    readers: Arc<Mutex<HashMap<String, Arc<Semaphore>>>>,
+    readers: Arc<Mutex<HashMap<UserId, Arc<Semaphore>>>>,
 }
 
 impl BigReader {
@@ -97,20 +98,20 @@ impl StreamLimits {
     }
 
     /// Whether `user` is a known big reader (their full reads go straight to a stream).
-    pub(crate) fn is_big_reader(&self, user: &str) -> bool {
+    pub(crate) fn is_big_reader(&self, user: &UserId) -> bool {
         self.readers.lock().contains_key(user)
     }
 
     /// `user` as a big reader, remembered from now on.
-    pub(crate) fn reader(&self, user: &str) -> BigReader {
+    pub(crate) fn reader(&self, user: &UserId) -> BigReader {
         let permits = self
             .readers
             .lock()
-            .entry(user.to_owned())
+            .entry(user.clone())
             .or_insert_with(|| Arc::new(Semaphore::new(self.per_reader)))
             .clone();
         BigReader {
-            user: user.to_owned(),
+            user: user.clone(),
             permits,
             readers: self.readers.clone(),
         }
@@ -119,7 +120,7 @@ impl StreamLimits {
 
 #[derive(Debug, Default)]
 struct Entries {
-    by_user: HashMap<String, Entry>,
+    by_user: HashMap<UserId, Entry>,
     bytes: usize,
     clock: u64,
 }
@@ -132,8 +133,8 @@ struct Entry {
 }
 
 impl Entry {
-    fn size(&self, user: &str) -> usize {
-        user.len() + self.versions.len() + self.events.len()
+    fn size(&self, user: &UserId) -> usize {
+        user.as_str().len() + self.versions.len() + self.events.len()
     }
 }
 
@@ -154,12 +155,12 @@ impl EventReadCache {
     }
 
     /// Whether `user` has an entry (otherwise there is nothing to validate).
-    pub fn holds(&self, user: &str) -> bool {
+    pub fn holds(&self, user: &UserId) -> bool {
         self.limit > 0 && self.inner.lock().by_user.contains_key(user)
     }
 
     /// The events cached for `user`, if they were read at `versions`.
-    pub fn get(&self, user: &str, versions: &str) -> Option<Arc<str>> {
+    pub fn get(&self, user: &UserId, versions: &str) -> Option<Arc<str>> {
         let mut entries = self.inner.lock();
         entries.clock += 1;
         let now = entries.clock;
@@ -173,7 +174,7 @@ impl EventReadCache {
 
     /// Keeps `events`, read at `versions`, for `user`, evicting the least recently used
     /// entries beyond the limit.
-    pub fn put(&self, user: &str, versions: String, events: Arc<str>) {
+    pub fn put(&self, user: &UserId, versions: String, events: Arc<str>) {
         let mut entries = self.inner.lock();
         entries.clock += 1;
         let entry = Entry {
@@ -202,7 +203,7 @@ impl EventReadCache {
             }
         }
         entries.bytes += size;
-        entries.by_user.insert(user.to_owned(), entry);
+        entries.by_user.insert(user.clone(), entry);
     }
 }
 
@@ -236,26 +237,29 @@ mod tests {
             assert_eq!(limits.per_reader, per_reader, "{connections}");
         }
         let limits = limits();
-        assert!(!limits.is_big_reader("u"));
-        let reader = limits.reader("u");
-        assert!(limits.is_big_reader("u"));
-        assert!(Arc::ptr_eq(&reader.permits, &limits.reader("u").permits));
+        assert!(!limits.is_big_reader(&UserId::new("u")));
+        let reader = limits.reader(&UserId::new("u"));
+        assert!(limits.is_big_reader(&UserId::new("u")));
+        assert!(Arc::ptr_eq(
+            &reader.permits,
+            &limits.reader(&UserId::new("u")).permits
+        ));
         reader.forget();
-        assert!(!limits.is_big_reader("u"));
+        assert!(!limits.is_big_reader(&UserId::new("u")));
     }
 
     #[test]
     fn serves_only_what_was_read_at_the_same_versions() {
         let cache = EventReadCache::new(1024, limits());
-        assert!(!cache.holds("u"));
-        cache.put("u", "a:1".into(), "[1]".into());
-        assert!(cache.holds("u"));
-        assert_eq!(cache.get("u", "a:1").as_deref(), Some("[1]"));
-        assert_eq!(cache.get("u", "a:2"), None);
-        assert_eq!(cache.get("v", "a:1"), None);
-        cache.put("u", "a:2".into(), "[2]".into());
-        assert_eq!(cache.get("u", "a:1"), None);
-        assert_eq!(cache.get("u", "a:2").as_deref(), Some("[2]"));
+        assert!(!cache.holds(&UserId::new("u")));
+        cache.put(&UserId::new("u"), "a:1".into(), "[1]".into());
+        assert!(cache.holds(&UserId::new("u")));
+        assert_eq!(cache.get(&UserId::new("u"), "a:1").as_deref(), Some("[1]"));
+        assert_eq!(cache.get(&UserId::new("u"), "a:2"), None);
+        assert_eq!(cache.get(&UserId::new("v"), "a:1"), None);
+        cache.put(&UserId::new("u"), "a:2".into(), "[2]".into());
+        assert_eq!(cache.get(&UserId::new("u"), "a:1"), None);
+        assert_eq!(cache.get(&UserId::new("u"), "a:2").as_deref(), Some("[2]"));
     }
 
     #[test]
@@ -263,19 +267,19 @@ mod tests {
         // Each entry: 1 (user) + 3 (versions) + 16 (events) = 20 bytes.
         let cache = EventReadCache::new(50, limits());
         let events = || Arc::<str>::from("0123456789abcdef");
-        cache.put("a", "x:1".into(), events());
-        cache.put("b", "x:1".into(), events());
-        assert!(cache.get("a", "x:1").is_some());
-        cache.put("c", "x:1".into(), events());
-        assert!(cache.holds("a") && cache.holds("c"));
-        assert!(!cache.holds("b"), "b was used least recently");
+        cache.put(&UserId::new("a"), "x:1".into(), events());
+        cache.put(&UserId::new("b"), "x:1".into(), events());
+        assert!(cache.get(&UserId::new("a"), "x:1").is_some());
+        cache.put(&UserId::new("c"), "x:1".into(), events());
+        assert!(cache.holds(&UserId::new("a")) && cache.holds(&UserId::new("c")));
+        assert!(!cache.holds(&UserId::new("b")), "b was used least recently");
         assert_eq!(cache.inner.lock().bytes, 40);
         // Too big for the cache: not kept, and the old entry of that user is gone.
-        cache.put("a", "x:2".into(), "x".repeat(60).into());
-        assert!(!cache.holds("a"));
+        cache.put(&UserId::new("a"), "x:2".into(), "x".repeat(60).into());
+        assert!(!cache.holds(&UserId::new("a")));
         assert_eq!(cache.inner.lock().bytes, 20);
         let off = EventReadCache::new(0, limits());
-        off.put("a", "x:1".into(), events());
-        assert!(!off.holds("a"));
+        off.put(&UserId::new("a"), "x:1".into(), events());
+        assert!(!off.holds(&UserId::new("a")));
     }
 }

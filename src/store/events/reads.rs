@@ -26,6 +26,7 @@ use serde_json::value::RawValue;
 use uuid::Uuid;
 
 use crate::domain::event_fields::event_fields;
+use crate::domain::ids::{CalendarId, EventId, UserId};
 use crate::store::{Database, placeholder};
 
 /// What a read asks for.
@@ -75,7 +76,7 @@ pub const PREVIEW_ROWS: u64 = 500;
 /// preview shows.
 pub async fn for_preview(
     db: &impl ConnectionTrait,
-    calendar_id: Uuid,
+    calendar_id: CalendarId,
     start: DateTime<Utc>,
     end: DateTime<Utc>,
 ) -> Result<Vec<PreviewRow>, DbErr> {
@@ -145,7 +146,7 @@ pub struct PackedEvents(String);
 /// in (in link order).
 pub async fn visible(
     db: &impl ConnectionTrait,
-    user_id: &str,
+    user_id: &UserId,
     window: Window,
 ) -> Result<PackedEvents, DbErr> {
     let backend = db.get_database_backend();
@@ -225,10 +226,10 @@ pub async fn visible(
 /// between the two reads.
 pub async fn changed_since(
     db: &Database,
-    user_id: &str,
+    user_id: &UserId,
     since: DateTime<Utc>,
     until: DateTime<Utc>,
-) -> Result<(PackedEvents, Vec<Uuid>), DbErr> {
+) -> Result<(PackedEvents, Vec<EventId>), DbErr> {
     let txn = db.begin_read().await?;
     let deleted = super::history::deleted_since(&txn, user_id, since, until).await?;
     let changed = visible(&txn, user_id, Window::Since { since, until }).await?;
@@ -249,7 +250,7 @@ pub(super) const VERSIONS_SQLITE: &str = "SELECT coalesce(group_concat(hex(c.id)
 /// What the events `user_id` can see depend on, as one comparable text: each calendar they
 /// are a member of with its `events_version` (raised by triggers whenever a link into it or
 /// a linked event changes). Equal versions, read at two moments, mean the same events.
-pub async fn versions(db: &impl ConnectionTrait, user_id: &str) -> Result<String, DbErr> {
+pub async fn versions(db: &impl ConnectionTrait, user_id: &UserId) -> Result<String, DbErr> {
     let backend = db.get_database_backend();
     let sql = if backend == DbBackend::Postgres {
         VERSIONS_POSTGRES
@@ -299,7 +300,7 @@ const VERSIONS_AND_SIZE_SQLITE: &str = "SELECT coalesce((SELECT group_concat(hex
 /// (else `limit`), in one statement.
 async fn versions_and_size(
     db: &impl ConnectionTrait,
-    user_id: &str,
+    user_id: &UserId,
     limit: u64,
 ) -> Result<(String, u64), DbErr> {
     let backend = db.get_database_backend();
@@ -333,7 +334,7 @@ async fn versions_and_size(
 /// ([`current_versions`]), so they are not read twice.
 pub async fn all_visible<E: From<DbErr>>(
     db: &Database,
-    user_id: &str,
+    user_id: &UserId,
     known: Option<String>,
     render: impl FnOnce(&[PackedEvent<'_>]) -> Result<String, E>,
 ) -> Result<Option<FullRead>, E> {
@@ -377,9 +378,9 @@ pub async fn all_visible<E: From<DbErr>>(
 
 /// [`versions`] as of now, outside a transaction: on PostgreSQL through the connections
 /// held for it beside the pool ([`crate::store::unpinged_connections`]), which spare the read the pool's ping.
-pub async fn current_versions(db: &Database, user_id: &str) -> Result<String, DbErr> {
+pub async fn current_versions(db: &Database, user_id: &UserId) -> Result<String, DbErr> {
     if let Some(lane) = db.unpinged_connections()
-        && let Some(row) = lane.text(VERSIONS_POSTGRES, user_id).await
+        && let Some(row) = lane.text(VERSIONS_POSTGRES, user_id.as_str()).await
     {
         return Ok(row.unwrap_or_default());
     }

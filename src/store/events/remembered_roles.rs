@@ -7,9 +7,8 @@
 
 use std::sync::{Mutex, PoisonError};
 
-use uuid::Uuid;
-
 use super::calendar_roles::CalendarRoles;
+use crate::domain::ids::CalendarId;
 
 /// Most calendars remembered at once (past it, the actor starts over).
 const MOST_KNOWN: usize = 64;
@@ -25,7 +24,7 @@ pub struct RememberedRoles {
 impl RememberedRoles {
     /// The roles of `home` and `calendars`, with the versions they were read at, if every
     /// one of them is known.
-    pub fn get(&self, home: Uuid, calendars: &[Uuid]) -> Option<CalendarRoles> {
+    pub fn get(&self, home: CalendarId, calendars: &[CalendarId]) -> Option<CalendarRoles> {
         let known = self.read.lock().unwrap_or_else(PoisonError::into_inner);
         let mut roles = CalendarRoles::default();
         for calendar in std::iter::once(&home).chain(calendars) {
@@ -66,19 +65,20 @@ mod tests {
     use std::collections::HashMap;
 
     use super::*;
+    use crate::domain::ids::UserId;
     use crate::domain::roles::Role;
 
-    fn read(versions: &[(Uuid, i64)], members: &[(Uuid, &str, Role)]) -> CalendarRoles {
+    fn read(versions: &[(CalendarId, i64)], members: &[(CalendarId, &str, Role)]) -> CalendarRoles {
         let mut roles = CalendarRoles {
             versions: versions.iter().copied().collect(),
             ..CalendarRoles::default()
         };
-        let mut lists: HashMap<Uuid, Vec<(String, Role)>> = HashMap::new();
+        let mut lists: HashMap<CalendarId, Vec<(UserId, Role)>> = HashMap::new();
         for (calendar, user, role) in members {
             lists
                 .entry(*calendar)
                 .or_default()
-                .push(((*user).to_owned(), *role));
+                .push((UserId::new(*user), *role));
         }
         roles.members = lists.into_iter().map(|(c, l)| (c, l.into())).collect();
         roles
@@ -86,7 +86,11 @@ mod tests {
 
     #[test]
     fn known_only_when_every_calendar_was_read_with_its_version() {
-        let (home, other, unread) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+        let (home, other, unread) = (
+            CalendarId::generate(),
+            CalendarId::generate(),
+            CalendarId::generate(),
+        );
         let known = RememberedRoles::default();
         assert!(known.get(home, &[home]).is_none());
         known.learn(&read(
@@ -97,7 +101,7 @@ mod tests {
         assert_eq!(roles.versions, HashMap::from([(home, 3), (other, 7)]));
         assert_eq!(
             roles.members[&home].as_ref(),
-            &[("ana".to_owned(), Role::Owner)]
+            &[(UserId::new("ana"), Role::Owner)]
         );
         assert!(!roles.members.contains_key(&other));
         assert!(known.get(home, &[unread]).is_none());
@@ -107,7 +111,7 @@ mod tests {
 
     #[test]
     fn calendars_read_without_versions_are_never_known() {
-        let home = Uuid::new_v4();
+        let home = CalendarId::generate();
         let known = RememberedRoles::default();
         known.learn(&read(&[], &[(home, "ana", Role::Owner)]));
         assert!(known.get(home, &[home]).is_none());

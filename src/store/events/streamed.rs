@@ -62,6 +62,7 @@ use tokio::sync::{OwnedSemaphorePermit, mpsc};
 
 use super::read_cache::BigReader;
 use super::reads::{COLUMNS, PackedEvents, VERSIONS_POSTGRES, VERSIONS_SQLITE};
+use crate::domain::ids::UserId;
 use crate::store::{Backend, Database};
 
 /// Chunks the task may have read ahead of the response.
@@ -175,7 +176,7 @@ impl Stream for StreamedRead {
 /// Everything `user_id` can see, streamed from one snapshot: once one of the streams that
 /// may run at once is free (else [`StreamRefused::Busy`] after [`QUEUE_WAIT`]), the read's
 /// task opens its snapshot and reads the versions, and the read is returned with them.
-pub async fn all_visible(db: &Database, user_id: &str) -> Result<StreamedRead, StreamRefused> {
+pub async fn all_visible(db: &Database, user_id: &UserId) -> Result<StreamedRead, StreamRefused> {
     let limits = db.event_reads.streams();
     let reader = limits.reader(user_id);
     let queued = tokio::time::Instant::now() + QUEUE_WAIT;
@@ -189,7 +190,7 @@ pub async fn all_visible(db: &Database, user_id: &str) -> Result<StreamedRead, S
         .map_err(|_| StreamRefused::Busy)?;
     let (sender, parts) = mpsc::channel(AHEAD);
     let task = Task {
-        user_id: user_id.to_owned(),
+        user_id: user_id.clone(),
         chunk: limits.chunk,
         timeout: limits.timeout,
         deadline: Instant::now() + limits.timeout,
@@ -313,7 +314,7 @@ enum Outcome {
 
 /// The task that reads one stream.
 struct Task {
-    user_id: String,
+    user_id: UserId,
     chunk: usize,
     timeout: Duration,
     deadline: Instant,
@@ -348,7 +349,7 @@ impl Task {
             };
             let versions = sqlx::AssertSqlSafe(dialect.versions.to_owned());
             let versions = sqlx::query_scalar::<DB, String>(versions)
-                .bind(self.user_id.clone())
+                .bind(self.user_id.to_string())
                 .fetch_one(&mut *txn)
                 .await;
             match versions {
@@ -362,7 +363,7 @@ impl Task {
             }
             let statement = sqlx::AssertSqlSafe(dialect.statement);
             let rows = sqlx::query_scalar::<DB, String>(statement)
-                .bind(self.user_id.clone())
+                .bind(self.user_id.to_string())
                 .fetch(&mut *txn);
             let outcome = self.pump(rows).await;
             if !matches!(outcome, Outcome::Complete(_)) {

@@ -37,6 +37,7 @@ use tokio_util::task::AbortOnDropHandle;
 use super::credentials::CredentialChanges;
 use super::session_cache::SessionCache;
 use crate::domain::frames::FrameBatch;
+use crate::domain::ids::{AccountId, UserId};
 use listener::{Hearers, listen, listen_on};
 use notice::{Message, Notice, frames_notice};
 
@@ -54,13 +55,13 @@ const INSERT: &str = "INSERT INTO instance_notices (payload) VALUES ($1)";
 pub trait InstanceEvents: Send + Sync + std::fmt::Debug {
     /// Frames for the streams of these users on this instance (each user's block holds
     /// their frames in order).
-    fn frames(&self, frames: Vec<(String, Bytes)>);
+    fn frames(&self, frames: Vec<(UserId, Bytes)>);
     /// Notices may have been missed: every stream is closed so its client re-reads.
     fn notices_lost(&self);
     /// Another instance queued a batch of change mails due at `at`.
     fn mail_batch_due(&self, at: DateTime<Utc>);
     /// Another instance queued rows in the outbox of these accounts.
-    fn provider_writes_queued(&self, accounts: &[(String, String)]);
+    fn provider_writes_queued(&self, accounts: &[(String, AccountId)]);
 }
 
 /// An instance's end of the bus. Dropping the last clone stops listening.
@@ -187,9 +188,9 @@ impl InstanceBus {
 
     /// Tells the other instances that `user_id`'s credentials changed (after the change
     /// committed).
-    pub(crate) fn credentials_changed(&self, user_id: &str) {
+    pub(crate) fn credentials_changed(&self, user_id: &UserId) {
         self.send(Notice::Credentials {
-            user: user_id.to_owned(),
+            user: user_id.clone(),
         });
     }
 
@@ -207,7 +208,7 @@ impl InstanceBus {
     }
 
     /// Tells the other instances that rows were queued in these accounts' outboxes.
-    pub(crate) fn provider_writes_queued(&self, accounts: &[(String, String)]) {
+    pub(crate) fn provider_writes_queued(&self, accounts: &[(String, AccountId)]) {
         self.send(Notice::ProviderWrites {
             accounts: accounts.to_vec(),
         });

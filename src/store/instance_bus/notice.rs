@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::domain::frames::FrameBatch;
+use crate::domain::ids::{AccountId, UserId};
 
 /// One notice on the bus, as sent.
 #[derive(Debug, Serialize, Deserialize)]
@@ -25,16 +26,16 @@ pub(super) struct Message {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub(super) enum Notice {
     /// A user's credentials changed.
-    Credentials { user: String },
+    Credentials { user: UserId },
     /// Frames for users' streams: each user's frames are the listed blocks, in order.
     Frames {
         blocks: Vec<String>,
-        users: Vec<(String, Vec<u32>)>,
+        users: Vec<(UserId, Vec<u32>)>,
     },
     /// A batch of change mails is due at `at`.
     MailBatchDue { at: DateTime<Utc> },
     /// Rows were queued in the outbox of these accounts (`(provider, account)`).
-    ProviderWrites { accounts: Vec<(String, String)> },
+    ProviderWrites { accounts: Vec<(String, AccountId)> },
 }
 
 /// What a notification carries: a notice, or the id of a stored one.
@@ -61,8 +62,8 @@ pub(super) fn frames_notice(frames: FrameBatch) -> Option<Notice> {
 /// Each user's frames as one block, from the distinct `blocks` and the users' lists.
 pub(super) fn user_blocks(
     blocks: &[String],
-    users: Vec<(String, Vec<u32>)>,
-) -> Vec<(String, Bytes)> {
+    users: Vec<(UserId, Vec<u32>)>,
+) -> Vec<(UserId, Bytes)> {
     let blocks: Vec<Bytes> = blocks
         .iter()
         .map(|block| Bytes::copy_from_slice(block.as_bytes()))
@@ -89,8 +90,9 @@ mod tests {
     #[test]
     fn a_frames_notice_gives_each_user_their_frames_in_order() {
         let mut batch = FrameBatch::default();
-        batch.add(["ann", "bob"], &Frame::new("a", json!({})));
-        batch.add(["ann"], &Frame::new("b", json!({"x": "é"})));
+        let (ann, bob) = (UserId::new("ann"), UserId::new("bob"));
+        batch.add([&ann, &bob], &Frame::new("a", json!({})));
+        batch.add([&ann], &Frame::new("b", json!({"x": "é"})));
         let Some(Notice::Frames { blocks, users }) = frames_notice(batch) else {
             panic!("frames give a frames notice");
         };
@@ -101,13 +103,13 @@ mod tests {
             delivered,
             vec![
                 (
-                    "ann".to_owned(),
+                    ann,
                     Bytes::from(
                         "data: {\"type\":\"a\",\"payload\":{}}\n\ndata: {\"type\":\"b\",\"payload\":{\"x\":\"é\"}}\n\n"
                     )
                 ),
                 (
-                    "bob".to_owned(),
+                    bob,
                     Bytes::from_static(b"data: {\"type\":\"a\",\"payload\":{}}\n\n")
                 ),
             ]

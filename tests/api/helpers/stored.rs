@@ -15,7 +15,7 @@ impl TestApp {
         let conn = self.db_connection().await;
         let now = chrono::Utc::now();
         users::ActiveModel {
-            id: Set(id.to_owned()),
+            id: Set(id.into()),
             name: Set("Remote Ruth".into()),
             email: Set(format!("{id}@remote.example")),
             email_verified: Set(false),
@@ -31,7 +31,7 @@ impl TestApp {
         for (token, age_days) in tokens {
             member_tokens::ActiveModel {
                 id: Set(uuid::Uuid::new_v4()),
-                user_id: Set(id.to_owned()),
+                user_id: Set(id.into()),
                 token_hash: Set(bowline::domain::digest::sha256_hex(token)),
                 created_at: Set(now - chrono::Duration::days(*age_days)),
             }
@@ -46,8 +46,10 @@ impl TestApp {
         let now = chrono::Utc::now();
         calendar_members::ActiveModel {
             id: Set(uuid::Uuid::new_v4()),
-            calendar_id: Set(calendar_id.parse().expect("calendar id")),
-            user_id: Set(user_id.to_owned()),
+            calendar_id: Set(bowline::domain::ids::CalendarId::from_uuid(
+                calendar_id.parse().expect("calendar id"),
+            )),
+            user_id: Set(user_id.into()),
             role: Set("viewer".into()),
             reminder: Set(None),
             created_at: Set(now),

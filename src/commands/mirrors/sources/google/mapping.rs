@@ -57,7 +57,7 @@ pub fn body(event: &events::Model, zone: Tz) -> Value {
 /// The Google id a new event gets: its Bowline id's 32 hex digits (base32hex, as Google
 /// wants client ids).
 pub fn google_id(event: &events::Model) -> String {
-    event.id.simple().to_string()
+    event.id.uuid().simple().to_string()
 }
 
 /// The stored tag of a resource: the master's etag, and a digest of its instances' tags.
