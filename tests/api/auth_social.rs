@@ -256,13 +256,7 @@ async fn an_existing_verified_email_user_is_linked_and_an_unverified_one_is_not(
     );
 
     // Once verified, the Google identity joins the same user.
-    bowline::store::users::set_email_verified(
-        &app.ctx().db,
-        &local.id.as_str().into(),
-        chrono::Utc::now(),
-    )
-    .await
-    .expect("verify");
+    verify_email(&app, &local.id).await;
     let token = idp.sign(
         "key-a",
         &google_claims(GOOGLE_CLIENT, "g-shared", "shared@example.com"),
@@ -403,13 +397,7 @@ async fn microsoft_id_tokens_sign_in_by_object_id_and_link_as_a_trusted_provider
     // A verified local user with the same address is linked although the token says
     // nothing about verification: Microsoft is trusted.
     let local = app.sign_up("grace@example.com").await;
-    bowline::store::users::set_email_verified(
-        &app.ctx().db,
-        &local.id.as_str().into(),
-        chrono::Utc::now(),
-    )
-    .await
-    .expect("verify");
+    verify_email(&app, &local.id).await;
     let token = idp.sign(
         "key-a",
         &microsoft_claims(tenant, "oid-2", "grace@example.com"),
@@ -447,4 +435,11 @@ async fn a_microsoft_token_whose_issuer_is_not_its_own_tenant_is_refused() {
     )
     .await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
+}
+
+/// Marks `user_id`'s address verified, as a confirmed link would.
+async fn verify_email(app: &TestApp, user_id: &str) {
+    bowline::store::users::set_email_verified(&app.ctx().db, &user_id.into(), chrono::Utc::now())
+        .await
+        .expect("verify");
 }

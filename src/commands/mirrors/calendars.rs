@@ -82,19 +82,6 @@ pub async fn create_in_account(
     name: &str,
     color: &str,
 ) -> Result<CalendarView, AppError> {
-    let (_, view) = create_mirror_in_account(env, user, provider, account_id, name, color).await?;
-    Ok(view)
-}
-
-/// [`create_in_account`], with the new calendar's id.
-async fn create_mirror_in_account(
-    env: &Mirrors,
-    user: &UserId,
-    provider: &str,
-    account_id: &AccountId,
-    name: &str,
-    color: &str,
-) -> Result<(CalendarId, CalendarView), AppError> {
     let provider =
         Provider::parse(provider).ok_or_else(|| AppError::bad_request("Unsupported provider."))?;
     let not_yours = || AppError::forbidden("That account isn't connected to your user.");
@@ -128,7 +115,7 @@ async fn create_mirror_in_account(
     let link = mirrors::provider_links(&env.services.db, &[calendar.id]).await?;
     let view = CalendarView::new(&calendar, &members, Some(Role::Owner))
         .with_provider(link.get(&calendar.id), user);
-    Ok((calendar.id, view))
+    Ok(view)
 }
 
 /// Imports `imported` into a new calendar of one of `user`'s connected accounts: the
@@ -144,8 +131,8 @@ pub async fn import_into_account(
     imported: &[ImportedEvent],
 ) -> Result<CalendarView, AppError> {
     let (provider, account_id) = destination;
-    let (calendar_id, view) =
-        create_mirror_in_account(env, user, provider, account_id, name, color).await?;
+    let view = create_in_account(env, user, provider, account_id, name, color).await?;
+    let calendar_id = CalendarId::from_uuid(view.id);
     let services = &env.services;
     let txn = services.db.begin_write().await?;
     let calendar = calendar_store::lock(&txn, calendar_id)
