@@ -51,17 +51,27 @@ pub async fn confirm(
     expected_user: Option<&UserId>,
 ) -> Result<Option<UserId>, AppError> {
     let now = chrono::Utc::now();
-    let txn = server.db.begin_write().await?;
-    let Some(user_id) = verifications::consume(&txn, &identifier(token), now).await? else {
+    let confirmed = server
+        .db
+        .write(async |txn| {
+            // `None` may still have deleted an expired token: rolled back too.
+            let Some(user_id) = verifications::consume(txn, &identifier(token), now).await? else {
+                txn.discard();
+                return Ok(None);
+            };
+            let user_id = UserId::new(user_id);
+            if expected_user.is_some_and(|expected| *expected != user_id) {
+                // Discarded: the consumption is rolled back.
+                txn.discard();
+                return Ok(None);
+            }
+            let deleted = user_store::delete(txn, &user_id).await?;
+            Ok::<_, AppError>(Some((user_id, deleted)))
+        })
+        .await?;
+    let Some((user_id, deleted)) = confirmed else {
         return Ok(None);
     };
-    let user_id = UserId::new(user_id);
-    if expected_user.is_some_and(|expected| *expected != user_id) {
-        // Dropping the transaction rolls the consumption back.
-        return Ok(None);
-    }
-    let deleted = user_store::delete(&txn, &user_id).await?;
-    txn.commit().await?;
     if deleted {
         tracing::info!("account.deleted");
         Ok(Some(user_id))

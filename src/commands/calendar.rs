@@ -31,14 +31,18 @@ pub async fn update(
 ) -> Result<CalendarView, AppError> {
     let calendar_id = calendar;
     let actor = by;
-    let txn = services.db.begin_write().await?;
-    let (calendar, role) = authorize(&txn, calendar_id, actor, Action::EditCalendar).await?;
-    let updated =
-        calendar_store::update_meta(&txn, calendar, change.name, change.color, Utc::now()).await?;
-    let members = members::list(&txn, calendar_id).await?;
-    announce_calendar(&services.within(&txn), &updated, &members);
-    txn.commit().await?;
-    Ok(CalendarView::new(&updated, &members, Some(role)))
+    services
+        .db
+        .write(async |txn| {
+            let (calendar, role) = authorize(txn, calendar_id, actor, Action::EditCalendar).await?;
+            let updated =
+                calendar_store::update_meta(txn, calendar, change.name, change.color, Utc::now())
+                    .await?;
+            let members = members::list(txn, calendar_id).await?;
+            announce_calendar(&services.within(txn), &updated, &members);
+            Ok::<_, AppError>(CalendarView::new(&updated, &members, Some(role)))
+        })
+        .await
 }
 
 /// Deletes the calendar with its memberships and invites, and the events homed there
@@ -60,25 +64,30 @@ async fn delete_once(
     calendar_id: CalendarId,
     actor: &UserId,
 ) -> Result<CalendarView, AppError> {
-    let txn = services.db.begin_write().await?;
-    calendar_store::lock_for_deletion(&txn, calendar_id).await?;
-    let (calendar, role) = authorize(&txn, calendar_id, actor, Action::DeleteCalendar).await?;
-    if calendar.is_default {
-        return Err(AppError::bad_request(
-            "Your personal calendar can't be deleted.",
-        ));
-    }
-    let former = members::list(&txn, calendar_id).await?;
-    let clock = WriteDeadline::start(&txn).await?;
-    let deletion = event_visibility::on_calendar_deleted(&txn, calendar_id, clock.now).await?;
-    calendar_store::delete(&txn, calendar_id).await?;
-    let announce = services.within(&txn);
-    let removed = CalendarView::new(&calendar, &[], None);
-    for member in &former {
-        send_view(&announce, &member.user.id, "calendar_removed", &removed);
-    }
-    deletion.announce(&announce);
-    clock.check()?;
-    txn.commit().await?;
-    Ok(CalendarView::new(&calendar, &[], Some(role)))
+    services
+        .db
+        .write(async |txn| {
+            calendar_store::lock_for_deletion(txn, calendar_id).await?;
+            let (calendar, role) =
+                authorize(txn, calendar_id, actor, Action::DeleteCalendar).await?;
+            if calendar.is_default {
+                return Err(AppError::bad_request(
+                    "Your personal calendar can't be deleted.",
+                ));
+            }
+            let former = members::list(txn, calendar_id).await?;
+            let clock = WriteDeadline::start(txn).await?;
+            let deletion =
+                event_visibility::on_calendar_deleted(txn, calendar_id, clock.now).await?;
+            calendar_store::delete(txn, calendar_id).await?;
+            let announce = services.within(txn);
+            let removed = CalendarView::new(&calendar, &[], None);
+            for member in &former {
+                send_view(&announce, &member.user.id, "calendar_removed", &removed);
+            }
+            deletion.announce(&announce);
+            clock.check()?;
+            Ok(CalendarView::new(&calendar, &[], Some(role)))
+        })
+        .await
 }

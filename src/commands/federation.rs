@@ -72,81 +72,85 @@ pub async fn accept(
     presented: Option<String>,
 ) -> Result<Accepted, AppError> {
     let calendar_id = calendar;
-    let txn = services.db.begin_write().await?;
-    let now = txn.stamp().await?;
-    let Some(mut calendar) = calendar_store::lock(&txn, calendar_id).await? else {
-        return Err(invite_not_found());
-    };
-    let invite = invites::lock(&txn, invite_id)
-        .await?
-        .filter(|invite| is_usable(invite, now) && invite.calendar_id == calendar_id)
-        .ok_or_else(invite_not_found)?;
-    let (shadow, issued) = match presented {
-        Some(hash) => {
-            let (shadow, _) = member_tokens::find_user_in(&txn, &hash, now)
+    services
+        .db
+        .write(async |txn| {
+            let now = txn.stamp().await?;
+            let Some(mut calendar) = calendar_store::lock(txn, calendar_id).await? else {
+                return Err(invite_not_found());
+            };
+            let invite = invites::lock(txn, invite_id)
                 .await?
-                .filter(|(shadow, _)| {
-                    shadow.home_server.as_deref() == Some(profile.home_server.as_str())
-                })
-                .ok_or_else(invalid_credential)?;
-            let issued = member_tokens::exchange(&txn, &shadow.id, &hash, now)
-                .await?
-                .ok_or_else(already_rotated)?;
-            txn.credentials_changed(&shadow.id);
-            (shadow, issued)
-        }
-        None => {
-            let stand_in_email = crate::domain::federation::stand_in_email(
-                &profile.home_server,
-                &random_alphanumeric(8).to_lowercase(),
-            );
-            let shadow = users::create_shadow(
-                &txn,
-                NewShadow {
-                    name: profile.name,
-                    email: profile.email,
-                    stand_in_email,
-                    image: profile.image,
-                    home_server: profile.home_server,
-                },
-                now,
-            )
-            .await?;
-            let issued = member_tokens::issue(&txn, &shadow.id, now).await?;
-            (shadow, issued)
-        }
-    };
-    let joined = members::add_viewer(&txn, calendar_id, &shadow.id, now).await?;
-    if joined.is_some() {
-        invites::count_use(&txn, invite.id, now).await?;
-        calendar_store::touch(&txn, calendar_id, now).await?;
-        calendar.updated_at = now;
-    }
-    let members = members::list(&txn, calendar_id).await?;
-    if joined.is_some() {
-        announce_calendar(&services.within(&txn), &calendar, &members);
-    }
-    txn.commit().await?;
-    Ok(Accepted {
-        member_token: issued.token,
-        member_token_expires_at: issued.expires_at,
-        user_id: shadow.id.into_string(),
-        calendar: CalendarRowView::from(&calendar),
-    })
+                .filter(|invite| is_usable(invite, now) && invite.calendar_id == calendar_id)
+                .ok_or_else(invite_not_found)?;
+            let (shadow, issued) = match presented {
+                Some(hash) => {
+                    let (shadow, _) = member_tokens::find_user_in(txn, &hash, now)
+                        .await?
+                        .filter(|(shadow, _)| {
+                            shadow.home_server.as_deref() == Some(profile.home_server.as_str())
+                        })
+                        .ok_or_else(invalid_credential)?;
+                    let issued = member_tokens::exchange(txn, &shadow.id, &hash, now)
+                        .await?
+                        .ok_or_else(already_rotated)?;
+                    txn.credentials_changed(&shadow.id);
+                    (shadow, issued)
+                }
+                None => {
+                    let stand_in_email = crate::domain::federation::stand_in_email(
+                        &profile.home_server,
+                        &random_alphanumeric(8).to_lowercase(),
+                    );
+                    let shadow = users::create_shadow(
+                        txn,
+                        NewShadow {
+                            name: profile.name,
+                            email: profile.email,
+                            stand_in_email,
+                            image: profile.image,
+                            home_server: profile.home_server,
+                        },
+                        now,
+                    )
+                    .await?;
+                    let issued = member_tokens::issue(txn, &shadow.id, now).await?;
+                    (shadow, issued)
+                }
+            };
+            let joined = members::add_viewer(txn, calendar_id, &shadow.id, now).await?;
+            if joined.is_some() {
+                invites::count_use(txn, invite.id, now).await?;
+                calendar_store::touch(txn, calendar_id, now).await?;
+                calendar.updated_at = now;
+            }
+            let members = members::list(txn, calendar_id).await?;
+            if joined.is_some() {
+                announce_calendar(&services.within(txn), &calendar, &members);
+            }
+            Ok(Accepted {
+                member_token: issued.token,
+                member_token_expires_at: issued.expires_at,
+                user_id: shadow.id.into_string(),
+                calendar: CalendarRowView::from(&calendar),
+            })
+        })
+        .await
 }
 
 /// Exchanges the member token hashed `presented` of shadow `user_id` for a new one, by
 /// compare-and-swap: of two rotations of one token, the second finds it gone (401).
 pub async fn rotate(db: &Database, user_id: &UserId, presented: &str) -> Result<Rotated, AppError> {
     let now = Utc::now();
-    let txn = db.begin_write().await?;
-    let issued = member_tokens::exchange(&txn, user_id, presented, now)
-        .await?
-        .ok_or_else(already_rotated)?;
-    txn.credentials_changed(user_id);
-    txn.commit().await?;
-    Ok(Rotated {
-        member_token: issued.token,
-        member_token_expires_at: issued.expires_at,
+    db.write(async |txn| {
+        let issued = member_tokens::exchange(txn, user_id, presented, now)
+            .await?
+            .ok_or_else(already_rotated)?;
+        txn.credentials_changed(user_id);
+        Ok::<_, AppError>(Rotated {
+            member_token: issued.token,
+            member_token_expires_at: issued.expires_at,
+        })
     })
+    .await
 }

@@ -20,20 +20,19 @@ pub async fn create(
 ) -> Result<InviteView, AppError> {
     let calendar_id = calendar;
     let actor = by;
-    let txn = services.db.begin_write().await?;
-    authorize(&txn, calendar_id, actor, Action::Invite).await?;
-    let invite = invites::create(
-        &txn,
-        NewInvite {
-            calendar_id,
-            created_by: actor.clone(),
-            expires_at,
-            max_uses,
-        },
-        Utc::now(),
-    )
-    .await?;
-    txn.commit().await?;
+    let invite = services
+        .db
+        .write(async |txn| {
+            authorize(txn, calendar_id, actor, Action::Invite).await?;
+            let new = NewInvite {
+                calendar_id,
+                created_by: actor.clone(),
+                expires_at,
+                max_uses,
+            };
+            Ok::<_, AppError>(invites::create(txn, new, Utc::now()).await?)
+        })
+        .await?;
     Ok(InviteView::from(&invite))
 }
 
@@ -46,14 +45,17 @@ pub async fn revoke(
 ) -> Result<(), AppError> {
     let calendar_id = calendar;
     let actor = by;
-    let txn = services.db.begin_write().await?;
-    authorize(&txn, calendar_id, actor, Action::Invite).await?;
-    let belongs = invites::find(&txn, invite_id)
-        .await?
-        .is_some_and(|invite| invite.calendar_id == calendar_id && invite.revoked_at.is_none());
-    if !belongs || !invites::revoke(&txn, invite_id, Utc::now()).await? {
-        return Err(AppError::not_found("Invite not found..."));
-    }
-    txn.commit().await?;
-    Ok(())
+    services
+        .db
+        .write(async |txn| {
+            authorize(txn, calendar_id, actor, Action::Invite).await?;
+            let belongs = invites::find(txn, invite_id).await?.is_some_and(|invite| {
+                invite.calendar_id == calendar_id && invite.revoked_at.is_none()
+            });
+            if !belongs || !invites::revoke(txn, invite_id, Utc::now()).await? {
+                return Err(AppError::not_found("Invite not found..."));
+            }
+            Ok(())
+        })
+        .await
 }

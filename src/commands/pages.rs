@@ -131,10 +131,14 @@ pub async fn list(services: &Services, user_id: &UserId) -> Result<Vec<PageDocum
     let mut active = page_store::active(db, user_id).await?;
     if active.iter().filter(|p| p.is_default).count() != 1 {
         let mut write = PageWrite::new(user_id);
-        let txn = services.db.begin_write().await?;
-        active = write.begin(&txn).await?;
-        write.announce(services, &txn, None).await?;
-        txn.commit().await?;
+        active = services
+            .db
+            .write(async |txn| {
+                let active = write.begin(txn).await?;
+                write.announce(services, txn, None).await?;
+                Ok::<_, AppError>(active)
+            })
+            .await?;
     }
     let calendars = accessible(db, user_id).await?;
     Ok(active
@@ -164,34 +168,37 @@ pub async fn create(
     config: Value,
 ) -> Result<PageDocument, AppError> {
     let mut write = PageWrite::new(user_id);
-    let txn = services.db.begin_write().await?;
-    let active = write.begin(&txn).await?;
-    if active.len() >= MAX_PAGES {
-        return Err(AppError::bad_request(format!(
-            "You can have at most {MAX_PAGES} pages."
-        )));
-    }
-    let position = active
-        .iter()
-        .map(|p| p.position)
-        .max()
-        .map_or(0, |max| max + 1);
-    let page = page_store::insert(
-        &txn,
-        NewPage {
-            user_id: user_id.clone(),
-            name,
-            position,
-            is_default: false,
-            config,
-        },
-        write.now,
-    )
-    .await?;
-    write.frames.push(("page_created", page.clone()));
-    let calendars = write.announce(services, &txn, None).await?;
-    txn.commit().await?;
-    Ok(PageDocument::new(&page, &calendars))
+    services
+        .db
+        .write(async |txn| {
+            let active = write.begin(txn).await?;
+            if active.len() >= MAX_PAGES {
+                return Err(AppError::bad_request(format!(
+                    "You can have at most {MAX_PAGES} pages."
+                )));
+            }
+            let position = active
+                .iter()
+                .map(|p| p.position)
+                .max()
+                .map_or(0, |max| max + 1);
+            let page = page_store::insert(
+                txn,
+                NewPage {
+                    user_id: user_id.clone(),
+                    name,
+                    position,
+                    is_default: false,
+                    config,
+                },
+                write.now,
+            )
+            .await?;
+            write.frames.push(("page_created", page.clone()));
+            let calendars = write.announce(services, txn, None).await?;
+            Ok(PageDocument::new(&page, &calendars))
+        })
+        .await
 }
 
 /// Saves name and config if `base_revision` is still current (else 409 `PAGE_CONFLICT`).
@@ -204,50 +211,57 @@ pub async fn save(
     config: Value,
 ) -> Result<PageDocument, AppError> {
     let mut write = PageWrite::new(user_id);
-    let txn = services.db.begin_write().await?;
-    let active = write.begin(&txn).await?;
-    let mut page = active
-        .into_iter()
-        .find(|p| p.id == id)
-        .ok_or_else(page_not_found)?;
-    if page.revision != base_revision {
-        let calendars = accessible(&txn, user_id).await?;
-        return Err(AppError::Conflict {
-            error: "PAGE_CONFLICT".into(),
-            message: "Page changed on another device.".into(),
-            current: Some(json!(PageDocument::new(&page, &calendars))),
-        });
-    }
-    page.name = name;
-    page.config = config;
-    page.revision += 1;
-    let saved = write.save(&txn, page).await?;
-    let calendars = write.announce(services, &txn, None).await?;
-    txn.commit().await?;
-    Ok(PageDocument::new(&saved, &calendars))
+    services
+        .db
+        .write(async |txn| {
+            let active = write.begin(txn).await?;
+            let mut page = active
+                .into_iter()
+                .find(|p| p.id == id)
+                .ok_or_else(page_not_found)?;
+            if page.revision != base_revision {
+                let calendars = accessible(txn, user_id).await?;
+                return Err(AppError::Conflict {
+                    error: "PAGE_CONFLICT".into(),
+                    message: "Page changed on another device.".into(),
+                    current: Some(json!(PageDocument::new(&page, &calendars))),
+                });
+            }
+            page.name = name;
+            page.config = config;
+            page.revision += 1;
+            let saved = write.save(txn, page).await?;
+            let calendars = write.announce(services, txn, None).await?;
+            Ok(PageDocument::new(&saved, &calendars))
+        })
+        .await
 }
 
 /// Soft-deletes a Page; a deleted default passes to the lowest-positioned survivor.
 pub async fn delete(services: &Services, user_id: &UserId, id: PageId) -> Result<(), AppError> {
     let mut write = PageWrite::new(user_id);
-    let txn = services.db.begin_write().await?;
-    let active = write.begin(&txn).await?;
-    let (mut gone, survivors): (Vec<_>, Vec<_>) = active.into_iter().partition(|p| p.id == id);
-    let mut page = gone.pop().ok_or_else(page_not_found)?;
-    let was_default = page.is_default;
-    page.is_default = false;
-    page.deleted_at = Some(write.now);
-    page.revision += 1;
-    page_store::update(&txn, page, write.now).await?;
-    if was_default && let Some(heir) = survivors.into_iter().next() {
-        let mut heir = heir;
-        heir.is_default = true;
-        heir.revision += 1;
-        write.save(&txn, heir).await?;
-    }
-    write.announce(services, &txn, Some(id)).await?;
-    txn.commit().await?;
-    Ok(())
+    services
+        .db
+        .write(async |txn| {
+            let active = write.begin(txn).await?;
+            let (mut gone, survivors): (Vec<_>, Vec<_>) =
+                active.into_iter().partition(|p| p.id == id);
+            let mut page = gone.pop().ok_or_else(page_not_found)?;
+            let was_default = page.is_default;
+            page.is_default = false;
+            page.deleted_at = Some(write.now);
+            page.revision += 1;
+            page_store::update(txn, page, write.now).await?;
+            if was_default && let Some(heir) = survivors.into_iter().next() {
+                let mut heir = heir;
+                heir.is_default = true;
+                heir.revision += 1;
+                write.save(txn, heir).await?;
+            }
+            write.announce(services, txn, Some(id)).await?;
+            Ok::<_, AppError>(())
+        })
+        .await
 }
 
 /// Puts the owner's active Pages in the order of `page_ids` (every one exactly once), and
@@ -259,51 +273,55 @@ pub async fn reorder(
     default_id: Option<PageId>,
 ) -> Result<Vec<PageDocument>, AppError> {
     let mut write = PageWrite::new(user_id);
-    let txn = services.db.begin_write().await?;
-    let active = write.begin(&txn).await?;
-    let listed: HashSet<PageId> = page_ids.iter().copied().collect();
-    if listed.len() != page_ids.len()
-        || active.len() != page_ids.len()
-        || !active.iter().all(|p| listed.contains(&p.id))
-    {
-        return Err(AppError::bad_request(
-            "Page order must contain every active page exactly once.",
-        ));
-    }
-    let default_id = default_id
-        .or_else(|| active.iter().find(|p| p.is_default).map(|p| p.id))
-        .or_else(|| page_ids.first().copied());
-    let mut by_id: std::collections::HashMap<PageId, pages::Model> =
-        active.into_iter().map(|p| (p.id, p)).collect();
-    let mut planned = Vec::with_capacity(page_ids.len());
-    for (index, id) in page_ids.iter().enumerate() {
-        let Some(mut page) = by_id.remove(id) else {
-            continue;
-        };
-        let position = i32::try_from(index).unwrap_or(i32::MAX);
-        let is_default = Some(page.id) == default_id;
-        let changed = page.position != position || page.is_default != is_default;
-        page.position = position;
-        page.is_default = is_default;
-        if changed {
-            page.revision += 1;
-        }
-        planned.push((changed, page));
-    }
-    // The old default loses its flag before the new one gains it (one active default at
-    // every statement: the unique index is not deferred).
-    planned.sort_by_key(|(_, page)| page.is_default);
-    let mut ordered = Vec::with_capacity(planned.len());
-    for (changed, page) in planned {
-        ordered.push(if changed {
-            write.save(&txn, page).await?
-        } else {
-            page
-        });
-    }
-    ordered.sort_by_key(|p| p.position);
-    let calendars = write.announce(services, &txn, None).await?;
-    txn.commit().await?;
+    let (ordered, calendars) = services
+        .db
+        .write(async |txn| {
+            let active = write.begin(txn).await?;
+            let listed: HashSet<PageId> = page_ids.iter().copied().collect();
+            if listed.len() != page_ids.len()
+                || active.len() != page_ids.len()
+                || !active.iter().all(|p| listed.contains(&p.id))
+            {
+                return Err(AppError::bad_request(
+                    "Page order must contain every active page exactly once.",
+                ));
+            }
+            let default_id = default_id
+                .or_else(|| active.iter().find(|p| p.is_default).map(|p| p.id))
+                .or_else(|| page_ids.first().copied());
+            let mut by_id: std::collections::HashMap<PageId, pages::Model> =
+                active.into_iter().map(|p| (p.id, p)).collect();
+            let mut planned = Vec::with_capacity(page_ids.len());
+            for (index, id) in page_ids.iter().enumerate() {
+                let Some(mut page) = by_id.remove(id) else {
+                    continue;
+                };
+                let position = i32::try_from(index).unwrap_or(i32::MAX);
+                let is_default = Some(page.id) == default_id;
+                let changed = page.position != position || page.is_default != is_default;
+                page.position = position;
+                page.is_default = is_default;
+                if changed {
+                    page.revision += 1;
+                }
+                planned.push((changed, page));
+            }
+            // The old default loses its flag before the new one gains it (one active default at
+            // every statement: the unique index is not deferred).
+            planned.sort_by_key(|(_, page)| page.is_default);
+            let mut ordered = Vec::with_capacity(planned.len());
+            for (changed, page) in planned {
+                ordered.push(if changed {
+                    write.save(txn, page).await?
+                } else {
+                    page
+                });
+            }
+            ordered.sort_by_key(|p| p.position);
+            let calendars = write.announce(services, txn, None).await?;
+            Ok::<_, AppError>((ordered, calendars))
+        })
+        .await?;
     Ok(ordered
         .iter()
         .map(|p| PageDocument::new(p, &calendars))

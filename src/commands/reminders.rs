@@ -30,14 +30,18 @@ pub async fn set_calendar_rule(
     calendar_id: CalendarId,
     rule: Option<Value>,
 ) -> Result<(), AppError> {
-    let txn = services.db.begin_write().await?;
-    let member = reminders::set_calendar_rule(&txn, calendar_id, user_id, rule, Utc::now()).await?;
-    if !member {
-        return Err(not_a_member_for_reminders());
-    }
-    announce(&services.within(&txn), user_id);
-    txn.commit().await?;
-    Ok(())
+    services
+        .db
+        .write(async |txn| {
+            let member =
+                reminders::set_calendar_rule(txn, calendar_id, user_id, rule, Utc::now()).await?;
+            if !member {
+                return Err(not_a_member_for_reminders());
+            }
+            announce(&services.within(txn), user_id);
+            Ok(())
+        })
+        .await
 }
 
 /// Sets (`Some`) or clears (`None`) the user's override for an event they can see.
@@ -47,13 +51,18 @@ pub async fn set_event_rule(
     event_id: EventId,
     rule: Option<Value>,
 ) -> Result<(), AppError> {
-    let txn = services.db.begin_write().await?;
-    visible_event(&txn, event_id, user_id).await?;
-    match rule {
-        Some(rule) => reminders::set_event_rule(&txn, user_id, event_id, rule, Utc::now()).await?,
-        None => reminders::clear_event_rule(&txn, user_id, event_id).await?,
-    }
-    announce(&services.within(&txn), user_id);
-    txn.commit().await?;
-    Ok(())
+    services
+        .db
+        .write(async |txn| {
+            visible_event(txn, event_id, user_id).await?;
+            match rule {
+                Some(rule) => {
+                    reminders::set_event_rule(txn, user_id, event_id, rule, Utc::now()).await?
+                }
+                None => reminders::clear_event_rule(txn, user_id, event_id).await?,
+            }
+            announce(&services.within(txn), user_id);
+            Ok::<_, AppError>(())
+        })
+        .await
 }

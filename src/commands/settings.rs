@@ -36,21 +36,24 @@ pub async fn write(
     changes: &Map<String, Value>,
 ) -> Result<user_settings::Model, AppError> {
     let now = Utc::now();
-    let txn = services.db.begin_write().await?;
-    let row = settings_store::lock(&txn, user_id, now)
-        .await?
-        .ok_or_else(account_gone)?;
-    if base_revision.is_some_and(|base| base != row.revision) {
-        return Err(AppError::Conflict {
-            error: "SettingsConflict".into(),
-            message: "Settings changed on another device.".into(),
-            current: Some(document(&row)),
-        });
-    }
-    let value = settings::apply(&row.value, changes);
-    let saved = settings_store::save(&txn, row, value, now).await?;
-    let frame = Frame::new("settings_updated", json!({ "revision": saved.revision }));
-    services.within(&txn).broadcast([user_id], &frame);
-    txn.commit().await?;
-    Ok(saved)
+    services
+        .db
+        .write(async |txn| {
+            let row = settings_store::lock(txn, user_id, now)
+                .await?
+                .ok_or_else(account_gone)?;
+            if base_revision.is_some_and(|base| base != row.revision) {
+                return Err(AppError::Conflict {
+                    error: "SettingsConflict".into(),
+                    message: "Settings changed on another device.".into(),
+                    current: Some(document(&row)),
+                });
+            }
+            let value = settings::apply(&row.value, changes);
+            let saved = settings_store::save(txn, row, value, now).await?;
+            let frame = Frame::new("settings_updated", json!({ "revision": saved.revision }));
+            services.within(txn).broadcast([user_id], &frame);
+            Ok(saved)
+        })
+        .await
 }

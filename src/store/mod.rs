@@ -1,10 +1,12 @@
 //! Persistence: the only code that holds a database connection.
 //!
 //! [`Database`] wraps sea-orm's pool for either backend: the embedded SQLite file (WAL, busy
-//! timeout, foreign keys) or PostgreSQL. Write transactions go through
-//! [`Database::begin_write`], which on SQLite starts `BEGIN IMMEDIATE` so concurrent
-//! read-then-write transactions queue on the busy timeout instead of failing with
-//! `SQLITE_BUSY`. One submodule per aggregate holds its queries.
+//! timeout, foreign keys) or PostgreSQL. The store owns every transaction: the layers above
+//! describe a change through the unit of work [`Database::write`] hands out, and it begins,
+//! commits or rolls back. Write transactions ([`Database::begin_write`]) start with
+//! `BEGIN IMMEDIATE` on SQLite's writer connection, so concurrent read-then-write
+//! transactions queue instead of failing with `SQLITE_BUSY`. One submodule per aggregate
+//! holds its operations.
 
 pub mod accounts;
 pub mod attendance;
@@ -378,6 +380,28 @@ impl Database {
             self.credential_hooks(),
             self.write_horizon.clone(),
         ))
+    }
+
+    /// One unit of work: begins a write transaction, runs `work` on it and commits what it
+    /// wrote when it returns `Ok` (then its frames and after-commit steps go out); an `Err`
+    /// (or a panic, or a caller that went away, or [`WriteTxn::discard`]) rolls everything
+    /// back. The callers describe the change through the aggregates' operations on the
+    /// transaction; beginning, ending and rolling back are the store's.
+    pub async fn write<T, E>(
+        &self,
+        work: impl AsyncFnOnce(&WriteTxn) -> Result<T, E>,
+    ) -> Result<T, E>
+    where
+        E: From<DbErr>,
+    {
+        let txn = self.begin_write().await?;
+        let value = work(&txn).await?;
+        if txn.is_discarded() {
+            txn.rollback().await?;
+        } else {
+            txn.commit().await?;
+        }
+        Ok(value)
     }
 
     /// The moment before which no write still in flight can commit ([`horizon`]): a delta

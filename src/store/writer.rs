@@ -336,6 +336,8 @@ pub struct WriteTxn {
     /// PostgreSQL: the frame notice already put in one of its statements
     /// ([`WriteTxn::frames_insert`]), to hear once it committed.
     own_notice: parking_lot::Mutex<Option<OwnNotice>>,
+    /// Whether the unit of work ends in a rollback whatever it returns ([`WriteTxn::discard`]).
+    discarded: std::sync::atomic::AtomicBool,
 }
 
 /// What a committed credential change must reach.
@@ -367,7 +369,21 @@ impl WriteTxn {
             in_flight: parking_lot::Mutex::new(None),
             outgoing: TxnOutgoing::default(),
             own_notice: parking_lot::Mutex::new(None),
+            discarded: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Drops everything this unit of work wrote: [`super::Database::write`] rolls it back
+    /// even when its work returns `Ok` (an outcome that is an answer, not an error, such as
+    /// a token that turned out to be someone else's).
+    pub fn discard(&self) {
+        self.discarded
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether [`Self::discard`] was called.
+    pub(crate) fn is_discarded(&self) -> bool {
+        self.discarded.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The transaction's timestamp, for every column a delta read compares that it writes

@@ -287,10 +287,36 @@ async fn account_deletion_is_confirmed_by_the_mailed_token() {
         "a bad token deletes nothing"
     );
 
+    // Someone else signed in who opens the link deletes nothing and leaves the token usable.
+    let other = app.sign_up("staying@example.com").await;
+    let foreign = app
+        .as_user(
+            Method::GET,
+            &format!("/api/auth/delete-user/callback?token={token}"),
+            &other,
+        )
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(foreign.status(), StatusCode::NOT_FOUND);
+    assert_eq!(
+        foreign.json::<Value>().await.expect("JSON")["code"],
+        "INVALID_TOKEN"
+    );
+    assert_eq!(
+        app.sign_in(&other.email, &other.password).await.status(),
+        StatusCode::OK,
+        "the other user is still there"
+    );
+
     let confirmed = app
         .post_json("/api/v1/users/delete/confirm", &json!({ "token": token }))
         .await;
-    assert_eq!(confirmed.status(), StatusCode::OK);
+    assert_eq!(
+        confirmed.status(),
+        StatusCode::OK,
+        "the token was left unused"
+    );
     let gone = app.sign_in(&user.email, &user.password).await;
     assert_eq!(gone.status(), StatusCode::UNAUTHORIZED);
     let session = app

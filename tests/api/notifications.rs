@@ -37,8 +37,15 @@ async fn put(app: &TestApp, user: &TestUser, body: &Value) {
 
 #[tokio::test]
 async fn moves_and_cancellations_reach_attendees_in_one_mail_per_batch() {
+    // The four edits below must land inside one batch window: the test settings' 200 ms is
+    // shorter than four requests take on a loaded machine, so this server waits 3 s.
     let sink = SmtpSink::start().await;
-    let app = spawn_app_with_mail(&sink).await;
+    let url = sink.url();
+    let app = spawn_app_with(move |s| {
+        s.mail.smtp_url = Some(bowline::config::Secret::new(url));
+        s.mail.batch_delay_ms = 3_000;
+    })
+    .await;
     let s = shared(&app, "batch").await;
     let mut standup = event_body(&[&s.calendar], "Standup", 9);
     let mut party = event_body(&[&s.calendar], "Party", 20);

@@ -315,6 +315,57 @@ async fn a_write_transaction_dropped_unfinished_is_rolled_back_and_frees_the_dat
 }
 
 #[tokio::test]
+async fn a_unit_of_work_commits_on_ok_and_rolls_back_on_err_or_discard() {
+    let (_test_db, db) = probe_database().await;
+
+    // Ok: committed, and its value returned.
+    let value = db
+        .write(async |txn| {
+            insert_probe(txn, 2).await?;
+            Ok::<_, sea_orm::DbErr>("kept")
+        })
+        .await
+        .expect("committed");
+    assert_eq!(value, "kept");
+
+    // Err after a write: nothing of it stays, and the error is the caller's.
+    let refused = db
+        .write(async |txn| {
+            insert_probe(txn, 3).await?;
+            Err::<(), _>(sea_orm::DbErr::Custom("refused".into()))
+        })
+        .await
+        .expect_err("the work's error");
+    assert_eq!(refused.to_string(), "Custom Error: refused");
+
+    // A failed statement ends the work with its error, rolled back.
+    db.write(async |txn| {
+        insert_probe(txn, 4).await?;
+        insert_probe(txn, 1).await
+    })
+    .await
+    .expect_err("1 exists");
+
+    // Discarded: an answer, not an error, and nothing written stays.
+    let answer = db
+        .write(async |txn| {
+            insert_probe(txn, 5).await?;
+            txn.discard();
+            Ok::<_, sea_orm::DbErr>("not kept")
+        })
+        .await
+        .expect("an answer");
+    assert_eq!(answer, "not kept");
+
+    // The writer is free for the next one.
+    let txn = begin_promptly(&db).await;
+    insert_probe(&txn, 6).await.expect("insert 6");
+    txn.commit().await.expect("commit");
+    assert_eq!(probe_rows(&db).await, vec![1, 2, 6]);
+    db.close().await.expect("close");
+}
+
+#[tokio::test]
 async fn a_commit_sent_with_the_last_statement_is_all_or_nothing() {
     let (_test_db, db) = probe_database().await;
 

@@ -216,92 +216,95 @@ async fn edit_once(
     services: &Services,
     edits: &[Edit],
 ) -> Result<Vec<Result<Edited, AppError>>, AppError> {
-    let txn = services.db.begin_write().await?;
-    let services = &services.within(&txn);
-    let ids: Vec<EventId> = edits
-        .iter()
-        .map(Edit::event_id)
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    let also: Vec<CalendarId> = edits
-        .iter()
-        .flat_map(|edit| edit.adds_to().iter().copied())
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    let events = event_store::lock_for_changes(&txn, &ids, &also).await?;
-    // Every calendar an edit may ask about: the events' links and homes, and those added.
-    let calendars: Vec<CalendarId> = events
-        .values()
-        .flat_map(|(event, links)| links.iter().chain(event.origin_calendar_id.as_ref()))
-        .chain(&also)
-        .copied()
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    let memberships = Memberships::of(&txn, &calendars).await?;
-    let clock = WriteDeadline::start(&txn).await?;
-    let mut batch = EditBatch {
-        events,
-        memberships,
-        now: clock.now,
-        frames: FrameBatch::default(),
-        mail_due: None,
-    };
-    let original: HashMap<EventId, (i64, Vec<CalendarId>)> = batch
-        .events
-        .iter()
-        .map(|(id, (event, links))| (*id, (event.revision, links.clone())))
-        .collect();
-    let mut outcomes = Vec::with_capacity(edits.len());
-    for edit in edits {
-        let outcome = run(&txn, services, &mut batch, edit).await;
-        match outcome {
-            Err(err) if spoils_the_batch(&err) => return Err(err),
-            outcome => outcomes.push(outcome),
-        }
-    }
-    let changes: Vec<EventChange> = batch
-        .events
-        .iter()
-        .filter_map(|(id, (event, links))| {
-            let (revision, before) = original.get(id)?;
-            (event.revision != *revision).then(|| EventChange {
-                event_id: *id,
-                before: before.clone(),
-                after: if event.deleted_at.is_some() {
-                    Vec::new()
-                } else {
-                    links.clone()
-                },
-            })
-        })
-        .collect();
-    let queued = intents::record(&services.db, &txn, &changes, batch.now).await?;
-    if !queued.writes.is_empty() {
-        services.provider_writes_queued(&queued.accounts().collect::<Vec<_>>());
-        for outcome in &mut outcomes {
-            match outcome {
-                Ok(Edited::Event(view)) => {
-                    view.provider_delivery = queued.delivery_of(EventId::from_uuid(view.id))
+    services
+        .db
+        .write(async |txn| {
+            let services = &services.within(txn);
+            let ids: Vec<EventId> = edits
+                .iter()
+                .map(Edit::event_id)
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            let also: Vec<CalendarId> = edits
+                .iter()
+                .flat_map(|edit| edit.adds_to().iter().copied())
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            let events = event_store::lock_for_changes(txn, &ids, &also).await?;
+            // Every calendar an edit may ask about: the events' links and homes, and those added.
+            let calendars: Vec<CalendarId> = events
+                .values()
+                .flat_map(|(event, links)| links.iter().chain(event.origin_calendar_id.as_ref()))
+                .chain(&also)
+                .copied()
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            let memberships = Memberships::of(txn, &calendars).await?;
+            let clock = WriteDeadline::start(txn).await?;
+            let mut batch = EditBatch {
+                events,
+                memberships,
+                now: clock.now,
+                frames: FrameBatch::default(),
+                mail_due: None,
+            };
+            let original: HashMap<EventId, (i64, Vec<CalendarId>)> = batch
+                .events
+                .iter()
+                .map(|(id, (event, links))| (*id, (event.revision, links.clone())))
+                .collect();
+            let mut outcomes = Vec::with_capacity(edits.len());
+            for edit in edits {
+                let outcome = run(txn, services, &mut batch, edit).await;
+                match outcome {
+                    Err(err) if spoils_the_batch(&err) => return Err(err),
+                    outcome => outcomes.push(outcome),
                 }
-                Ok(Edited::Deleted(view)) => {
-                    view.provider_delivery = queued.delivery_of(EventId::from_uuid(view.id))
-                }
-                _ => {}
             }
-        }
-    }
-    if let Some(due) = batch.mail_due {
-        services.announce.mail_batch_due(due);
-    }
-    if !batch.frames.is_empty() {
-        services.announce.deliver(batch.frames);
-    }
-    clock.check()?;
-    txn.commit().await?;
-    Ok(outcomes)
+            let changes: Vec<EventChange> = batch
+                .events
+                .iter()
+                .filter_map(|(id, (event, links))| {
+                    let (revision, before) = original.get(id)?;
+                    (event.revision != *revision).then(|| EventChange {
+                        event_id: *id,
+                        before: before.clone(),
+                        after: if event.deleted_at.is_some() {
+                            Vec::new()
+                        } else {
+                            links.clone()
+                        },
+                    })
+                })
+                .collect();
+            let queued = intents::record(&services.db, txn, &changes, batch.now).await?;
+            if !queued.writes.is_empty() {
+                services.provider_writes_queued(&queued.accounts().collect::<Vec<_>>());
+                for outcome in &mut outcomes {
+                    match outcome {
+                        Ok(Edited::Event(view)) => {
+                            view.provider_delivery = queued.delivery_of(EventId::from_uuid(view.id))
+                        }
+                        Ok(Edited::Deleted(view)) => {
+                            view.provider_delivery = queued.delivery_of(EventId::from_uuid(view.id))
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            if let Some(due) = batch.mail_due {
+                services.announce.mail_batch_due(due);
+            }
+            if !batch.frames.is_empty() {
+                services.announce.deliver(batch.frames);
+            }
+            clock.check()?;
+            Ok(outcomes)
+        })
+        .await
 }
 
 /// Runs one edit of the batch.

@@ -135,72 +135,74 @@ async fn fork_once(
     event_id: EventId,
     target: CalendarId,
 ) -> Result<EventView, AppError> {
-    let txn = services.db.begin_write().await?;
-    calendar_store::lock(&txn, target).await?;
-    let Visible {
-        event: source,
-        links,
-        ..
-    } = visible_event(&txn, event_id, actor).await?;
-    let target_members = Memberships::of(&txn, &[target]).await?;
-    require_target(&target_members, target, actor)?;
-    if links.contains(&target) {
-        return Err(AppError::bad_request(
-            "This event is already in that calendar.",
-        ));
-    }
-    // Every content field of the source, then what a fork makes its own: the caller
-    // organizes the copy, which is not cancelled.
-    macro_rules! copy_of {
-        ($source:ident; $($name:ident: [$($ty:tt)*] $kind:ident $wire:literal $doc:literal,)*) => {
-            EventInput {
-                id: EventId::generate(),
-                calendars: vec![target],
-                origin_calendar_id: Some(target),
-                $($name: $source.$name,)*
+    services.db
+        .write(async |txn| {
+            calendar_store::lock(txn, target).await?;
+            let Visible {
+                event: source,
+                links,
+                ..
+            } = visible_event(txn, event_id, actor).await?;
+            let target_members = Memberships::of(txn, &[target]).await?;
+            require_target(&target_members, target, actor)?;
+            if links.contains(&target) {
+                return Err(AppError::bad_request(
+                    "This event is already in that calendar.",
+                ));
             }
-        };
-    }
-    let mut copy = event_fields!(copy_of { source; });
-    copy.organizer = actor.to_string();
-    copy.is_canceled = false;
-    copy.content().check()?;
-    let clock = WriteDeadline::start(&txn).await?;
-    let new = NewEvent {
-        input: &copy,
-        creator: actor,
-        home: target,
-    };
-    let inserted = event_inserts::insert_many(&txn, &[new], clock.now)
+            // Every content field of the source, then what a fork makes its own: the caller
+            // organizes the copy, which is not cancelled.
+            macro_rules! copy_of {
+                ($source:ident; $($name:ident: [$($ty:tt)*] $kind:ident $wire:literal $doc:literal,)*) => {
+                    EventInput {
+                        id: EventId::generate(),
+                        calendars: vec![target],
+                        origin_calendar_id: Some(target),
+                        $($name: $source.$name,)*
+                    }
+                };
+            }
+            let mut copy = event_fields!(copy_of { source; });
+            copy.organizer = actor.to_string();
+            copy.is_canceled = false;
+            copy.content().check()?;
+            let clock = WriteDeadline::start(txn).await?;
+            let new = NewEvent {
+                input: &copy,
+                creator: actor,
+                home: target,
+            };
+            let inserted = event_inserts::insert_many(txn, &[new], clock.now)
+                .await
+                .map_err(|err| match err {
+                    InsertEventError::Duplicate => AppError::internal("fork id collision"),
+                    // Only a batch of creations checks memberships in its inserts.
+                    InsertEventError::MembersChanged | InsertEventError::TooSlow => {
+                        AppError::internal("fork checked memberships")
+                    }
+                    InsertEventError::Database(err) => err.into(),
+                })?;
+            let event = inserted
+                .into_iter()
+                .next()
+                .ok_or_else(|| AppError::internal("fork inserted nothing"))?;
+            let readers = target_members.readers(&[target]);
+            let change = crate::commands::mirrors::intents::EventChange {
+                event_id: event.id,
+                before: Vec::new(),
+                after: vec![target],
+            };
+            let queued =
+                crate::commands::mirrors::intents::record(&services.db, txn, &[change], clock.now).await?;
+            let announce = services.within(txn);
+            announce.provider_writes_queued(&queued.accounts().collect::<Vec<_>>());
+            send_event(&announce, "event_created", &event, &readers);
+            clock.check()?;
+            let mut view = EventView::new(&event, vec![target]);
+            view.provider_delivery = queued.delivery_of(event.id);
+            Ok(view)
+        })
         .await
-        .map_err(|err| match err {
-            InsertEventError::Duplicate => AppError::internal("fork id collision"),
-            // Only a batch of creations checks memberships in its inserts.
-            InsertEventError::MembersChanged | InsertEventError::TooSlow => {
-                AppError::internal("fork checked memberships")
-            }
-            InsertEventError::Database(err) => err.into(),
-        })?;
-    let event = inserted
-        .into_iter()
-        .next()
-        .ok_or_else(|| AppError::internal("fork inserted nothing"))?;
-    let readers = target_members.readers(&[target]);
-    let change = crate::commands::mirrors::intents::EventChange {
-        event_id: event.id,
-        before: Vec::new(),
-        after: vec![target],
-    };
-    let queued =
-        crate::commands::mirrors::intents::record(&services.db, &txn, &[change], clock.now).await?;
-    let announce = services.within(&txn);
-    announce.provider_writes_queued(&queued.accounts().collect::<Vec<_>>());
-    send_event(&announce, "event_created", &event, &readers);
-    clock.check()?;
-    txn.commit().await?;
-    let mut view = EventView::new(&event, vec![target]);
-    view.provider_delivery = queued.delivery_of(event.id);
-    Ok(view)
 }
 
 /// Sets the actor's attendance (any member who sees the event, viewers included), as one

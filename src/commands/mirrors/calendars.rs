@@ -93,25 +93,30 @@ pub async fn create_in_account(
     let key = account.key();
     let source = env.source(&account).await?;
     let remote_id = source.create_calendar(name, color).await?;
-    let txn = env.services.db.begin_write().await?;
-    let created = mirrors::create_mirror(
-        &txn,
-        NewMirror {
-            provider: key.provider.as_str().to_owned(),
-            account_id: key.id.clone(),
-            owner: user.clone(),
-            remote_id,
-            name: name.to_owned(),
-            color: color.to_owned(),
-            read_only: false,
-        },
-        Utc::now(),
-    )
-    .await?;
-    let (calendar, _) =
-        created.ok_or_else(|| AppError::internal("a calendar just made is mirrored already"))?;
-    let members = members::list(&txn, calendar.id).await?;
-    txn.commit().await?;
+    let (calendar, members) = env
+        .services
+        .db
+        .write(async |txn| {
+            let created = mirrors::create_mirror(
+                txn,
+                NewMirror {
+                    provider: key.provider.as_str().to_owned(),
+                    account_id: key.id.clone(),
+                    owner: user.clone(),
+                    remote_id,
+                    name: name.to_owned(),
+                    color: color.to_owned(),
+                    read_only: false,
+                },
+                Utc::now(),
+            )
+            .await?;
+            let (calendar, _) = created
+                .ok_or_else(|| AppError::internal("a calendar just made is mirrored already"))?;
+            let members = members::list(txn, calendar.id).await?;
+            Ok::<_, AppError>((calendar, members))
+        })
+        .await?;
     let link = mirrors::provider_links(&env.services.db, &[calendar.id]).await?;
     let view = CalendarView::new(&calendar, &members, Some(Role::Owner))
         .with_provider(link.get(&calendar.id), user);
@@ -134,17 +139,22 @@ pub async fn import_into_account(
     let view = create_in_account(env, user, provider, account_id, name, color).await?;
     let calendar_id = CalendarId::from_uuid(view.id);
     let services = &env.services;
-    let txn = services.db.begin_write().await?;
-    let calendar = calendar_store::lock(&txn, calendar_id)
-        .await?
-        .ok_or_else(|| AppError::internal("the new mirror is gone"))?;
-    let now = txn.stamp().await?;
-    let ids = ics_store::add_imported(&txn, &calendar, user, imported, now).await?;
-    let targets = outbox::targets(&services.db, &txn, &[calendar.id]).await?;
-    let calendars = [calendar.id];
-    let writes = outbox::puts_for_new(&targets, ids.iter().map(|id| (*id, calendars.as_slice())));
-    outbox::enqueue(&txn, &writes, now).await?;
-    txn.commit().await?;
+    let targets = services
+        .db
+        .write(async |txn| {
+            let calendar = calendar_store::lock(txn, calendar_id)
+                .await?
+                .ok_or_else(|| AppError::internal("the new mirror is gone"))?;
+            let now = txn.stamp().await?;
+            let ids = ics_store::add_imported(txn, &calendar, user, imported, now).await?;
+            let targets = outbox::targets(&services.db, txn, &[calendar.id]).await?;
+            let calendars = [calendar.id];
+            let writes =
+                outbox::puts_for_new(&targets, ids.iter().map(|id| (*id, calendars.as_slice())));
+            outbox::enqueue(txn, &writes, now).await?;
+            Ok::<_, AppError>(targets)
+        })
+        .await?;
     services.provider_writes_queued(targets.values());
     Ok(view)
 }

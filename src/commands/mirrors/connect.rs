@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use chrono::Utc;
 
 use super::apply::{Target, apply};
-use super::pull::{mirror_look, pull};
+use super::pull::{new_mirror, pull};
 use super::source::{Changes, Known, RemoteCalendar, Source, SyncError};
 use super::sources::caldav::CaldavSource;
 use super::{DISCOVERY_FAILED, INITIAL_SYNC_FAILED, Mirrors};
@@ -18,7 +18,7 @@ use crate::domain::providers::{AccountKey, Provider};
 use crate::error::AppError;
 use crate::providers::caldav::{CaldavClient, Discovery};
 use crate::store::caldav_accounts as account_store;
-use crate::store::mirrors::{self, NewMirror};
+use crate::store::mirrors;
 use crate::store::settings;
 
 /// What the client sent (trimmed, all present).
@@ -64,9 +64,13 @@ pub async fn connect_caldav(
         pull(env, &source, &key, user)
             .await
             .map_err(initial_sync_failed)?;
-        let txn = env.services.db.begin_write().await?;
-        let saved = account_store::save_caldav_account(&txn, input, Utc::now()).await?;
-        txn.commit().await?;
+        let saved = env
+            .services
+            .db
+            .write(async |txn| {
+                Ok::<_, AppError>(account_store::save_caldav_account(txn, input, Utc::now()).await?)
+            })
+            .await?;
         return Ok(saved.id);
     }
     let mut read = Vec::with_capacity(calendars.len());
@@ -114,39 +118,30 @@ async fn store_new_account(
     input: account_store::CaldavAccountInput,
     read: Vec<(RemoteCalendar, Changes)>,
 ) -> Result<CaldavAccountId, SyncError> {
-    let txn = env.services.db.begin_write().await?;
-    let now = txn.stamp().await?;
-    let owner = input.user_id.clone();
-    let account = account_store::save_caldav_account(&txn, input, now).await?;
-    for (calendar, changes) in read {
-        let (name, color) = mirror_look(&calendar);
-        let created = mirrors::create_mirror(
-            &txn,
-            NewMirror {
-                provider: Provider::Caldav.as_str().to_owned(),
-                account_id: account.id.into(),
-                owner: owner.clone(),
-                remote_id: calendar.id.clone(),
-                name,
-                color,
-                read_only: calendar.read_only,
-            },
-            now,
-        )
-        .await?;
-        // The account is new: none of its calendars can be mirrored already.
-        let Some((local, row)) = created else {
-            continue;
-        };
-        let target = Target {
-            calendar: &local,
-            owner: &owner,
-        };
-        apply(&txn, target, &changes.resources, &changes.removed, now).await?;
-        mirrors::set_sync_token(&txn, row.id, changes.cursor.as_deref()).await?;
-    }
-    txn.commit().await?;
-    Ok(account.id)
+    env.services
+        .db
+        .write(async |txn| {
+            let now = txn.stamp().await?;
+            let owner = input.user_id.clone();
+            let account = account_store::save_caldav_account(txn, input, now).await?;
+            for (calendar, changes) in read {
+                let key = AccountKey::new(Provider::Caldav, account.id);
+                let new = new_mirror(&key, &owner, &calendar);
+                let created = mirrors::create_mirror(txn, new, now).await?;
+                // The account is new: none of its calendars can be mirrored already.
+                let Some((local, row)) = created else {
+                    continue;
+                };
+                let target = Target {
+                    calendar: &local,
+                    owner: &owner,
+                };
+                apply(txn, target, &changes.resources, &changes.removed, now).await?;
+                mirrors::set_sync_token(txn, row.id, changes.cursor.as_deref()).await?;
+            }
+            Ok::<_, SyncError>(account.id)
+        })
+        .await
 }
 
 /// The reference's 400 for a failed initial sync, with what failed.

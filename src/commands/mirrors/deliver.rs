@@ -291,62 +291,67 @@ async fn record_written(
     event_id: EventId,
     written: Written,
 ) -> Result<(), AppError> {
-    let txn = env.services.db.begin_write().await?;
-    // Under the calendar's lock, as the event commands take it: a delete or unlink of the
-    // event either committed before (and is seen here) or sees the item recorded here.
-    if calendar_store::lock(&txn, calendar_id).await?.is_none() {
-        return Ok(());
-    }
-    // The event left the mirror while it was being written (deleted or unlinked before its
-    // item was known, so no delete was queued): queue the item's delete now.
-    let still_there = match event_store::find_live(&txn, &[event_id]).await?.pop() {
-        Some(event) => event_store::links(&txn, event.id)
-            .await?
-            .contains(&calendar_id),
-        None => false,
-    };
-    if !still_there {
-        let Some((provider, account_id)) = outbox::targets(&env.services.db, &txn, &[calendar_id])
-            .await?
-            .remove(&calendar_id)
-        else {
-            return Ok(());
-        };
-        let write = outbox::OutboxWrite {
-            provider,
-            account_id,
-            calendar_id,
-            event_id,
-            action: "delete",
-            remote: Some((written.href, written.etag)),
-        };
-        outbox::enqueue(&txn, &[write], Utc::now()).await?;
-        txn.commit().await?;
-        return Ok(());
-    }
-    // An event moved to another item (Google's re-insert under a new id) leaves its old one.
-    if let Some(old) = mirrors::resource_of_event(&txn, calendar_id, event_id).await?
-        && old.remote_href != written.href
-    {
-        mirrors::forget_event(&txn, calendar_id, event_id).await?;
-    }
-    mirrors::replace_resource(
-        &txn,
-        calendar_id,
-        &written.href,
-        vec![entities::external_events::Model {
-            calendar_id,
-            event_id,
-            remote_href: written.href.clone(),
-            position: 0,
-            etag: written.etag,
-            uid: written.uid,
-            updated_at: Utc::now(),
-        }],
-    )
-    .await?;
-    txn.commit().await?;
-    Ok(())
+    env.services
+        .db
+        .write(async |txn| {
+            // Under the calendar's lock, as the event commands take it: a delete or unlink of
+            // the event either committed before (and is seen here) or sees the item recorded
+            // here.
+            if calendar_store::lock(txn, calendar_id).await?.is_none() {
+                return Ok(());
+            }
+            // The event left the mirror while it was being written (deleted or unlinked before
+            // its item was known, so no delete was queued): queue the item's delete now.
+            let still_there = match event_store::find_live(txn, &[event_id]).await?.pop() {
+                Some(event) => event_store::links(txn, event.id)
+                    .await?
+                    .contains(&calendar_id),
+                None => false,
+            };
+            if !still_there {
+                let Some((provider, account_id)) =
+                    outbox::targets(&env.services.db, txn, &[calendar_id])
+                        .await?
+                        .remove(&calendar_id)
+                else {
+                    return Ok(());
+                };
+                let write = outbox::OutboxWrite {
+                    provider,
+                    account_id,
+                    calendar_id,
+                    event_id,
+                    action: "delete",
+                    remote: Some((written.href, written.etag)),
+                };
+                outbox::enqueue(txn, &[write], Utc::now()).await?;
+                return Ok(());
+            }
+            // An event moved to another item (Google's re-insert under a new id) leaves its old
+            // one.
+            if let Some(old) = mirrors::resource_of_event(txn, calendar_id, event_id).await?
+                && old.remote_href != written.href
+            {
+                mirrors::forget_event(txn, calendar_id, event_id).await?;
+            }
+            mirrors::replace_resource(
+                txn,
+                calendar_id,
+                &written.href,
+                vec![entities::external_events::Model {
+                    calendar_id,
+                    event_id,
+                    remote_href: written.href.clone(),
+                    position: 0,
+                    etag: written.etag,
+                    uid: written.uid,
+                    updated_at: Utc::now(),
+                }],
+            )
+            .await?;
+            Ok::<_, AppError>(())
+        })
+        .await
 }
 
 /// A conflict: the provider changed (or removed) the item meanwhile. Its version is read
@@ -365,17 +370,25 @@ async fn restore_remote<S: Source>(
         Err(SyncError::Remote(err)) => return Ok(classify(err)),
         Err(SyncError::Local(err)) => return Err(err),
     };
-    let txn = env.services.db.begin_write().await?;
-    let Some(calendar) = calendar_store::lock(&txn, calendar_id).await? else {
+    let applied = env
+        .services
+        .db
+        .write(async |txn| {
+            let Some(calendar) = calendar_store::lock(txn, calendar_id).await? else {
+                return Ok(false);
+            };
+            let target = Target {
+                calendar: &calendar,
+                owner,
+            };
+            let now = txn.stamp().await?;
+            apply(txn, target, &read, &removed, now).await?;
+            Ok::<_, AppError>(true)
+        })
+        .await?;
+    if !applied {
         return Ok(Outcome::Done);
-    };
-    let target = Target {
-        calendar: &calendar,
-        owner,
-    };
-    let now = txn.stamp().await?;
-    apply(&txn, target, &read, &removed, now).await?;
-    txn.commit().await?;
+    }
     tracing::info!("sync.push.conflict");
     Ok(Outcome::Conflict)
 }
@@ -399,20 +412,23 @@ async fn report_delivery(
 ) -> Result<(), AppError> {
     // In a transaction of its own, as `external_sync` ([`announce_external_sync`]): the two
     // leave in the order they are sent.
-    let txn = env.services.db.begin_write().await?;
-    let users = members::member_ids(&txn, calendar_id).await?;
-    let frame = Frame::new(
-        "provider_delivery",
-        json!({
-            "calendarID": calendar_id,
-            "eventID": event_id,
-            "state": state,
-            "error": reason,
-        }),
-    );
-    env.services.within(&txn).broadcast(&users, &frame);
-    txn.commit().await?;
-    Ok(())
+    env.services
+        .db
+        .write(async |txn| {
+            let users = members::member_ids(txn, calendar_id).await?;
+            let frame = Frame::new(
+                "provider_delivery",
+                json!({
+                    "calendarID": calendar_id,
+                    "eventID": event_id,
+                    "state": state,
+                    "error": reason,
+                }),
+            );
+            env.services.within(txn).broadcast(&users, &frame);
+            Ok::<_, AppError>(())
+        })
+        .await
 }
 
 /// The next moment an account's outbox has something due, if any.

@@ -73,19 +73,24 @@ pub async fn disconnect_calendar(
     calendar_id: CalendarId,
 ) -> Result<(), AppError> {
     let services = &mirrors_env.services;
-    let txn = services.db.begin_write().await?;
-    let mirror = mirrors::mirrors_of(&txn, &[calendar_id])
-        .await?
-        .remove(&calendar_id)
-        .filter(|mirror| mirror.user_id == *user && !mirror.disabled)
-        .ok_or_else(|| AppError::bad_request("Not an external calendar you can disconnect"))?;
-    let mut removed = Removed::default();
-    let now = txn.stamp().await?;
-    remove_mirror_calendar(&txn, calendar_id, &mut removed, now).await?;
-    mirrors::disable_mirror(&txn, mirror.id).await?;
-    removed.announce(&services.within(&txn));
-    txn.commit().await?;
-    Ok(())
+    services
+        .db
+        .write(async |txn| {
+            let mirror = mirrors::mirrors_of(txn, &[calendar_id])
+                .await?
+                .remove(&calendar_id)
+                .filter(|mirror| mirror.user_id == *user && !mirror.disabled)
+                .ok_or_else(|| {
+                    AppError::bad_request("Not an external calendar you can disconnect")
+                })?;
+            let mut removed = Removed::default();
+            let now = txn.stamp().await?;
+            remove_mirror_calendar(txn, calendar_id, &mut removed, now).await?;
+            mirrors::disable_mirror(txn, mirror.id).await?;
+            removed.announce(&services.within(txn));
+            Ok::<_, AppError>(())
+        })
+        .await
 }
 
 /// Removes every mirror of the account `key` with their events and pending writes, and the
@@ -116,21 +121,25 @@ pub async fn disconnect_caldav(
     account_id: CaldavAccountId,
 ) -> Result<bool, AppError> {
     let services = &mirrors_env.services;
-    let txn = services.db.begin_write().await?;
-    let Some(account) = account_store::caldav_account(&txn, account_id)
-        .await?
-        .filter(|account| account.user_id == *user)
-    else {
-        return Ok(false);
-    };
-    let key = AccountKey::new(Provider::Caldav, account.id);
-    let mut removed = Removed::default();
-    let now = txn.stamp().await?;
-    remove_account_mirrors(&txn, &key, &mut removed, now).await?;
-    account_store::delete_caldav_account(&txn, account.id).await?;
-    removed.announce(&services.within(&txn));
-    txn.commit().await?;
-    Ok(true)
+    services
+        .db
+        .write(async |txn| {
+            // Only read before this return: its commit writes nothing.
+            let Some(account) = account_store::caldav_account(txn, account_id)
+                .await?
+                .filter(|account| account.user_id == *user)
+            else {
+                return Ok(false);
+            };
+            let key = AccountKey::new(Provider::Caldav, account.id);
+            let mut removed = Removed::default();
+            let now = txn.stamp().await?;
+            remove_account_mirrors(txn, &key, &mut removed, now).await?;
+            account_store::delete_caldav_account(txn, account.id).await?;
+            removed.announce(&services.within(txn));
+            Ok::<_, AppError>(true)
+        })
+        .await
 }
 
 /// Revokes an account's token at its provider, where the provider offers that (Google);
@@ -184,17 +193,21 @@ pub async fn disconnect_linked(
     revoke_at_provider(env, &found, provider).await;
     let key = AccountKey::new(provider, found.account_id.clone());
     let services = &env.services;
-    let txn = services.db.begin_write().await?;
-    let mut removed = Removed::default();
-    let now = txn.stamp().await?;
-    remove_account_mirrors(&txn, &key, &mut removed, now).await?;
-    if oauth_accounts::sign_in_methods(&txn, user).await? > 1 {
-        oauth_accounts::delete(&txn, &found.id).await?;
-    } else {
-        oauth_accounts::clear_tokens(&txn, &found.id).await?;
-    }
-    removed.announce(&services.within(&txn));
-    txn.commit().await?;
+    services
+        .db
+        .write(async |txn| {
+            let mut removed = Removed::default();
+            let now = txn.stamp().await?;
+            remove_account_mirrors(txn, &key, &mut removed, now).await?;
+            if oauth_accounts::sign_in_methods(txn, user).await? > 1 {
+                oauth_accounts::delete(txn, &found.id).await?;
+            } else {
+                oauth_accounts::clear_tokens(txn, &found.id).await?;
+            }
+            removed.announce(&services.within(txn));
+            Ok::<_, AppError>(())
+        })
+        .await?;
     tracing::info!(provider = %provider, "sync.account_disconnected");
     Ok(Some(key))
 }

@@ -149,9 +149,13 @@ pub async fn finish(
             destinations,
         }))
     };
-    let txn = env.services.db.begin_write().await?;
-    let pending = verifications::consume(&txn, &identifier(state_id), Utc::now()).await?;
-    txn.commit().await?;
+    let pending = env
+        .services
+        .db
+        .write(async |txn| {
+            Ok::<_, AppError>(verifications::consume(txn, &identifier(state_id), Utc::now()).await?)
+        })
+        .await?;
     let Some(pending) = pending.and_then(|value| serde_json::from_str::<Pending>(&value).ok())
     else {
         return fail("state_not_found", Destinations::default());
@@ -223,20 +227,29 @@ pub async fn finish(
         scope: Some(stored_scope(tokens.scope.as_deref(), &pending.scopes)),
         label: identity.email(),
     };
-    let txn = env.services.db.begin_write().await?;
-    let linked = oauth_accounts::link_with_tokens(
-        &txn,
-        &pending.user_id,
-        provider,
-        &account_id,
-        sealed,
-        now,
-    )
-    .await?;
+    let linked = env
+        .services
+        .db
+        .write(async |txn| {
+            let linked = oauth_accounts::link_with_tokens(
+                txn,
+                &pending.user_id,
+                provider,
+                &account_id,
+                sealed,
+                now,
+            )
+            .await?;
+            if matches!(linked, Linked::OtherUser) {
+                // Nothing of it is kept.
+                txn.discard();
+            }
+            Ok::<_, AppError>(linked)
+        })
+        .await?;
     if matches!(linked, Linked::OtherUser) {
         return fail("account_already_linked_to_different_user", destinations);
     }
-    txn.commit().await?;
     tracing::info!(provider = %provider, "auth.account_linked");
     Ok(Ok(LinkDone {
         key: AccountKey::new(provider, account_id),

@@ -20,10 +20,12 @@ use crate::domain::frames::Frame;
 use crate::domain::ids::{CalendarId, EventId, UserId};
 use crate::domain::providers::AccountKey;
 use crate::error::AppError;
+use crate::store::mirrors::NewMirror;
 use crate::store::{calendars as calendar_store, events as event_store, members, mirrors, outbox};
 
-/// The name and colour a new mirror gets from its remote calendar.
-pub fn mirror_look(calendar: &RemoteCalendar) -> (String, String) {
+/// The mirror of `calendar` in `key`'s account, owned by `owner`: named and coloured after
+/// the remote calendar.
+pub fn new_mirror(key: &AccountKey, owner: &UserId, calendar: &RemoteCalendar) -> NewMirror {
     let name = calendar
         .name
         .as_deref()
@@ -43,7 +45,15 @@ pub fn mirror_look(calendar: &RemoteCalendar) -> (String, String) {
                 && color[1..7].chars().all(|c| c.is_ascii_hexdigit())
         })
         .map_or_else(|| "#7A8BA3".to_owned(), |color| color[..7].to_uppercase());
-    (name, color)
+    NewMirror {
+        provider: key.provider.as_str().to_owned(),
+        account_id: key.id.clone(),
+        owner: owner.clone(),
+        remote_id: calendar.id.clone(),
+        name,
+        color,
+        read_only: calendar.read_only,
+    }
 }
 
 /// What the mirror holds of each resource (its tag and the time its events span), and the
@@ -108,18 +118,22 @@ pub async fn pull<S: Source>(
         .filter(|mirror| !remote_ids.contains(mirror.remote_id.as_str()))
         .collect();
     if !vanished.is_empty() {
-        let txn = services.db.begin_write().await?;
-        let mut removed = Removed::default();
-        let now = txn.stamp().await?;
-        for mirror in &vanished {
-            if let Some(calendar) = mirror.calendar_id {
-                remove_mirror_calendar(&txn, calendar, &mut removed, now).await?;
-            }
-        }
-        let ids: Vec<Uuid> = vanished.iter().map(|m| m.id).collect();
-        mirrors::delete_mirrors(&txn, &ids).await?;
-        removed.announce(&services.within(&txn));
-        txn.commit().await?;
+        services
+            .db
+            .write(async |txn| {
+                let mut removed = Removed::default();
+                let now = txn.stamp().await?;
+                for mirror in &vanished {
+                    if let Some(calendar) = mirror.calendar_id {
+                        remove_mirror_calendar(txn, calendar, &mut removed, now).await?;
+                    }
+                }
+                let ids: Vec<Uuid> = vanished.iter().map(|m| m.id).collect();
+                mirrors::delete_mirrors(txn, &ids).await?;
+                removed.announce(&services.within(txn));
+                Ok::<_, SyncError>(())
+            })
+            .await?;
     }
 
     for calendar in &remote {
@@ -144,50 +158,43 @@ pub async fn pull<S: Source>(
         };
         let cursor = mirror.and_then(|m| m.sync_token.as_deref());
         let changes = source.changes(calendar, cursor, &tags, &skip).await?;
-        let txn = services.db.begin_write().await?;
-        let now = txn.stamp().await?;
-        let (local, mirror_id, created) = match mirror {
-            Some(mirror) => {
-                let Some(local) = mirror.calendar_id else {
-                    continue;
+        let pulled = services
+            .db
+            .write(async |txn| {
+                let now = txn.stamp().await?;
+                // Only a lock is taken before these two returns: their commit writes nothing.
+                let (local, mirror_id, created) = match mirror {
+                    Some(mirror) => {
+                        let Some(local) = mirror.calendar_id else {
+                            return Ok(None);
+                        };
+                        let Some(local) = calendar_store::lock(txn, local).await? else {
+                            return Ok(None);
+                        };
+                        (local, mirror.id, false)
+                    }
+                    None => {
+                        let new = new_mirror(key, owner, calendar);
+                        let created = mirrors::create_mirror(txn, new, now).await?;
+                        // Another process mirrored it meanwhile: this transaction is dropped.
+                        let Some((local, row)) = created else {
+                            txn.discard();
+                            return Ok(None);
+                        };
+                        (local, row.id, true)
+                    }
                 };
-                let Some(local) = calendar_store::lock(&txn, local).await? else {
-                    continue;
+                let target = Target {
+                    calendar: &local,
+                    owner,
                 };
-                (local, mirror.id, false)
-            }
-            None => {
-                let (name, color) = mirror_look(calendar);
-                let created = mirrors::create_mirror(
-                    &txn,
-                    mirrors::NewMirror {
-                        provider: key.provider.as_str().to_owned(),
-                        account_id: key.id.clone(),
-                        owner: owner.clone(),
-                        remote_id: calendar.id.clone(),
-                        name,
-                        color,
-                        read_only: calendar.read_only,
-                    },
-                    now,
-                )
-                .await?;
-                // Another process mirrored it meanwhile: this transaction is dropped.
-                let Some((local, row)) = created else {
-                    continue;
-                };
-                (local, row.id, true)
-            }
-        };
-        let target = Target {
-            calendar: &local,
-            owner,
-        };
-        let wrote = apply(&txn, target, &changes.resources, &changes.removed, now).await?;
-        mirrors::set_sync_token(&txn, mirror_id, changes.cursor.as_deref()).await?;
-        txn.commit().await?;
-        if wrote || created {
-            changed.push(local.id);
+                let wrote = apply(txn, target, &changes.resources, &changes.removed, now).await?;
+                mirrors::set_sync_token(txn, mirror_id, changes.cursor.as_deref()).await?;
+                Ok::<_, SyncError>(Some((local.id, wrote || created)))
+            })
+            .await?;
+        if let Some((local, true)) = pulled {
+            changed.push(local);
         }
     }
     announce_external_sync(env, &changed).await?;
@@ -202,26 +209,29 @@ async fn refresh_access(
     read_only: bool,
 ) -> Result<(), AppError> {
     let services = &env.services;
-    let txn = services.db.begin_write().await?;
-    let now = txn.stamp().await?;
-    mirrors::set_read_only(&txn, mirror, read_only, now).await?;
-    let calendar = match mirror.calendar_id {
-        // The update takes the calendar's row lock; the row is read back as it is now.
-        Some(id) => {
-            calendar_store::touch(&txn, id, now).await?;
-            calendar_store::lock(&txn, id).await?
-        }
-        None => None,
-    };
-    let members = match &calendar {
-        Some(calendar) => members::list(&txn, calendar.id).await?,
-        None => Vec::new(),
-    };
-    if let Some(calendar) = calendar {
-        announce_calendar(&services.within(&txn), &calendar, &members);
-    }
-    txn.commit().await?;
-    Ok(())
+    services
+        .db
+        .write(async |txn| {
+            let now = txn.stamp().await?;
+            mirrors::set_read_only(txn, mirror, read_only, now).await?;
+            let calendar = match mirror.calendar_id {
+                // The update takes the calendar's row lock; the row is read back as it is now.
+                Some(id) => {
+                    calendar_store::touch(txn, id, now).await?;
+                    calendar_store::lock(txn, id).await?
+                }
+                None => None,
+            };
+            let members = match &calendar {
+                Some(calendar) => members::list(txn, calendar.id).await?,
+                None => Vec::new(),
+            };
+            if let Some(calendar) = calendar {
+                announce_calendar(&services.within(txn), &calendar, &members);
+            }
+            Ok::<_, AppError>(())
+        })
+        .await
 }
 
 /// Sends `external_sync {calendars}` to the members of the changed calendars, each user
@@ -233,21 +243,24 @@ pub async fn announce_external_sync(env: &Mirrors, changed: &[CalendarId]) -> Re
     // In a transaction of its own, so the frames leave as a committed change's do: on
     // PostgreSQL after the changes before them, and on this instance's streams before the
     // pull is answered.
-    let txn = env.services.db.begin_write().await?;
-    let by_calendar = members::ids_by_calendar(&txn, changed).await?;
-    let mut by_user: HashMap<UserId, Vec<CalendarId>> = HashMap::new();
-    for calendar in changed {
-        for user in by_calendar.get(calendar).into_iter().flatten() {
-            by_user.entry(user.clone()).or_default().push(*calendar);
-        }
-    }
-    let announce = env.services.within(&txn);
-    for (user, calendars) in by_user {
-        announce.broadcast(
-            [&user],
-            &Frame::new("external_sync", json!({ "calendars": calendars })),
-        );
-    }
-    txn.commit().await?;
-    Ok(())
+    env.services
+        .db
+        .write(async |txn| {
+            let by_calendar = members::ids_by_calendar(txn, changed).await?;
+            let mut by_user: HashMap<UserId, Vec<CalendarId>> = HashMap::new();
+            for calendar in changed {
+                for user in by_calendar.get(calendar).into_iter().flatten() {
+                    by_user.entry(user.clone()).or_default().push(*calendar);
+                }
+            }
+            let announce = env.services.within(txn);
+            for (user, calendars) in by_user {
+                announce.broadcast(
+                    [&user],
+                    &Frame::new("external_sync", json!({ "calendars": calendars })),
+                );
+            }
+            Ok::<_, AppError>(())
+        })
+        .await
 }
