@@ -87,6 +87,14 @@ pub const INVITE_SEND: Rule = Rule {
     window: minutes(60),
     sliding: false,
 };
+/// `POST /api/auth/email-otp/send-verification-otp`: 5 codes per 15 minutes per email
+/// address (beside better-auth's limit per client address), so that nobody fills a mailbox.
+pub const SIGN_IN_CODES_PER_EMAIL: Rule = Rule {
+    name: "sign_in_codes_per_email",
+    max: 5,
+    window: minutes(15),
+    sliding: false,
+};
 /// better-auth: sign-in, sign-up, change-password, change-email: 3 per 10 s.
 pub const AUTH_CREDENTIALS: Rule = Rule {
     name: "auth_credentials",
@@ -94,7 +102,7 @@ pub const AUTH_CREDENTIALS: Rule = Rule {
     window: Duration::from_secs(10),
     sliding: true,
 };
-/// better-auth: password reset and verification mails: 3 per 60 s.
+/// better-auth: password reset, verification mails and emailed codes: 3 per 60 s.
 pub const AUTH_MAIL: Rule = Rule {
     name: "auth_mail",
     max: 3,
@@ -176,6 +184,7 @@ fn rule_window(name: &str) -> Option<Duration> {
         FEDERATION_GATEWAY,
         DELETE_CONFIRM,
         INVITE_SEND,
+        SIGN_IN_CODES_PER_EMAIL,
         AUTH_CREDENTIALS,
         AUTH_MAIL,
         AUTH_DEFAULT,

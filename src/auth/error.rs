@@ -51,6 +51,9 @@ codes! {
     invalid_email: BAD_REQUEST, "INVALID_EMAIL", "Invalid email";
     invalid_password: BAD_REQUEST, "INVALID_PASSWORD", "Invalid password";
     invalid_token: BAD_REQUEST, "INVALID_TOKEN", "Invalid token";
+    invalid_otp: BAD_REQUEST, "INVALID_OTP", "Invalid OTP";
+    otp_expired: BAD_REQUEST, "OTP_EXPIRED", "OTP expired";
+    too_many_attempts: FORBIDDEN, "TOO_MANY_ATTEMPTS", "Too many attempts";
     invalid_id_token: UNAUTHORIZED, "INVALID_TOKEN", "Invalid token";
     token_expired: UNAUTHORIZED, "TOKEN_EXPIRED", "Token expired";
     user_not_found: BAD_REQUEST, "USER_NOT_FOUND", "User not found";

@@ -15,6 +15,7 @@
 pub mod cookies;
 pub mod csrf;
 pub mod deletion;
+pub mod email_code;
 pub mod error;
 pub mod id_token;
 pub mod jwt;

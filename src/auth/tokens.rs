@@ -29,6 +29,22 @@ pub fn sign(secret: &str, value: &str) -> String {
         .unwrap_or_default()
 }
 
+/// HMAC-SHA256 of `value` under `secret`, in hex: how a short secret (an emailed code) is
+/// stored, so that whoever reads the database cannot test guesses against it.
+pub fn keyed_digest(secret: &str, value: &str) -> String {
+    mac(secret, value)
+        .map(|mac| hex::encode(mac.finalize().into_bytes()))
+        .unwrap_or_default()
+}
+
+/// Whether `digest` is [`keyed_digest`] of `value`, compared in constant time.
+pub fn keyed_digest_matches(secret: &str, value: &str, digest: &str) -> bool {
+    match (hex::decode(digest), mac(secret, value)) {
+        (Ok(bytes), Some(mac)) => mac.verify_slice(&bytes).is_ok(),
+        _ => false,
+    }
+}
+
 /// `<token>.<signature>`.
 pub fn signed(secret: &str, token: &str) -> String {
     format!("{token}.{}", sign(secret, token))
@@ -62,6 +78,32 @@ pub fn percent_decoded(value: &str) -> String {
 #[allow(clippy::expect_used, clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keyed_digests_match_only_their_value_and_secret() {
+        let digest = keyed_digest("secret", "a@example.com:123456");
+        assert_eq!(digest.len(), 64);
+        assert!(keyed_digest_matches(
+            "secret",
+            "a@example.com:123456",
+            &digest
+        ));
+        assert!(!keyed_digest_matches(
+            "secret",
+            "a@example.com:123457",
+            &digest
+        ));
+        assert!(!keyed_digest_matches(
+            "other",
+            "a@example.com:123456",
+            &digest
+        ));
+        assert!(!keyed_digest_matches(
+            "secret",
+            "a@example.com:123456",
+            "not hex"
+        ));
+    }
 
     #[test]
     fn signatures_round_trip_and_reject_tampering() {

@@ -53,6 +53,28 @@ fn with_link(
     }
 }
 
+/// The sign-in code mail: the code in the subject, so a phone's notification shows it.
+pub fn sign_in_code(server: &str, to: &str, code: &str) -> Mail {
+    let intro = format!("Your code to sign in on {server}:");
+    let outro = "It works once and for ten minutes. If you did not ask for it, ignore this mail.";
+    let text = format!("{intro}\n\n{code}\n\n{outro}\n");
+    let html = format!(
+        "<!doctype html><html><body style=\"font-family:system-ui,sans-serif;line-height:1.5;color:#222\">\
+         <p>{}</p><p style=\"font-size:28px;font-weight:600;letter-spacing:4px\">{}</p>\
+         <p style=\"font-size:13px;color:#555\">{}</p></body></html>",
+        escape(&intro),
+        escape(code),
+        escape(outro)
+    );
+    Mail {
+        to: to.to_owned(),
+        subject: format!("{code} is your {server} code"),
+        text,
+        html,
+        kind: "sign_in_code",
+    }
+}
+
 /// The password-reset mail.
 pub fn password_reset(server: &str, to: &str, link: &str) -> Mail {
     with_link(

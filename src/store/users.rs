@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use entities::{accounts, calendar_members, calendars, user_settings, users};
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait,
-    QueryFilter, SqlErr,
+    QueryFilter, QuerySelect, SqlErr,
 };
 
 use super::Unique;
@@ -20,7 +20,7 @@ pub const PERSONAL_CALENDAR_COLOR: &str = "#C8553D";
 pub struct NewUser {
     /// Display name.
     pub name: String,
-    /// Email, lower-cased by [`create_with_account`].
+    /// Email, lower-cased by [`create`].
     pub email: String,
     /// Whether the address is already verified (provider sign-in).
     pub email_verified: bool,
@@ -50,12 +50,13 @@ pub enum CreateUserError {
     Database(#[from] DbErr),
 }
 
-/// Creates the user, its account, its personal calendar (with the user as owner) and its
-/// settings row (`onboarded: false`), in one transaction.
-pub async fn create_with_account(
+/// Creates the user, its sign-in account (none for a user who signs in by emailed code),
+/// its personal calendar (with the user as owner) and its settings row (`onboarded: false`),
+/// in one transaction.
+pub async fn create(
     db: &Database,
     new: NewUser,
-    account: NewAccount,
+    account: Option<NewAccount>,
     now: DateTime<Utc>,
 ) -> Result<users::Model, CreateUserError> {
     let txn = db.begin_write().await?;
@@ -78,21 +79,23 @@ pub async fn create_with_account(
         Some(SqlErr::UniqueConstraintViolation(_)) => CreateUserError::EmailTaken,
         _ => CreateUserError::Database(err),
     })?;
-    accounts::ActiveModel {
-        id: Set(crate::domain::ids::new_id()),
-        user_id: Set(user_id.clone()),
-        provider_id: Set(account.provider_id),
-        account_id: Set(AccountId::new(
-            account.account_id.unwrap_or_else(|| user_id.to_string()),
-        )),
-        password_hash: Set(account.password_hash),
-        scope: Set(None),
-        created_at: Set(now),
-        updated_at: Set(now),
-        ..Default::default()
+    if let Some(account) = account {
+        accounts::ActiveModel {
+            id: Set(crate::domain::ids::new_id()),
+            user_id: Set(user_id.clone()),
+            provider_id: Set(account.provider_id),
+            account_id: Set(AccountId::new(
+                account.account_id.unwrap_or_else(|| user_id.to_string()),
+            )),
+            password_hash: Set(account.password_hash),
+            scope: Set(None),
+            created_at: Set(now),
+            updated_at: Set(now),
+            ..Default::default()
+        }
+        .insert(&txn)
+        .await?;
     }
-    .insert(&txn)
-    .await?;
     let calendar_id = CalendarId::generate();
     let calendar_name = match new.name.trim() {
         "" => "Personal".to_owned(),
@@ -221,6 +224,40 @@ pub async fn update_profile(
     let user = active.update(db.conn()).await?;
     db.credentials_changed(id);
     Ok(Some(user))
+}
+
+/// The owner of an unverified address proved it (an emailed code): whatever the account
+/// gathered before that proof — its sign-in accounts (a password someone else may have set,
+/// provider links) and its sessions — is removed, and the address is marked verified, in
+/// one transaction. Returns the user as it now is (`None` if it is gone); a verified user
+/// is returned untouched.
+pub async fn prove_email(
+    db: &Database,
+    id: &UserId,
+    now: DateTime<Utc>,
+) -> Result<Option<users::Model>, DbErr> {
+    db.write(async |txn| {
+        let Some(user) = users::Entity::find_by_id(id.to_owned())
+            .lock_exclusive()
+            .one(txn)
+            .await?
+        else {
+            return Ok(None);
+        };
+        if user.email_verified {
+            return Ok(Some(user));
+        }
+        accounts::Entity::delete_many()
+            .filter(accounts::Column::UserId.eq(id))
+            .exec(txn)
+            .await?;
+        super::sessions::delete_all_for_user(txn, id, None).await?;
+        let mut user: users::ActiveModel = user.into();
+        user.email_verified = Set(true);
+        user.updated_at = Set(now);
+        user.update(txn).await.map(Some)
+    })
+    .await
 }
 
 /// Marks the user's email verified.

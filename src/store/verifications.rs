@@ -21,6 +21,36 @@ pub async fn create(
     expires_at: DateTime<Utc>,
     now: DateTime<Utc>,
 ) -> Result<(), DbErr> {
+    insert(db.conn(), identifier, value, expires_at, now).await
+}
+
+/// Stores `value` under `identifier` until `expires_at`, in place of whatever that
+/// identifier held (one row per identifier: a new emailed code replaces the last one).
+pub async fn replace(
+    db: &Database,
+    identifier: &str,
+    value: &str,
+    expires_at: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    db.write(async |txn| {
+        verifications::Entity::delete_many()
+            .filter(verifications::Column::Identifier.eq(identifier))
+            .exec(txn)
+            .await?;
+        insert(txn, identifier, value, expires_at, now).await
+    })
+    .await
+}
+
+/// Stores `value` under `identifier` until `expires_at`, in `txn`.
+pub async fn insert(
+    txn: &impl ConnectionTrait,
+    identifier: &str,
+    value: &str,
+    expires_at: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
     verifications::ActiveModel {
         id: Set(crate::domain::ids::new_id()),
         identifier: Set(identifier.to_owned()),
@@ -28,9 +58,29 @@ pub async fn create(
         expires_at: Set(expires_at),
         created_at: Set(now),
     }
-    .insert(db.conn())
+    .insert(txn)
     .await?;
     Ok(())
+}
+
+/// Takes the row of `identifier` out (expired or not), for the caller to judge: deleted in
+/// `txn`, and returned only if this transaction deleted it (a racing one gets `None`).
+pub async fn take(
+    txn: &impl ConnectionTrait,
+    identifier: &str,
+) -> Result<Option<verifications::Model>, DbErr> {
+    let Some(row) = verifications::Entity::find()
+        .filter(verifications::Column::Identifier.eq(identifier))
+        .unique(txn)
+        .await?
+    else {
+        return Ok(None);
+    };
+    let deleted = verifications::Entity::delete_many()
+        .filter(verifications::Column::Id.eq(row.id.clone()))
+        .exec(txn)
+        .await?;
+    Ok((deleted.rows_affected == 1).then_some(row))
 }
 
 /// The value of an unexpired token, without using it up.
@@ -54,18 +104,10 @@ pub async fn consume(
     identifier: &str,
     now: DateTime<Utc>,
 ) -> Result<Option<String>, DbErr> {
-    let Some(row) = verifications::Entity::find()
-        .filter(verifications::Column::Identifier.eq(identifier))
-        .unique(txn)
+    Ok(take(txn, identifier)
         .await?
-    else {
-        return Ok(None);
-    };
-    let deleted = verifications::Entity::delete_many()
-        .filter(verifications::Column::Id.eq(row.id.clone()))
-        .exec(txn)
-        .await?;
-    Ok((deleted.rows_affected == 1 && row.expires_at > now).then_some(row.value))
+        .filter(|row| row.expires_at > now)
+        .map(|row| row.value))
 }
 
 /// Deletes expired tokens (cleanup).

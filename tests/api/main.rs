@@ -8,6 +8,7 @@
 mod actors;
 mod attendance;
 mod auth_email;
+mod auth_email_code;
 mod auth_id_tokens;
 mod auth_mail;
 mod auth_session_lifecycle;

@@ -225,8 +225,15 @@ fn registered_patterns() -> BTreeSet<String> {
                 patterns.insert(document_notation(&format!("/api/{label}")));
             }
         }
-        // The authentication subsystem's dispatch: `(Endpoint, "/api/auth/...")`.
-        for label in quoted_after(&source, ", \"/api/auth/") {
+        // The authentication subsystem's dispatch: `(Endpoint, "/api/auth/...")`, on one
+        // line or, where rustfmt splits a long one, on two.
+        let joined = source.replace(",\n", ", ");
+        let joined = joined
+            .split(", ")
+            .map(str::trim_start)
+            .collect::<Vec<_>>()
+            .join(", ");
+        for label in quoted_after(&joined, ", \"/api/auth/") {
             patterns.insert(document_notation(&format!("/api/auth/{label}")));
         }
     }

@@ -30,6 +30,34 @@ pub struct SignUpEmail {
     remember_me: Option<bool>,
 }
 
+/// `POST /api/auth/email-otp/send-verification-otp`.
+#[derive(ToSchema)]
+pub struct SendVerificationOtp {
+    /// The address to mail the code to.
+    #[schema(format = Email)]
+    email: String,
+    /// `sign-in` (the plugin's other types are refused).
+    #[serde(rename = "type")]
+    #[schema(pattern = "^sign-in$")]
+    kind: String,
+}
+
+/// `POST /api/auth/sign-in/email-otp`.
+#[derive(ToSchema)]
+pub struct SignInEmailOtp {
+    /// The address the code was mailed to.
+    #[schema(format = Email)]
+    email: String,
+    /// The mailed code (six digits).
+    otp: String,
+    /// Display name of a user created by this sign-in, at most 200 characters.
+    #[schema(max_length = 200)]
+    name: Option<String>,
+    /// Avatar of a user created by this sign-in: an `https:` or `http:` URL with a host.
+    #[schema(max_length = 2048)]
+    image: Option<String>,
+}
+
 /// `POST /api/auth/sign-in/email`.
 #[derive(ToSchema)]
 #[serde(rename_all = "camelCase")]

@@ -44,7 +44,7 @@ pub async fn sign_up(req: &AuthRequest) -> Result<AuthReply, AppError> {
         return Err(AuthError::user_already_exists().into());
     }
     let password_hash = ctx.auth.hasher.hash(password.to_owned()).await?;
-    let user = users::create_with_account(
+    let user = users::create(
         &ctx.db,
         NewUser {
             name,
@@ -52,11 +52,11 @@ pub async fn sign_up(req: &AuthRequest) -> Result<AuthReply, AppError> {
             email_verified: false,
             image,
         },
-        NewAccount {
+        Some(NewAccount {
             provider_id: CREDENTIAL.to_owned(),
             account_id: None,
             password_hash: Some(password_hash),
-        },
+        }),
         req.now,
     )
     .await

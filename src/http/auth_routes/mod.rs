@@ -8,6 +8,7 @@
 
 mod bodies;
 mod email;
+mod email_code;
 mod oauth_link;
 mod password;
 mod request;
@@ -66,6 +67,8 @@ enum Endpoint {
     ExpoAuthorizationProxy,
     DeleteUser,
     DeleteUserCallback,
+    SendVerificationOtp,
+    SignInEmailOtp,
 }
 
 impl Endpoint {
@@ -112,6 +115,11 @@ impl Endpoint {
             }
             "delete-user" if post => (DeleteUser, "/api/auth/delete-user"),
             "delete-user/callback" if get => (DeleteUserCallback, "/api/auth/delete-user/callback"),
+            "email-otp/send-verification-otp" if post => (
+                SendVerificationOtp,
+                "/api/auth/email-otp/send-verification-otp",
+            ),
+            "sign-in/email-otp" if post => (SignInEmailOtp, "/api/auth/sign-in/email-otp"),
             other if get && reset_token_of(other).is_some() => {
                 (ResetPasswordCallback, "/api/auth/reset-password/:token")
             }
@@ -127,7 +135,9 @@ impl Endpoint {
             SignUpEmail | SignInEmail | SignInSocial | ChangePassword | ChangeEmail => {
                 rate_limit::AUTH_CREDENTIALS
             }
-            RequestPasswordReset | SendVerificationEmail => rate_limit::AUTH_MAIL,
+            RequestPasswordReset | SendVerificationEmail | SendVerificationOtp | SignInEmailOtp => {
+                rate_limit::AUTH_MAIL
+            }
             _ => rate_limit::AUTH_DEFAULT,
         }
     }
@@ -219,6 +229,8 @@ async fn handle(endpoint: Endpoint, req: &AuthRequest, path: &str) -> Result<Aut
         ExpoAuthorizationProxy => oauth_link::expo_proxy(req),
         DeleteUser => user::delete_user(req).await,
         DeleteUserCallback => user::delete_user_callback(req).await,
+        SendVerificationOtp => email_code::send_code(req).await,
+        SignInEmailOtp => email_code::sign_in(req).await,
     }
 }
 
@@ -302,6 +314,8 @@ async fn link_social(req: &AuthRequest) -> Result<AuthReply, AppError> {
         oauth_link::expo_proxy,
         user::delete_user,
         user::delete_user_callback,
+        email_code::send_code,
+        email_code::sign_in,
     ),
     components(schemas(
         wire::User,
@@ -334,7 +348,9 @@ async fn link_social(req: &AuthRequest) -> Result<AuthReply, AppError> {
         bodies::UnlinkAccount,
         bodies::LinkSocial,
         bodies::DeleteUser,
+        bodies::SendVerificationOtp,
+        bodies::SignInEmailOtp,
     )),
-    tags((name = "auth", description = "better-auth 1.7.25's wire: sign-up and sign-in (password, native id tokens), sessions, passwords, email verification, profile and linked accounts. Errors are `{message, code}`."))
+    tags((name = "auth", description = "better-auth 1.7.25's wire: sign-up and sign-in (password, native id tokens, emailed codes), sessions, passwords, email verification, profile and linked accounts. Errors are `{message, code}`."))
 )]
 pub struct Api;

@@ -171,7 +171,7 @@ pub async fn sign_in(req: &AuthRequest) -> Result<AuthReply, AppError> {
                     account_id: Some(verified.sub.to_string()),
                     password_hash: None,
                 };
-                match users::create_with_account(&ctx.db, new_user, account, req.now).await {
+                match users::create(&ctx.db, new_user, Some(account), req.now).await {
                     Ok(user) => {
                         tracing::info!(provider = provider_id, "auth.signed_up");
                         user
