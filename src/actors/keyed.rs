@@ -134,11 +134,15 @@ where
         self.shared.actors.stats.failed(kind);
         tracing::error!(actor = kind.label(), key = ?key, error = %err, "actor.failed");
         let policy = self.policy;
+        let now = Instant::now();
+        // Budgets as good as new are dropped, so the map holds only keys that failed within
+        // the window, not every key that ever failed.
+        self.budgets.retain(|_, budget| !budget.is_full(now));
         let allowed = self
             .budgets
             .entry(key.clone())
             .or_insert_with(|| RestartBudget::new(policy))
-            .next_delay(Instant::now())
+            .next_delay(now)
             .is_some();
         if !allowed {
             tracing::error!(actor = kind.label(), key = ?key, "actor.restart_budget_exhausted");

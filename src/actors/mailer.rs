@@ -7,6 +7,9 @@
 //! the mailbox. Batches: the pending rows live in the database; the actor wakes at the
 //! earliest due time (told by `BatchQueued` after each commit, and reloaded from the
 //! database at start, so a restart keeps the original due times) and sends what is due.
+//! It also reads the next due time from the database every `MAIL_RESCAN_MS` whatever it was
+//! told, so a batch whose announcement never came (its instance stopped between the commit
+//! and the notice) is sent late rather than never.
 
 use super::Shared;
 use std::sync::Arc;
@@ -186,6 +189,14 @@ impl Actor for MailerActor {
                 if std::mem::take(&mut state.drain_again) {
                     myself.send_message(MailerMsg::DrainBatches)?;
                 } else {
+                    // At least daily, whatever the setting.
+                    let rescan_ms = i64::try_from(shared.settings.mail.rescan_ms)
+                        .unwrap_or(i64::MAX)
+                        .min(86_400_000);
+                    state.wake_at(
+                        &myself,
+                        Utc::now() + chrono::Duration::milliseconds(rescan_ms),
+                    );
                     match crate::store::notifications::next_wakeup(&shared.db).await {
                         Ok(Some(next)) => state.wake_at(&myself, next),
                         Ok(None) => {}

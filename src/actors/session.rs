@@ -127,6 +127,9 @@ pub enum SessionMsg {
         /// Their ids.
         connections: Vec<ConnectionId>,
     },
+    /// Panic inside the handler, to exercise supervision (test builds only).
+    #[cfg(feature = "fault-injection")]
+    InjectPanic,
 }
 
 impl Actor for SessionActor {
@@ -217,6 +220,8 @@ impl Actor for SessionActor {
                     state.hold_upstreams(&myself, connections);
                 }
             }
+            #[cfg(feature = "fault-injection")]
+            SessionMsg::InjectPanic => panic!("fault injected into a session"),
         }
         Ok(())
     }

@@ -128,6 +128,14 @@ impl Sessions {
         }
     }
 
+    /// Makes `user`'s session actor panic, to exercise supervision (test builds only).
+    #[cfg(feature = "fault-injection")]
+    pub fn inject_panic(&self, user: &UserId) {
+        if let Some(actor) = self.live.read().get(user) {
+            let _ = actor.send_message(SessionMsg::InjectPanic);
+        }
+    }
+
     /// Whether `user` has an open stream.
     pub fn is_connected(&self, user: &UserId) -> bool {
         self.live.read().contains_key(user)

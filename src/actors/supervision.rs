@@ -57,13 +57,7 @@ impl RestartBudget {
     /// Spends one restart at `now`: the delay to wait before it, or `None` when the budget
     /// is exhausted and the supervisor must escalate.
     pub fn next_delay(&mut self, now: Instant) -> Option<Duration> {
-        while let Some(first) = self.recent.front() {
-            if now.duration_since(*first) > self.policy.window {
-                self.recent.pop_front();
-            } else {
-                break;
-            }
-        }
+        self.forget_before(now);
         if self.recent.len() >= self.policy.limit as usize {
             return None;
         }
@@ -71,6 +65,25 @@ impl RestartBudget {
         self.recent.push_back(now);
         let delay = self.policy.backoff.saturating_mul(1 << doublings);
         Some(delay.min(self.policy.backoff_max))
+    }
+
+    /// Whether every restart spent has left the window by `now`: the budget is as good as
+    /// new, and a supervisor keeping one per key can drop it.
+    pub fn is_full(&self, now: Instant) -> bool {
+        self.recent
+            .back()
+            .is_none_or(|last| now.duration_since(*last) > self.policy.window)
+    }
+
+    /// Forgets the restarts that left the window by `now`.
+    fn forget_before(&mut self, now: Instant) {
+        while let Some(first) = self.recent.front() {
+            if now.duration_since(*first) > self.policy.window {
+                self.recent.pop_front();
+            } else {
+                break;
+            }
+        }
     }
 }
 
@@ -152,6 +165,16 @@ mod tests {
         assert_eq!(budget.next_delay(now), Some(Duration::from_millis(20)));
         assert_eq!(budget.next_delay(now), Some(Duration::from_millis(25)));
         assert_eq!(budget.next_delay(now), None);
+    }
+
+    #[test]
+    fn a_budget_is_full_again_once_its_last_restart_left_the_window() {
+        let mut budget = RestartBudget::new(policy());
+        let start = Instant::now();
+        assert!(budget.is_full(start));
+        assert!(budget.next_delay(start).is_some());
+        assert!(!budget.is_full(start + Duration::from_secs(60)));
+        assert!(budget.is_full(start + Duration::from_secs(61)));
     }
 
     #[test]

@@ -74,6 +74,7 @@ const ENV_VARS: &[(&str, &str)] = &[
     ("MAIL_FROM", "mail.from"),
     ("BATCH_DELAY_MS", "mail.batch_delay_ms"),
     ("MAIL_RETRY_MS", "mail.retry_ms"),
+    ("MAIL_RESCAN_MS", "mail.rescan_ms"),
     ("STREAM_KEEPALIVE_MS", "stream.keepalive_ms"),
     ("STREAM_BUFFER", "stream.buffer"),
     ("GOOGLE_CLIENT_ID", "google.client_id"),

@@ -214,6 +214,8 @@ pub struct MailSettings {
     pub batch_delay_ms: u64,
     /// `MAIL_RETRY_MS`
     pub retry_ms: u64,
+    /// `MAIL_RESCAN_MS`
+    pub rescan_ms: u64,
 }
 
 /// `[stream]`

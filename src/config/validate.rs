@@ -116,6 +116,7 @@ impl Settings {
             ("scheduler.lease_ms", self.scheduler.lease_ms),
             ("mail.batch_delay_ms", self.mail.batch_delay_ms),
             ("mail.retry_ms", self.mail.retry_ms),
+            ("mail.rescan_ms", self.mail.rescan_ms),
             ("stream.keepalive_ms", self.stream.keepalive_ms),
             (
                 "storage.events_stream_chunk",

@@ -4,7 +4,7 @@
 //! across a restart.
 
 use reqwest::{Method, StatusCode};
-use sea_orm::{ActiveModelTrait, ActiveValue::Set, EntityTrait};
+use sea_orm::{ActiveModelTrait, ActiveValue::Set, ConnectionTrait, EntityTrait};
 use serde_json::{Value, json};
 
 use crate::calendars::shared;
@@ -111,6 +111,42 @@ async fn moves_and_cancellations_reach_attendees_in_one_mail_per_batch() {
         assert_eq!(mail.subject(), "An event moved");
         assert!(!mail.text().contains("Party"), "un-cancelling is silent");
     }
+}
+
+#[tokio::test]
+async fn a_due_batch_nobody_announced_is_found_by_the_rescan() {
+    // The mailer is told of the batch as due in ten minutes; the row is then made due now,
+    // as if the instance that committed it had stopped before announcing it. Only the
+    // mailer's own rescan of the database can find it within the wait.
+    let sink = SmtpSink::start().await;
+    let url = sink.url();
+    let app = spawn_app_with(move |s| {
+        s.mail.smtp_url = Some(bowline::config::Secret::new(url));
+        s.mail.batch_delay_ms = 600_000;
+        s.mail.rescan_ms = 300;
+    })
+    .await;
+    let s = shared(&app, "rescan").await;
+    let mut body = event_body(&[&s.calendar], "Unannounced", 9);
+    assert_eq!(
+        app.event_request(Method::POST, &s.owner, &body)
+            .await
+            .status(),
+        StatusCode::CREATED
+    );
+    answer(&app, &s.viewer, body["id"].as_str().expect("id"), "going").await;
+    body["start"] = json!("2026-07-23T13:00:00.000Z");
+    body["end"] = json!("2026-07-23T14:00:00.000Z");
+    put(&app, &s.owner, &body).await;
+    let conn = app.db_connection().await;
+    let made_due = conn
+        .execute_unprepared("UPDATE pending_notifications SET due_at = created_at")
+        .await
+        .expect("make the batch due");
+    assert_eq!(made_due.rows_affected(), 1);
+    let mail = sink.next_mail().await;
+    assert_eq!(mail.to, std::slice::from_ref(&s.viewer.email));
+    assert_eq!(mail.subject(), "An event moved");
 }
 
 #[tokio::test]

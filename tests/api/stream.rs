@@ -129,6 +129,58 @@ async fn closed_connections_are_detached_and_the_session_actor_stops() {
 }
 
 #[tokio::test]
+async fn a_failed_session_actor_ends_only_its_users_streams_and_a_reconnect_works() {
+    let app = spawn_app().await;
+    let ada = app.sign_up("crash@example.com").await;
+    let bob = app.sign_up("steady@example.com").await;
+    let ada_id = bowline::domain::ids::UserId::from(ada.id.as_str());
+    let bob_id = bowline::domain::ids::UserId::from(bob.id.as_str());
+    let mut adas = open(&app, &ada.token).await;
+    let mut bobs = open(&app, &bob.token).await;
+    wait_for_connections(&app, 2).await;
+    let ctx = app.ctx().clone();
+    let mut stats = ctx.actors.stats.subscribe();
+
+    ctx.actors.sessions.inject_panic(&ada_id);
+    adas.expect_end().await;
+    wait_for_connections(&app, 1).await;
+    tokio::time::timeout(
+        WAIT,
+        stats.wait_for(|s| s.failures_of(bowline::actors::ActorKind::Session) >= 1),
+    )
+    .await
+    .expect("the failure is counted within the wait")
+    .expect("stats");
+    assert!(!ctx.actors.sessions.is_connected(&ada_id));
+
+    // Bob's stream never noticed.
+    let frame = Frame::new("reminders_updated", json!({}));
+    ctx.actors.sessions.broadcast([&bob_id], &frame);
+    assert_eq!(bobs.next_frame().await["type"], "reminders_updated");
+
+    // Ada's client reconnects, to a fresh session actor.
+    let mut again = open(&app, &ada.token).await;
+    wait_for_connections(&app, 2).await;
+    ctx.actors.sessions.broadcast([&ada_id], &frame);
+    assert_eq!(again.next_frame().await["type"], "reminders_updated");
+
+    let text = app.metrics_text().await;
+    assert_eq!(
+        sample(&text, r#"svc_actor_failures_total{actor="session"}"#),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        ctx.actors
+            .stats
+            .snapshot()
+            .failures_of(bowline::actors::ActorKind::SessionRegistry),
+        0,
+        "the registry itself carried on"
+    );
+}
+
+#[tokio::test]
 async fn the_stream_accepts_the_session_cookie() {
     let app = spawn_app().await;
     let signed = app.sign_up("web@example.com").await.signed;
