@@ -6,7 +6,7 @@ use reqwest::{Method, StatusCode};
 use sea_orm::{ConnectionTrait, EntityTrait};
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, spawn_app_with, spawn_app_with_mail};
+use crate::helpers::{TestApp, spawn_app_with_mail, spawn_app_with_mail_and};
 use crate::support::smtp::{ReceivedMail, SmtpSink};
 
 const SEND: &str = "/api/auth/email-otp/send-verification-otp";
@@ -296,9 +296,7 @@ async fn hostile_requests_are_refused_and_nothing_is_mailed() {
 #[tokio::test]
 async fn codes_are_limited_per_address_and_per_email() {
     let sink = SmtpSink::start().await;
-    let url = sink.url();
-    let app = spawn_app_with(move |s| {
-        s.mail.smtp_url = Some(bowline::config::Secret::new(url));
+    let app = spawn_app_with_mail_and(&sink, |s| {
         s.auth.rate_limit = true;
         s.auth.trust_proxy_headers = true;
     })

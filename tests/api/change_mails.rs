@@ -9,15 +9,13 @@ use sea_orm::{ActiveModelTrait, ActiveValue::Set, ColumnTrait, EntityTrait, Quer
 use serde_json::{Value, json};
 
 use crate::calendars::{Shared, shared};
-use crate::helpers::{TestApp, TestUser, WAIT, event_body, spawn_app_with};
+use crate::helpers::{TestApp, TestUser, WAIT, event_body, spawn_app_with_mail_and};
 use crate::support::smtp::SmtpSink;
 use entities::pending_notifications::{self as pending, Column};
 
 /// A server mailing `sink` with a batch delay of `delay_ms`.
 async fn mailing(sink: &SmtpSink, delay_ms: u64) -> TestApp {
-    let url = sink.url();
-    spawn_app_with(move |s| {
-        s.mail.smtp_url = Some(bowline::config::Secret::new(url));
+    spawn_app_with_mail_and(sink, |s| {
         s.mail.batch_delay_ms = delay_ms;
     })
     .await

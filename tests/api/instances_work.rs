@@ -18,6 +18,7 @@ use crate::change_mails::{attended, move_to};
 use crate::helpers::google::{google_id, link, mirror_id, outbox_rows, sync_now, titles_in};
 use crate::helpers::{
     TestApp, TestUser, event_body, eventually, sample, spawn_app_sharing_database, spawn_app_with,
+    spawn_app_with_mail_and,
 };
 use crate::support::google_api::{GoogleApi, GoogleUser};
 use crate::support::smtp::SmtpSink;
@@ -285,9 +286,7 @@ async fn sync_now_on_an_instance_not_holding_the_account_is_run_by_the_holder() 
 #[tokio::test]
 async fn a_batch_claimed_by_an_instance_that_died_is_sent_by_another_once_the_claim_ends() {
     let sink = SmtpSink::start().await;
-    let url = sink.url();
-    let mut first = spawn_app_with(move |s| {
-        s.mail.smtp_url = Some(bowline::config::Secret::new(url));
+    let mut first = spawn_app_with_mail_and(&sink, |s| {
         s.mail.batch_delay_ms = 1_000;
     })
     .await;

@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 
 use crate::calendars::shared;
 use crate::helpers::{
-    TestApp, TestUser, WAIT, event_body, spawn_app_sharing_database_with, spawn_app_with,
-    spawn_app_with_mail,
+    TestApp, TestUser, WAIT, event_body, spawn_app_sharing_database_with, spawn_app_with_mail,
+    spawn_app_with_mail_and,
 };
 use crate::support::smtp::SmtpSink;
 
@@ -40,9 +40,7 @@ async fn moves_and_cancellations_reach_attendees_in_one_mail_per_batch() {
     // The four edits below must land inside one batch window: the test settings' 200 ms is
     // shorter than four requests take on a loaded machine, so this server waits 3 s.
     let sink = SmtpSink::start().await;
-    let url = sink.url();
-    let app = spawn_app_with(move |s| {
-        s.mail.smtp_url = Some(bowline::config::Secret::new(url));
+    let app = spawn_app_with_mail_and(&sink, |s| {
         s.mail.batch_delay_ms = 3_000;
     })
     .await;
@@ -119,9 +117,7 @@ async fn a_due_batch_nobody_announced_is_found_by_the_rescan() {
     // as if the instance that committed it had stopped before announcing it. Only the
     // mailer's own rescan of the database can find it within the wait.
     let sink = SmtpSink::start().await;
-    let url = sink.url();
-    let app = spawn_app_with(move |s| {
-        s.mail.smtp_url = Some(bowline::config::Secret::new(url));
+    let app = spawn_app_with_mail_and(&sink, |s| {
         s.mail.batch_delay_ms = 600_000;
         s.mail.rescan_ms = 300;
     })
@@ -232,9 +228,7 @@ async fn pending_batches_survive_a_restart_with_their_due_time() {
     // the batch is still pending when it stops; the second one delivers it, not before its
     // due time and not later than its own (much longer) batch delay would.
     let sink = SmtpSink::start().await;
-    let url = sink.url();
-    let mut first = spawn_app_with(move |s| {
-        s.mail.smtp_url = Some(bowline::config::Secret::new(url));
+    let mut first = spawn_app_with_mail_and(&sink, |s| {
         s.mail.batch_delay_ms = 2_000;
     })
     .await;

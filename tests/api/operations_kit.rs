@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 
 use crate::calendars::shared;
 use crate::change_mails::{attended, move_to};
-use crate::helpers::{TestApp, eventually, sample, spawn_app_with};
+use crate::helpers::{TestApp, eventually, sample, spawn_app_with, spawn_app_with_mail_and};
 use crate::support::smtp::SmtpSink;
 
 /// Reads a file of the repository's `config/` directory.
@@ -153,10 +153,8 @@ async fn the_new_metrics_record_the_work_done() {
 #[tokio::test]
 async fn a_batch_the_mail_server_refuses_shows_as_overdue() {
     let sink = SmtpSink::start().await;
-    let url = sink.url();
     // Batches are due 200 ms after the first change and retried every 200 ms.
-    let app = spawn_app_with(move |s| {
-        s.mail.smtp_url = Some(bowline::config::Secret::new(url));
+    let app = spawn_app_with_mail_and(&sink, |s| {
         s.mail.batch_delay_ms = 200;
         s.mail.retry_ms = 200;
     })

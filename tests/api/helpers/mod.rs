@@ -284,8 +284,20 @@ pub fn no_redirects() -> reqwest::Client {
 
 /// A server that sends mail to `sink`.
 pub async fn spawn_app_with_mail(sink: &crate::support::smtp::SmtpSink) -> TestApp {
+    spawn_app_with_mail_and(sink, |_| {}).await
+}
+
+/// A server that sends mail to `sink`, with its settings changed by `configure`.
+pub async fn spawn_app_with_mail_and(
+    sink: &crate::support::smtp::SmtpSink,
+    configure: impl FnOnce(&mut Settings),
+) -> TestApp {
     let url = sink.url();
-    spawn_app_with(move |s| s.mail.smtp_url = Some(Secret::new(url))).await
+    spawn_app_with(move |s| {
+        s.mail.smtp_url = Some(Secret::new(url));
+        configure(s);
+    })
+    .await
 }
 
 /// A server with the test settings.
