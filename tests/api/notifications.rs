@@ -7,7 +7,7 @@ use reqwest::{Method, StatusCode};
 use sea_orm::{ActiveModelTrait, ActiveValue::Set, ConnectionTrait, EntityTrait};
 use serde_json::{Value, json};
 
-use crate::calendars::shared;
+use crate::calendars::{Shared, shared};
 use crate::helpers::{
     TestApp, TestUser, WAIT, event_body, spawn_app_sharing_database_with, spawn_app_with_mail,
     spawn_app_with_mail_and,
@@ -33,6 +33,19 @@ async fn put(app: &TestApp, user: &TestUser, body: &Value) {
         app.event_request(Method::PUT, user, body).await.status(),
         StatusCode::OK
     );
+}
+
+/// An event of the owner's in the shared calendar that the viewer goes to; its body.
+async fn attended_event(app: &TestApp, s: &Shared, title: &str) -> Value {
+    let body = event_body(&[&s.calendar], title, 9);
+    assert_eq!(
+        app.event_request(Method::POST, &s.owner, &body)
+            .await
+            .status(),
+        StatusCode::CREATED
+    );
+    answer(app, &s.viewer, body["id"].as_str().expect("id"), "going").await;
+    body
 }
 
 #[tokio::test]
@@ -123,14 +136,7 @@ async fn a_due_batch_nobody_announced_is_found_by_the_rescan() {
     })
     .await;
     let s = shared(&app, "rescan").await;
-    let mut body = event_body(&[&s.calendar], "Unannounced", 9);
-    assert_eq!(
-        app.event_request(Method::POST, &s.owner, &body)
-            .await
-            .status(),
-        StatusCode::CREATED
-    );
-    answer(&app, &s.viewer, body["id"].as_str().expect("id"), "going").await;
+    let mut body = attended_event(&app, &s, "Unannounced").await;
     body["start"] = json!("2026-07-23T13:00:00.000Z");
     body["end"] = json!("2026-07-23T14:00:00.000Z");
     put(&app, &s.owner, &body).await;
@@ -188,14 +194,7 @@ async fn a_refused_batch_is_kept_and_sent_when_the_server_accepts() {
     let sink = SmtpSink::start().await;
     let app = spawn_app_with_mail(&sink).await;
     let s = shared(&app, "refused").await;
-    let mut body = event_body(&[&s.calendar], "Retry me", 9);
-    assert_eq!(
-        app.event_request(Method::POST, &s.owner, &body)
-            .await
-            .status(),
-        StatusCode::CREATED
-    );
-    answer(&app, &s.viewer, body["id"].as_str().expect("id"), "going").await;
+    let mut body = attended_event(&app, &s, "Retry me").await;
     sink.refuse_next(2);
     body["isCanceled"] = json!(true);
     put(&app, &s.owner, &body).await;
@@ -234,15 +233,7 @@ async fn pending_batches_survive_a_restart_with_their_due_time() {
     .await;
     sink.refuse_next(u32::MAX);
     let s = shared(&first, "restart").await;
-    let mut body = event_body(&[&s.calendar], "Survivor", 9);
-    assert_eq!(
-        first
-            .event_request(Method::POST, &s.owner, &body)
-            .await
-            .status(),
-        StatusCode::CREATED
-    );
-    answer(&first, &s.viewer, body["id"].as_str().expect("id"), "going").await;
+    let mut body = attended_event(&first, &s, "Survivor").await;
     body["start"] = json!("2026-07-23T13:00:00.000Z");
     body["end"] = json!("2026-07-23T14:00:00.000Z");
     put(&first, &s.owner, &body).await;

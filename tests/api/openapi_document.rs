@@ -227,9 +227,8 @@ fn registered_patterns() -> BTreeSet<String> {
         }
         // The authentication subsystem's dispatch: `(Endpoint, "/api/auth/...")`, on one
         // line or, where rustfmt splits a long one, on two.
-        let joined = source.replace(",\n", ", ");
-        let joined = joined
-            .split(", ")
+        let joined = source
+            .split(',')
             .map(str::trim_start)
             .collect::<Vec<_>>()
             .join(", ");

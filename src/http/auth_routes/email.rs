@@ -96,9 +96,7 @@ pub async fn sign_up(req: &AuthRequest) -> Result<AuthReply, AppError> {
     )
 )]
 pub async fn sign_in(req: &AuthRequest) -> Result<AuthReply, AppError> {
-    let email = req
-        .required_email("email")
-        .map_err(|_| AuthError::invalid_email())?;
+    let email = req.sign_in_email()?;
     let password = req.required_str("password")?;
     if password.chars().count() > MAX_PASSWORD_LENGTH {
         return Err(AuthError::password_too_long().into());

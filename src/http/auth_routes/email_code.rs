@@ -35,9 +35,7 @@ const CODE_TYPES: &str = "Invalid option: expected one of \"email-verification\"
     )
 )]
 pub async fn send_code(req: &AuthRequest) -> Result<AuthReply, AppError> {
-    let email = req
-        .required_email("email")
-        .map_err(|_| AuthError::invalid_email())?;
+    let email = req.sign_in_email()?;
     match req.required_str("type")? {
         "sign-in" => {}
         "email-verification" | "forget-password" | "change-email" => {
@@ -81,9 +79,7 @@ pub async fn send_code(req: &AuthRequest) -> Result<AuthReply, AppError> {
     )
 )]
 pub async fn sign_in(req: &AuthRequest) -> Result<AuthReply, AppError> {
-    let email = req
-        .required_email("email")
-        .map_err(|_| AuthError::invalid_email())?;
+    let email = req.sign_in_email()?;
     let code = req.required_str("otp")?;
     let name = req.str_field("name")?.unwrap_or_default().to_owned();
     let image = req.str_field("image")?.filter(|i| !i.is_empty());

@@ -125,6 +125,13 @@ impl AuthRequest {
         }
     }
 
+    /// The `email` field as better-auth's sign-in routes read it: missing, not text or not an
+    /// address alike is `INVALID_EMAIL`.
+    pub fn sign_in_email(&self) -> Result<String, AuthError> {
+        self.required_email("email")
+            .map_err(|_| AuthError::invalid_email())
+    }
+
     /// A boolean field.
     pub fn bool_field(&self, name: &str) -> Result<Option<bool>, AuthError> {
         match self.body.get(name) {
