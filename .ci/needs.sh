@@ -33,6 +33,8 @@ ensure_node_clients() {
       { apt-get update -q >/dev/null && apt-get install -y -q nodejs npm >/dev/null; }
   fi
   npm ci --prefix tests/clients/better-auth --no-audit --no-fund --loglevel=error
+  # The test push service (web-push-testing) and its self-test's sender (web-push).
+  npm ci --prefix tests/clients/push-service --no-audit --no-fund --loglevel=error
 }
 
 ensure_python_icalendar() {

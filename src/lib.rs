@@ -34,6 +34,8 @@ pub mod mail;
 pub mod metrics;
 /// Clients of calendar providers (CalDAV) behind the one outbound guard.
 pub mod providers;
+/// The web push wire: message encryption (RFC 8291) and VAPID (RFC 8292).
+pub mod push;
 /// In-memory, per-process rate limits.
 pub mod rate_limit;
 /// AES-256-GCM sealing of stored credentials (`CALDAV_ENC_KEY`).

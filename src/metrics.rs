@@ -101,6 +101,24 @@ pub const DB_POOL_ACQUIRE_SECONDS: &str = "svc_db_pool_acquire_seconds";
 pub const SSE_DROPPED_TOTAL: &str = "svc_sse_dropped_total";
 /// The `reason` labels of [`SSE_DROPPED_TOTAL`].
 pub const SSE_DROP_REASONS: [&str; 3] = ["slow", "credentials", "closed"];
+/// Counter: reminder pushes a push service accepted (one per browser).
+pub const PUSH_SENT_TOTAL: &str = "svc_push_sent_total";
+/// Counter: reminder pushes not delivered, by `reason` ([`PUSH_FAILURE_REASONS`]).
+pub const PUSH_FAILURES_TOTAL: &str = "svc_push_failures_total";
+/// The `reason` labels of [`PUSH_FAILURES_TOTAL`]: `gone` (404/410, the subscription was
+/// dropped), `refused` (another 4xx, or not encryptable), `throttled` (429), `unavailable`
+/// (5xx) and `unreachable` (no answer), the last three after the retries.
+pub const PUSH_FAILURE_REASONS: [&str; 5] =
+    ["gone", "refused", "throttled", "unavailable", "unreachable"];
+/// Counter: reminders skipped because they fell due more than `PUSH_MAX_CATCHUP_MS` before
+/// the dispatcher looked (after an outage).
+pub const PUSH_SKIPPED_TOTAL: &str = "svc_push_skipped_total";
+/// Gauge: browsers subscribed to web push (as of the last pass here).
+pub const PUSH_SUBSCRIPTIONS: &str = "svc_push_subscriptions";
+/// Gauge: how far behind now the dispatcher's cursor was after its last pass here.
+pub const PUSH_DISPATCH_LAG_SECONDS: &str = "svc_push_dispatch_lag_seconds";
+/// Gauge: Unix time of this instance's last completed dispatch pass (0: none yet).
+pub const PUSH_DISPATCH_LAST_PASS: &str = "svc_push_dispatch_last_pass_timestamp_seconds";
 /// Prefix of the standard process metrics (`svc_process_cpu_seconds_total`, ...).
 pub const PROCESS_PREFIX: &str = "svc_";
 
@@ -266,6 +284,29 @@ impl Metrics {
                 SSE_DROPPED_TOTAL,
                 "Stream connections dropped by the server (slow client, credentials, closed)."
             );
+            describe_counter!(
+                PUSH_SENT_TOTAL,
+                "Reminders a push service accepted (one per browser)."
+            );
+            describe_counter!(
+                PUSH_FAILURES_TOTAL,
+                "Reminder pushes not delivered, by reason (gone, refused, throttled, unavailable, unreachable)."
+            );
+            describe_counter!(
+                PUSH_SKIPPED_TOTAL,
+                "Reminders skipped because they fell due longer than PUSH_MAX_CATCHUP_MS before the dispatcher looked."
+            );
+            describe_gauge!(PUSH_SUBSCRIPTIONS, "Browsers subscribed to web push.");
+            describe_gauge!(
+                PUSH_DISPATCH_LAG_SECONDS,
+                metrics::Unit::Seconds,
+                "How far behind now the reminder dispatcher's cursor was after its last pass."
+            );
+            describe_gauge!(
+                PUSH_DISPATCH_LAST_PASS,
+                metrics::Unit::Seconds,
+                "Unix time of this instance's last completed reminder dispatch pass (0: none)."
+            );
             metrics.process.describe();
         });
         metrics
@@ -350,7 +391,32 @@ impl Metrics {
             }
             gauge!(FEDERATED_UPSTREAM_STREAMS).increment(0.0);
             gauge!(PROVIDER_LEASES_HELD).increment(0.0);
+            counter!(PUSH_SENT_TOTAL).increment(0);
+            for reason in PUSH_FAILURE_REASONS {
+                counter!(PUSH_FAILURES_TOTAL, "reason" => reason).increment(0);
+            }
+            counter!(PUSH_SKIPPED_TOTAL).increment(0);
+            gauge!(PUSH_SUBSCRIPTIONS).increment(0.0);
+            gauge!(PUSH_DISPATCH_LAG_SECONDS).increment(0.0);
+            gauge!(PUSH_DISPATCH_LAST_PASS).increment(0.0);
         });
+    }
+
+    /// A reminder dispatch pass finished: `sent` pushes accepted, `skipped` reminders too old
+    /// to send, the cursor `lag_seconds` behind now, `subscriptions` browsers subscribed.
+    pub fn push_pass(&self, sent: u64, skipped: u64, lag_seconds: f64, subscriptions: u64) {
+        self.scoped(|| {
+            counter!(PUSH_SENT_TOTAL).increment(sent);
+            counter!(PUSH_SKIPPED_TOTAL).increment(skipped);
+            gauge!(PUSH_DISPATCH_LAG_SECONDS).set(lag_seconds);
+            gauge!(PUSH_SUBSCRIPTIONS).set(subscriptions as f64);
+            gauge!(PUSH_DISPATCH_LAST_PASS).set(chrono::Utc::now().timestamp() as f64);
+        });
+    }
+
+    /// A reminder push failed for `reason` (one of [`PUSH_FAILURE_REASONS`]).
+    pub fn push_failed(&self, reason: &'static str) {
+        self.scoped(|| counter!(PUSH_FAILURES_TOTAL, "reason" => reason).increment(1));
     }
 
     /// An actor of `kind` started (+1) or stopped (-1).

@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
+use crate::error::AppError;
+
 /// One limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rule {
@@ -87,11 +89,56 @@ pub const INVITE_SEND: Rule = Rule {
     window: minutes(60),
     sliding: false,
 };
+/// `POST /api/v1/scheduling/polls`: 30 new polls per 15 minutes per address (signed in or
+/// not).
+pub const POLL_CREATE: Rule = Rule {
+    name: "poll_create",
+    max: 30,
+    window: minutes(15),
+    sliding: false,
+};
+/// `GET /api/v1/public/polls/:token`: 60 per 15 minutes per address (the token space is
+/// not walked).
+pub const POLL_READ: Rule = Rule {
+    name: "poll_read",
+    max: 60,
+    window: minutes(15),
+    sliding: false,
+};
+/// `PUT /api/v1/public/polls/:token/votes`: 60 per 15 minutes per address, counted apart
+/// from the reads.
+pub const POLL_VOTE: Rule = Rule {
+    name: "poll_vote",
+    max: 60,
+    window: minutes(15),
+    sliding: false,
+};
 /// `POST /api/auth/email-otp/send-verification-otp`: 5 codes per 15 minutes per email
 /// address (beside better-auth's limit per client address), so that nobody fills a mailbox.
 pub const SIGN_IN_CODES_PER_EMAIL: Rule = Rule {
     name: "sign_in_codes_per_email",
     max: 5,
+    window: minutes(15),
+    sliding: false,
+};
+/// `GET /api/v1/public/events/:token`: 60 per 15 minutes per address.
+pub const PUBLIC_EVENT_READ: Rule = Rule {
+    name: "public_event_read",
+    max: 60,
+    window: minutes(15),
+    sliding: false,
+};
+/// `GET /api/v1/public/events/:token/rsvp`: 60 per 15 minutes per address.
+pub const PUBLIC_EVENT_ANSWERS: Rule = Rule {
+    name: "public_event_answers",
+    max: 60,
+    window: minutes(15),
+    sliding: false,
+};
+/// `PUT /api/v1/public/events/:token/rsvp`: 30 per 15 minutes per address.
+pub const PUBLIC_EVENT_ANSWER: Rule = Rule {
+    name: "public_event_answer",
+    max: 30,
     window: minutes(15),
     sliding: false,
 };
@@ -161,6 +208,12 @@ impl RateLimiter {
         Ok(())
     }
 
+    /// [`Self::check`] now, as the answer a client gets: 429 with the seconds to wait.
+    pub fn admit(&self, rule: Rule, key: &str) -> Result<(), AppError> {
+        self.check(rule, key, Instant::now())
+            .map_err(|retry_after_secs| AppError::TooManyRequests { retry_after_secs })
+    }
+
     /// Forgets windows that have ended (the scheduler's `rate_limits` task runs it).
     pub fn prune(&self, now: Instant) {
         self.windows.lock().retain(|(name, _), w| {
@@ -184,7 +237,13 @@ fn rule_window(name: &str) -> Option<Duration> {
         FEDERATION_GATEWAY,
         DELETE_CONFIRM,
         INVITE_SEND,
+        POLL_CREATE,
+        POLL_READ,
+        POLL_VOTE,
         SIGN_IN_CODES_PER_EMAIL,
+        PUBLIC_EVENT_READ,
+        PUBLIC_EVENT_ANSWERS,
+        PUBLIC_EVENT_ANSWER,
         AUTH_CREDENTIALS,
         AUTH_MAIL,
         AUTH_DEFAULT,

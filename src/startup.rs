@@ -31,7 +31,9 @@ use crate::http;
 use crate::mail::MailService;
 use crate::metrics::Metrics;
 use crate::providers::oauth::OAuthApp;
-use crate::providers::outbound::{GuardSettings, OutboundGuard};
+use crate::providers::outbound::{self, GuardSettings, OutboundGuard};
+use crate::push::send::PushSender;
+use crate::push::vapid::Vapid;
 use crate::rate_limit::RateLimiter;
 use crate::secret_box::SecretBox;
 use crate::shutdown::Shutdown;
@@ -151,6 +153,7 @@ impl ApplicationBuilder {
         let cpu = Arc::new(CpuWork::per_core(settings.call_timeout()));
         let mirrors = mirrors_env(&settings, &services, cpu.clone(), &instance_id, &base_url)?;
         let federation = federation_env(&settings, &mirrors, &base_url);
+        let push = push_sender(&settings)?;
         let shared = Arc::new(Shared {
             mail: Arc::new(mail),
             limits: RateLimiter::default(),
@@ -164,6 +167,7 @@ impl ApplicationBuilder {
             shutdown: Shutdown::new(),
             mirrors,
             federation,
+            push,
         });
         let ctx: Ctx = Arc::new(AppContext {
             capabilities: Capabilities::new(&shared.settings, shared.mail.deliverable()),
@@ -319,6 +323,42 @@ fn federation_env(settings: &Settings, mirrors: &Mirrors, base_url: &str) -> Fed
     }
 }
 
+/// The CA certificates every outbound request trusts beside the public roots
+/// (`OUTBOUND_CA_FILE`).
+fn extra_roots(settings: &Settings) -> Result<Vec<reqwest::Certificate>, StartupError> {
+    match &settings.outbound.ca_file {
+        Some(path) => outbound::read_ca_file(path).map_err(StartupError::HttpClient),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// The web push sender, when VAPID keys are configured: the server's VAPID identity and an
+/// outbound guard of its own (the push request timeout; private hosts and extra CA roots as
+/// for every other outbound request).
+fn push_sender(settings: &Settings) -> Result<Option<PushSender>, StartupError> {
+    let push = &settings.push;
+    let (Some(public), Some(private), Some(subject)) = (
+        &push.vapid_public_key,
+        &push.vapid_private_key,
+        &push.vapid_subject,
+    ) else {
+        return Ok(None);
+    };
+    let vapid = Vapid::new(public, private.expose(), subject)
+        .map_err(|err| StartupError::HttpClient(format!("VAPID keys: {err}")))?;
+    let timeout = Duration::from_millis(push.request_timeout_ms);
+    let guard = OutboundGuard::new(GuardSettings {
+        allow_private_hosts: settings.federation.allow_private_hosts,
+        connect_timeout: timeout,
+        total_timeout: timeout,
+        max_redirects: 0,
+        max_body_bytes: 64 * 1024,
+        extra_roots: extra_roots(settings)?,
+    })
+    .map_err(|err| StartupError::HttpClient(err.to_string()))?;
+    Ok(Some(PushSender::new(vapid, guard)))
+}
+
 /// What the provider mirrors use: the outbound guard (private hosts as
 /// `FEDERATION_ALLOW_PRIVATE_HOSTS` says), the key sealing credentials, the outbox policy.
 fn mirrors_env(
@@ -335,6 +375,7 @@ fn mirrors_env(
         total_timeout: Duration::from_millis(caldav.request_timeout_ms),
         max_redirects: 5,
         max_body_bytes: 64 * 1024 * 1024,
+        extra_roots: extra_roots(settings)?,
     })
     .map_err(|err| StartupError::HttpClient(err.to_string()))?;
     Ok(Mirrors {

@@ -178,6 +178,18 @@ uuid_id!(
     /// A connected CalDAV account's id (its text is the account's [`AccountId`]).
     CaldavAccountId
 );
+uuid_id!(
+    /// A scheduling poll's id.
+    PollId
+);
+uuid_id!(
+    /// A candidate day (slot) of a scheduling poll.
+    PollSlotId
+);
+uuid_id!(
+    /// A participant of a scheduling poll (one per poll and address).
+    PollParticipantId
+);
 text_id!(
     /// A user's id: better-auth's alphanumerics, or `fed_<uuid>` for a shadow user of a
     /// federated server.

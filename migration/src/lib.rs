@@ -29,6 +29,9 @@ mod m20261126_000018_create_federation_connections;
 mod m20261126_000019_create_instance_notices_postgres;
 mod m20261126_000020_create_provider_leases;
 mod m20261127_000021_revoke_member_tokens_with_last_membership;
+mod m20261128_000022_create_event_shares;
+mod m20261128_000023_create_scheduling_polls;
+mod m20261128_000024_create_push_subscriptions;
 
 /// The ordered list of every migration Bowline has shipped.
 pub struct Migrator;
@@ -58,6 +61,9 @@ impl MigratorTrait for Migrator {
             Box::new(m20261126_000019_create_instance_notices_postgres::Migration),
             Box::new(m20261126_000020_create_provider_leases::Migration),
             Box::new(m20261127_000021_revoke_member_tokens_with_last_membership::Migration),
+            Box::new(m20261128_000022_create_event_shares::Migration),
+            Box::new(m20261128_000023_create_scheduling_polls::Migration),
+            Box::new(m20261128_000024_create_push_subscriptions::Migration),
         ]
     }
 }

@@ -24,6 +24,7 @@ pub mod keyed;
 pub mod mailer;
 pub mod provider_sync;
 pub mod providers;
+pub mod push_dispatcher;
 pub mod root;
 pub mod scheduler;
 pub mod session;
@@ -64,11 +65,13 @@ pub enum ActorKind {
     ProviderSupervisor,
     /// A connected account's sync actor.
     ProviderSync,
+    /// The reminder push dispatcher.
+    PushDispatcher,
 }
 
 impl ActorKind {
     /// Every kind (their series are exported at zero from start-up).
-    pub const ALL: [Self; 9] = [
+    pub const ALL: [Self; 10] = [
         Self::Root,
         Self::Scheduler,
         Self::Mailer,
@@ -78,6 +81,7 @@ impl ActorKind {
         Self::Calendar,
         Self::ProviderSupervisor,
         Self::ProviderSync,
+        Self::PushDispatcher,
     ];
 
     /// The metric label.
@@ -92,6 +96,7 @@ impl ActorKind {
             Self::Calendar => "calendar",
             Self::ProviderSupervisor => "provider_supervisor",
             Self::ProviderSync => "provider_sync",
+            Self::PushDispatcher => "push_dispatcher",
         }
     }
 }

@@ -14,6 +14,7 @@ use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 use super::calendars::CalendarSupervisor;
 use super::mailer::MailerActor;
 use super::providers::ProviderSupervisor;
+use super::push_dispatcher::PushDispatcherActor;
 use super::scheduler::{SchedulerActor, SchedulerArgs, TaskSpec};
 use super::sessions::SessionRegistryActor;
 use super::supervision::{RestartBudget, RestartPolicy};
@@ -51,12 +52,13 @@ pub struct RootState {
 }
 
 /// The root's children, in start order.
-const CHILDREN: [ActorKind; 5] = [
+const CHILDREN: [ActorKind; 6] = [
     ActorKind::Mailer,
     ActorKind::SessionRegistry,
     ActorKind::CalendarSupervisor,
     ActorKind::ProviderSupervisor,
     ActorKind::Scheduler,
+    ActorKind::PushDispatcher,
 ];
 
 /// How long the root waits for its children to stop.
@@ -108,6 +110,11 @@ impl RootActor {
                 actors.providers.supervisor.set(Some(actor.clone()));
                 actor.get_cell()
             }
+            ActorKind::PushDispatcher => {
+                let (actor, _) =
+                    Actor::spawn_linked(None, PushDispatcherActor, shared.clone(), cell).await?;
+                actor.get_cell()
+            }
             ActorKind::Root
             | ActorKind::Session
             | ActorKind::Calendar
@@ -132,7 +139,8 @@ impl RootActor {
             ActorKind::Root
             | ActorKind::Session
             | ActorKind::Calendar
-            | ActorKind::ProviderSync => {}
+            | ActorKind::ProviderSync
+            | ActorKind::PushDispatcher => {}
         }
     }
 

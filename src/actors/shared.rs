@@ -14,6 +14,7 @@ use crate::error::AppError;
 use crate::federation::Federation;
 use crate::mail::MailService;
 use crate::metrics::Metrics;
+use crate::push::send::PushSender;
 use crate::rate_limit::RateLimiter;
 use crate::shutdown::Shutdown;
 use crate::store::Database;
@@ -47,6 +48,8 @@ pub struct Shared {
     pub mirrors: Mirrors,
     /// What federation's home side uses (the same guard, the roaming tokens' key).
     pub federation: Federation,
+    /// The web push sender, when VAPID keys are configured.
+    pub push: Option<PushSender>,
 }
 
 impl Shared {

@@ -15,6 +15,7 @@ pub mod invites;
 pub mod membership;
 pub mod mirrors;
 pub mod pages;
+pub mod polls;
 pub mod reminders;
 pub mod settings;
 

@@ -14,6 +14,8 @@ pub struct Capabilities {
     pub sync_providers: Vec<&'static str>,
     /// Whether mail can actually be delivered.
     pub email: bool,
+    /// The VAPID public key browsers subscribe with, when web push is configured.
+    pub push_public_key: Option<String>,
 }
 
 impl Capabilities {
@@ -37,10 +39,20 @@ impl Capabilities {
             }
             sync_providers.push("caldav");
         }
+        let push = &settings.push;
+        let push_public_key = match (
+            &push.vapid_public_key,
+            &push.vapid_private_key,
+            &push.vapid_subject,
+        ) {
+            (Some(public), Some(_), Some(_)) => Some(public.clone()),
+            _ => None,
+        };
         Self {
             socials,
             sync_providers,
             email,
+            push_public_key,
         }
     }
 }

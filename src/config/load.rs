@@ -117,6 +117,14 @@ const ENV_VARS: &[(&str, &str)] = &[
         "federation.request_timeout_ms",
     ),
     ("FEDERATION_STREAM_RETRY_MS", "federation.stream_retry_ms"),
+    ("OUTBOUND_CA_FILE", "outbound.ca_file"),
+    ("VAPID_PUBLIC_KEY", "push.vapid_public_key"),
+    ("VAPID_PRIVATE_KEY", "push.vapid_private_key"),
+    ("VAPID_SUBJECT", "push.vapid_subject"),
+    ("PUSH_TICK_MS", "push.tick_ms"),
+    ("PUSH_LEASE_MS", "push.lease_ms"),
+    ("PUSH_REQUEST_TIMEOUT_MS", "push.request_timeout_ms"),
+    ("PUSH_MAX_CATCHUP_MS", "push.max_catchup_ms"),
 ];
 
 /// Why configuration was refused. `Display` is the one line start-up prints.

@@ -60,6 +60,43 @@ pub struct Settings {
     pub caldav: CaldavSettings,
     /// Federation between Bowline servers.
     pub federation: FederationSettings,
+    /// Requests to other servers (the outbound guard).
+    pub outbound: OutboundSettings,
+    /// Reminders sent as web push.
+    pub push: PushSettings,
+}
+
+/// `[outbound]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutboundSettings {
+    /// `OUTBOUND_CA_FILE`: a PEM file of CA certificates trusted beside the public roots.
+    #[serde(deserialize_with = "optional_string")]
+    pub ca_file: Option<String>,
+}
+
+/// `[push]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PushSettings {
+    /// `VAPID_PUBLIC_KEY`: the server's P-256 public key, base64url (65 bytes uncompressed).
+    #[serde(deserialize_with = "optional_string")]
+    pub vapid_public_key: Option<String>,
+    /// `VAPID_PRIVATE_KEY`: its private key, base64url (32 bytes).
+    #[serde(deserialize_with = "optional_secret")]
+    pub vapid_private_key: Option<Secret>,
+    /// `VAPID_SUBJECT`: `mailto:` address or `https:` URL push services may contact.
+    #[serde(deserialize_with = "optional_string")]
+    pub vapid_subject: Option<String>,
+    /// `PUSH_TICK_MS`: how often the dispatcher looks for due reminders.
+    pub tick_ms: u64,
+    /// `PUSH_LEASE_MS`: how long an instance holds the dispatch before another may take it.
+    pub lease_ms: u64,
+    /// `PUSH_REQUEST_TIMEOUT_MS`: the longest one request to a push service may take.
+    pub request_timeout_ms: u64,
+    /// `PUSH_MAX_CATCHUP_MS`: the oldest a reminder may be and still be sent (older ones
+    /// are skipped and counted).
+    pub max_catchup_ms: u64,
 }
 
 /// `[server]`
@@ -304,6 +341,72 @@ mod tests {
             assert!(line.contains(name), "{line}");
             assert!(!line.contains('\n'), "one line: {line}");
         }
+    }
+
+    #[test]
+    fn vapid_keys_are_set_together_and_must_belong_together() {
+        let pair = crate::push::vapid::generate_key_pair();
+        let other = crate::push::vapid::generate_key_pair();
+        let load = |public: &str, private: &str, subject: &str| {
+            let env = |name: &str| match name {
+                "VAPID_PUBLIC_KEY" => Some(public.to_owned()),
+                "VAPID_PRIVATE_KEY" => Some(private.to_owned()),
+                "VAPID_SUBJECT" => Some(subject.to_owned()),
+                _ => None,
+            };
+            Settings::load_with(&[], &env)
+        };
+        let settings = load(
+            &pair.public_key,
+            &pair.private_key,
+            "mailto:ops@example.com",
+        )
+        .expect("a pair loads");
+        assert!(
+            crate::config::capabilities::Capabilities::new(&settings, false)
+                .push_public_key
+                .is_some()
+        );
+        assert!(
+            crate::config::capabilities::Capabilities::new(
+                &Settings::load_with(&[], &|_| None).expect("defaults"),
+                false
+            )
+            .push_public_key
+            .is_none(),
+            "no keys, nothing advertised"
+        );
+        for (public, private, subject) in [
+            (pair.public_key.as_str(), "", ""),
+            ("", pair.private_key.as_str(), "mailto:ops@example.com"),
+            (
+                &pair.public_key,
+                &other.private_key,
+                "mailto:ops@example.com",
+            ),
+            (&pair.public_key, &pair.private_key, "ops@example.com"),
+            (&pair.public_key, &pair.private_key, "http://example.com"),
+            ("not-a-key", &pair.private_key, "mailto:ops@example.com"),
+        ] {
+            let err = load(public, private, subject).expect_err("refused");
+            let line = err.to_string();
+            assert!(line.contains("VAPID_PUBLIC_KEY"), "{line}");
+            assert!(!line.contains(&pair.private_key), "no secret in {line}");
+        }
+        let hunter = load(
+            &pair.public_key,
+            &pair.private_key,
+            "mailto:ops@example.com",
+        )
+        .expect("loads");
+        assert!(!format!("{hunter:?}").contains(&pair.private_key));
+    }
+
+    #[test]
+    fn an_unreadable_outbound_ca_file_is_refused() {
+        let env = env_of(&[("OUTBOUND_CA_FILE", "/nonexistent/ca.pem")]);
+        let err = Settings::load_with(&[], &env).expect_err("refused");
+        assert!(err.to_string().contains("OUTBOUND_CA_FILE"), "{err}");
     }
 
     #[test]

@@ -177,6 +177,12 @@ impl Settings {
                 "must not be below actors.restart_backoff_ms".into(),
             );
         }
+        self.validate_push()?;
+        if let Some(path) = &self.outbound.ca_file
+            && let Err(reason) = crate::providers::outbound::read_ca_file(path)
+        {
+            return invalid("outbound.ca_file", reason);
+        }
         if let Some(key) = &self.caldav.enc_key {
             let key = key.expose();
             if key.len() != 64 || !key.chars().all(|c| c.is_ascii_hexdigit()) {
@@ -185,6 +191,56 @@ impl Settings {
                     "must be 64 hexadecimal characters (a 32-byte key)".into(),
                 );
             }
+        }
+        Ok(())
+    }
+}
+
+impl Settings {
+    /// The web push settings: the VAPID keys and subject together or not at all, a key pair
+    /// that belongs together, and timings that fit one another.
+    fn validate_push(&self) -> Result<(), ConfigError> {
+        let push = &self.push;
+        let invalid = |key: &str, reason: String| Err(ConfigError::invalid(key, reason));
+        match (
+            &push.vapid_public_key,
+            &push.vapid_private_key,
+            &push.vapid_subject,
+        ) {
+            (None, None, None) => {}
+            (Some(public), Some(private), Some(subject)) => {
+                if let Err(reason) =
+                    crate::push::vapid::Vapid::new(public, private.expose(), subject)
+                {
+                    return invalid("push.vapid_public_key", reason.to_string());
+                }
+            }
+            _ => {
+                return invalid(
+                    "push.vapid_public_key",
+                    "VAPID_PUBLIC_KEY, VAPID_PRIVATE_KEY and VAPID_SUBJECT must be set together \
+                     (one without the others would advertise push this server cannot send)"
+                        .into(),
+                );
+            }
+        }
+        if push.tick_ms < 10 {
+            return invalid("push.tick_ms", "must be at least 10".into());
+        }
+        if push.lease_ms < push.tick_ms.saturating_mul(2) {
+            return invalid(
+                "push.lease_ms",
+                "must be at least twice push.tick_ms (the holder renews it every tick)".into(),
+            );
+        }
+        if push.max_catchup_ms < push.tick_ms {
+            return invalid(
+                "push.max_catchup_ms",
+                "must not be below push.tick_ms".into(),
+            );
+        }
+        if push.request_timeout_ms == 0 {
+            return invalid("push.request_timeout_ms", "must be positive".into());
         }
         Ok(())
     }

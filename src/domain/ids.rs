@@ -4,8 +4,8 @@
 //! (canonical hyphenated UUIDs for calendars, events, invites and Pages, the text ids of
 //! users): anything else is a 400 before authorization or any database access.
 
-use rand::Rng;
 use rand::distr::Alphanumeric;
+use rand::{Rng, RngCore};
 use uuid::Uuid;
 
 use crate::error::AppError;
@@ -21,6 +21,19 @@ pub fn random_alphanumeric(len: usize) -> String {
         .take(len)
         .map(char::from)
         .collect()
+}
+
+/// A capability token of 128 random bits, as 32 lowercase hex digits (the address of a
+/// published event page or of a scheduling poll: knowing it is the permission).
+pub fn random_token() -> String {
+    let mut random = [0u8; 16];
+    rand::rng().fill_bytes(&mut random);
+    hex::encode(random)
+}
+
+/// Whether `text` has the shape of a [`random_token`] (checked before any database access).
+pub fn is_random_token(text: &str) -> bool {
+    text.len() == 32 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 /// A new user, session, account or verification id (better-auth's 32-character format).

@@ -75,7 +75,7 @@ const INVALID_CREATE: &str = "Request is missing valid event data...";
 const INVALID_UPDATE: &str = "Request missing valid event data...";
 
 /// A `:eventId` path segment: a canonical UUID, never an occurrence id.
-fn event_id(text: &str) -> Result<EventId, AppError> {
+pub(super) fn event_id(text: &str) -> Result<EventId, AppError> {
     canonical_uuid(text)
         .map(EventId::from_uuid)
         .ok_or_else(|| AppError::bad_request("eventId must be an event id, not an occurrence."))
@@ -452,6 +452,7 @@ async fn set_attendance_handler(
             by: actor,
             event,
             answer,
+            page: None,
             reply,
         })
         .await?;

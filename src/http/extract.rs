@@ -167,6 +167,17 @@ impl AuthUser {
 pub fn session_or_member_token(
     ctx: Ctx,
 ) -> impl Filter<Extract = (AuthUser,), Error = Rejection> + Clone {
+    presented_credentials(ctx).and_then(|caller: Option<AuthUser>| async move {
+        caller.ok_or_else(|| reject(AppError::Unauthorized("Unauthorized".into())))
+    })
+}
+
+/// Whoever the request's credentials name (`None`: no credentials, or none that name a live
+/// session or member token). A cookie-authenticated change from an untrusted origin is
+/// refused (403).
+fn presented_credentials(
+    ctx: Ctx,
+) -> impl Filter<Extract = (Option<AuthUser>,), Error = Rejection> + Clone {
     with_ctx(ctx)
         .and(request_ctx())
         .and(warp::method())
@@ -179,7 +190,7 @@ pub fn session_or_member_token(
                     .await
                     .map_err(reject)?;
                 let Resolution::Authenticated(identity) = resolution else {
-                    return Err(reject(AppError::Unauthorized("Unauthorized".into())));
+                    return Ok(None);
                 };
                 let by_cookie = matches!(
                     &identity,
@@ -194,10 +205,10 @@ pub fn session_or_member_token(
                     )));
                 }
                 rctx.set_user(&identity.user().id);
-                Ok(AuthUser {
+                Ok(Some(AuthUser {
                     identity,
                     credentials_seen,
-                })
+                }))
             },
         )
 }
@@ -210,6 +221,24 @@ pub fn signed_in(ctx: Ctx) -> impl Filter<Extract = (AuthUser,), Error = Rejecti
             Ok(user)
         } else {
             Err(warp::reject::custom(MemberTokenRefused))
+        }
+    })
+}
+
+/// The caller's signed-in session, if they sent one (the scheduling-poll routes where a
+/// session is optional): `None` without credentials and with credentials that name no live
+/// session (unknown, expired, a bad signature: the request goes on anonymous, as better-auth's
+/// optional sessions do). A federation member token is refused (403,
+/// [`MemberTokenRefused`]) as on every route outside its calendars, and a
+/// cookie-authenticated change still needs a trusted origin (403), so another site cannot
+/// act as the visitor.
+pub fn optional_session(
+    ctx: Ctx,
+) -> impl Filter<Extract = (Option<AuthUser>,), Error = Rejection> + Clone {
+    presented_credentials(ctx).and_then(|caller: Option<AuthUser>| async move {
+        match caller {
+            Some(user) if !user.has_session() => Err(warp::reject::custom(MemberTokenRefused)),
+            caller => Ok(caller),
         }
     })
 }

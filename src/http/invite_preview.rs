@@ -173,12 +173,7 @@ pub fn preview(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection
 
 async fn preview_handler(ctx: &Ctx, rctx: &RequestCtx, token: &str) -> Result<Response, AppError> {
     ctx.limits
-        .check(
-            INVITE_PREVIEW,
-            &rctx.client_ip().to_string(),
-            std::time::Instant::now(),
-        )
-        .map_err(|retry_after_secs| AppError::TooManyRequests { retry_after_secs })?;
+        .admit(INVITE_PREVIEW, &rctx.client_ip().to_string())?;
     let invite_id = canonical_uuid(token)
         .map(InviteId::from_uuid)
         .ok_or_else(invite_not_found)?;

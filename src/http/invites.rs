@@ -312,9 +312,7 @@ async fn send_invite_handler(
     if !ctx.capabilities.email {
         return Err(AppError::bad_request("This server cannot send email."));
     }
-    ctx.limits
-        .check(INVITE_SEND, user.id().as_str(), std::time::Instant::now())
-        .map_err(|retry_after_secs| AppError::TooManyRequests { retry_after_secs })?;
+    ctx.limits.admit(INVITE_SEND, user.id().as_str())?;
     let link = format!("{}/invite/{invite_id}", ctx.base_url);
     let mail = templates::calendar_invitation(
         &templates::server_name(&ctx.base_url),

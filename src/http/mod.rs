@@ -25,6 +25,7 @@ pub mod connections;
 pub mod cors;
 pub mod endpoint;
 pub mod event_bodies;
+pub mod event_pages;
 pub mod event_reads;
 pub mod events;
 pub mod extract;
@@ -40,8 +41,10 @@ pub mod metrics_endpoint;
 pub mod openapi;
 pub mod pages;
 pub mod pipeline;
+pub mod polls;
 pub mod preface;
 pub mod provider_accounts;
+pub mod push;
 pub mod rejection;
 pub mod reminders;
 pub mod request;
@@ -67,7 +70,10 @@ use request::RequestCtx;
 /// Events, the busiest, come first.
 pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
     let auth = auth_routes::routes(ctx.clone());
-    let application = under(&["api", "v1", "events"], events::routes(ctx.clone()))
+    let events = events::routes(ctx.clone())
+        .or(event_pages::share_routes(ctx.clone()))
+        .unify();
+    let application = under(&["api", "v1", "events"], events)
         .or(under(
             &["api", "v1", "calendars"],
             invites::routes(ctx.clone())
@@ -98,6 +104,23 @@ pub fn routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
         ))
         .unify()
         .or(under(&["api", "v1", "pages"], pages::routes(ctx.clone())))
+        .unify()
+        .or(under(
+            &["api", "v1", "scheduling"],
+            polls::routes(ctx.clone()),
+        ))
+        .unify()
+        .or(under(
+            &["api", "v1", "public", "polls"],
+            polls::public_routes(ctx.clone()),
+        ))
+        .unify()
+        .or(under(
+            &["api", "v1", "public", "events"],
+            event_pages::public_routes(ctx.clone()),
+        ))
+        .unify()
+        .or(under(&["api", "v1", "push"], push::routes(ctx.clone())))
         .unify()
         .or(under(
             &["api", "v1", "reminders"],

@@ -40,7 +40,8 @@ pub struct ServerInfoResponse {
     pub email: bool,
     /// Whether sign-in requires a verified email.
     pub email_verification_required: bool,
-    /// Web-push key (web push is not offered).
+    /// The VAPID public key browsers subscribe to web push with; null when this server
+    /// does not push.
     pub push_public_key: Option<String>,
 }
 
@@ -100,13 +101,14 @@ fn server_info(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = warp::Rej
             let info = server_info_handler(&ctx);
             // What the answer is built from only changes with the server's configuration.
             let versions = format!(
-                "{}|{}|{}|{:?}|{:?}|{}",
+                "{}|{}|{}|{:?}|{:?}|{}|{:?}",
                 info.version,
                 info.min_client_version,
                 info.implementation,
                 info.socials,
                 info.sync_providers,
-                info.email
+                info.email,
+                info.push_public_key
             );
             let tag = EntityTag::public("server", &versions);
             conditional::answer(&tag, if_none_match.as_deref(), || {
@@ -126,6 +128,6 @@ fn server_info_handler(ctx: &Ctx) -> ServerInfoResponse {
         sync_providers: caps.sync_providers.clone(),
         email: caps.email,
         email_verification_required: false,
-        push_public_key: None,
+        push_public_key: caps.push_public_key.clone(),
     }
 }

@@ -103,12 +103,7 @@ async fn delete_confirm_handler(
     body: DeleteConfirmRequest,
 ) -> Result<Response, AppError> {
     ctx.limits
-        .check(
-            DELETE_CONFIRM,
-            &rctx.client_ip().to_string(),
-            std::time::Instant::now(),
-        )
-        .map_err(|retry_after_secs| AppError::TooManyRequests { retry_after_secs })?;
+        .admit(DELETE_CONFIRM, &rctx.client_ip().to_string())?;
     let token = body
         .token
         .filter(|token| !token.trim().is_empty())

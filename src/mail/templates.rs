@@ -227,6 +227,33 @@ pub fn event_changes(server: &str, to: &str, items: &[ChangeItem], zone: Tz) -> 
     }
 }
 
+/// The mail telling a participant of a scheduling poll which day was picked (not batched:
+/// a poll is decided once). `when` is the day as the mail names it, `link` the poll's
+/// public page, which works without an account.
+pub fn poll_decided(
+    server: &str,
+    to: &str,
+    name: &str,
+    title: &str,
+    when: &str,
+    link: &str,
+) -> Mail {
+    let name = if name.trim().is_empty() {
+        "there"
+    } else {
+        name.trim()
+    };
+    with_link(
+        "poll_decided",
+        to,
+        format!("{title} has a time"),
+        &format!("Hi {name}, the answers to \"{title}\" are in: {when}."),
+        "See the poll",
+        link,
+        &format!("You are getting this because you answered this poll on {server}."),
+    )
+}
+
 #[cfg(test)]
 #[allow(clippy::expect_used, clippy::unwrap_used)]
 mod tests {

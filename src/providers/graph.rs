@@ -468,6 +468,7 @@ mod tests {
                 total_timeout: std::time::Duration::from_secs(1),
                 max_redirects: 0,
                 max_body_bytes: 1,
+                extra_roots: Vec::new(),
             },
         )
         .unwrap();

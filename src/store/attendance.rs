@@ -129,3 +129,22 @@ pub async fn to_notify(
         .map(|row| row.user_id)
         .collect())
 }
+
+/// Which of `events` `user_id` declined.
+pub async fn declined_among(
+    db: &impl ConnectionTrait,
+    user_id: &UserId,
+    events: &[EventId],
+) -> Result<std::collections::HashSet<EventId>, DbErr> {
+    let mut declined = std::collections::HashSet::new();
+    for chunk in events.chunks(500) {
+        let rows = event_attendees::Entity::find()
+            .filter(event_attendees::Column::UserId.eq(user_id))
+            .filter(event_attendees::Column::Status.eq("declined"))
+            .filter(event_attendees::Column::EventId.is_in(chunk.iter().copied()))
+            .all(db)
+            .await?;
+        declined.extend(rows.into_iter().map(|row| row.event_id));
+    }
+    Ok(declined)
+}

@@ -226,6 +226,34 @@ pub async fn update_profile(
     Ok(Some(user))
 }
 
+/// Gives a nameless account the name it just typed (on a published page); a name already
+/// there is never replaced. Whether it was named now.
+pub async fn name_if_nameless(
+    db: &Database,
+    id: &UserId,
+    name: &str,
+    now: DateTime<Utc>,
+) -> Result<bool, DbErr> {
+    use sea_orm::sea_query::Expr;
+    let named = db
+        .write(async |txn| {
+            users::Entity::update_many()
+                .col_expr(users::Column::Name, Expr::value(name))
+                .col_expr(users::Column::UpdatedAt, Expr::value(now))
+                .filter(users::Column::Id.eq(id))
+                .filter(users::Column::Name.eq(""))
+                .exec(txn)
+                .await
+        })
+        .await?
+        .rows_affected
+        > 0;
+    if named {
+        db.credentials_changed(id);
+    }
+    Ok(named)
+}
+
 /// The owner of an unverified address proved it (an emailed code): whatever the account
 /// gathered before that proof — its sign-in accounts (a password someone else may have set,
 /// provider links) and its sessions — is removed, and the address is marked verified, in

@@ -24,6 +24,7 @@ fn settings(allow_private_hosts: bool) -> GuardSettings {
         total_timeout: Duration::from_secs(15),
         max_redirects: 5,
         max_body_bytes: 4 * 1024 * 1024,
+        extra_roots: Vec::new(),
     }
 }
 

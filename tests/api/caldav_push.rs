@@ -288,6 +288,7 @@ fn reader(server: &CaldavServer) -> bowline::providers::caldav::CaldavClient {
         total_timeout: Duration::from_secs(10),
         max_redirects: 5,
         max_body_bytes: 1 << 20,
+        extra_roots: Vec::new(),
     })
     .expect("guard");
     bowline::providers::caldav::CaldavClient::new(guard, &server.username, &server.password)

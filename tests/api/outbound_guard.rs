@@ -34,6 +34,7 @@ fn settings(allow_private_hosts: bool) -> GuardSettings {
         total_timeout: Duration::from_secs(8),
         max_redirects: 5,
         max_body_bytes: 1024,
+        extra_roots: Vec::new(),
     }
 }
 

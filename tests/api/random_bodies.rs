@@ -186,6 +186,11 @@ async fn routes(app: &TestApp, user: &TestUser) -> Vec<Route> {
             json!({ "status": "maybe" }),
         ),
         route(
+            Method::PUT,
+            format!("/api/v1/events/{event_id}/share"),
+            json!({ "mode": "public", "indexable": true, "attendeeVisibility": "names", "theme": { "palette": "ink" }, "name": "Organizer" }),
+        ),
+        route(
             Method::POST,
             "/api/v1/calendars",
             json!({ "id": "new", "creatorID": "", "name": "New", "color": "#7A8BA3", "members": [] }),

@@ -10,11 +10,13 @@ use ractor::RpcReplyPort;
 use crate::commands::calendar::CalendarChange;
 use crate::commands::events::edits::Edited;
 use crate::commands::federation::Accepted;
+use crate::domain::event_pages::Publication;
 use crate::domain::events::{Attendance, EventInput};
 use crate::domain::federation::Profile;
 use crate::domain::ids::{CalendarId, EventId, InviteId, UserId};
 use crate::domain::roles::Role;
 use crate::error::AppError;
+use crate::store::event_shares::PublishedPage;
 use crate::views::calendars::{CalendarView, InviteView, MembershipView};
 use crate::views::events::{AttendeeView, DeletedEventView, EventView};
 
@@ -217,8 +219,31 @@ pub enum EventCommand {
         event: EventId,
         /// The answer.
         answer: Attendance,
+        /// The token of the event's published page the answer came through (the page, not
+        /// a membership, lets the user answer).
+        page: Option<String>,
         /// The attendees now.
         reply: Reply<Vec<AttendeeView>>,
+    },
+    /// Publish an event homed here as a page, or change how it is published.
+    Publish {
+        /// Acting user.
+        by: UserId,
+        /// The event.
+        event: EventId,
+        /// How.
+        publication: Publication,
+        /// The live publication.
+        reply: Reply<Option<PublishedPage>>,
+    },
+    /// Revoke an event's published page.
+    Unpublish {
+        /// Acting user.
+        by: UserId,
+        /// The event.
+        event: EventId,
+        /// Nothing published any more.
+        reply: Reply<Option<PublishedPage>>,
     },
 }
 
@@ -231,6 +256,8 @@ pub enum EditReply {
     Deleted(Reply<DeletedEventView>),
     /// An attendance answer.
     Attendees(Reply<Vec<AttendeeView>>),
+    /// A publication's change: the live publication, if any.
+    Published(Reply<Option<PublishedPage>>),
 }
 
 impl EditReply {
@@ -256,6 +283,13 @@ impl EditReply {
                 port,
                 outcome.and_then(|edited| match edited {
                     Edited::Attendees(list) => Ok(list),
+                    _ => Err(mismatch()),
+                }),
+            ),
+            Self::Published(port) => super::reply(
+                port,
+                outcome.and_then(|edited| match edited {
+                    Edited::Published(page) => Ok(page),
                     _ => Err(mismatch()),
                 }),
             ),

@@ -114,11 +114,33 @@ impl Pending {
                 by,
                 event,
                 answer,
+                page,
                 reply,
             } => Self::Edit(
-                Edit::SetAttendance { by, event, answer },
+                Edit::SetAttendance {
+                    by,
+                    event,
+                    answer,
+                    page,
+                },
                 EditReply::Attendees(reply),
             ),
+            EventCommand::Publish {
+                by,
+                event,
+                publication,
+                reply,
+            } => Self::Edit(
+                Edit::Publish {
+                    by,
+                    event,
+                    publication,
+                },
+                EditReply::Published(reply),
+            ),
+            EventCommand::Unpublish { by, event, reply } => {
+                Self::Edit(Edit::Unpublish { by, event }, EditReply::Published(reply))
+            }
             EventCommand::Fork { by, event, reply } => return Err((by, event, reply)),
         })
     }

@@ -22,12 +22,14 @@ use chrono::{DateTime, Utc};
 use entities::events;
 
 use super::readers::Memberships;
-use super::{event_not_found, links, refuse_constraint, retry_transient};
+use super::{event_not_found, links, publishing, refuse_constraint, retry_transient};
 use crate::commands::Services;
+use crate::domain::event_pages::Publication;
 use crate::domain::events::{Attendance, EventInput};
 use crate::domain::frames::FrameBatch;
 use crate::domain::ids::{CalendarId, EventId, UserId};
 use crate::error::AppError;
+use crate::store::event_shares::PublishedPage;
 use crate::store::events::{self as event_store, WriteDeadline};
 use crate::views::events::{AttendeeView, DeletedEventView, EventView};
 
@@ -73,6 +75,24 @@ pub enum Edit {
         event: EventId,
         /// The answer.
         answer: Attendance,
+        /// The published page it came through (instead of a membership).
+        page: Option<String>,
+    },
+    /// Publish it as a page, or change how ([`publishing::publish`]).
+    Publish {
+        /// Acting user.
+        by: UserId,
+        /// The event.
+        event: EventId,
+        /// How.
+        publication: Publication,
+    },
+    /// Revoke its page ([`publishing::unpublish`]).
+    Unpublish {
+        /// Acting user.
+        by: UserId,
+        /// The event.
+        event: EventId,
     },
 }
 
@@ -83,7 +103,9 @@ impl Edit {
             Self::Update { input, .. } => input.id,
             Self::Delete { event, .. }
             | Self::Link { event, .. }
-            | Self::SetAttendance { event, .. } => *event,
+            | Self::SetAttendance { event, .. }
+            | Self::Publish { event, .. }
+            | Self::Unpublish { event, .. } => *event,
         }
     }
 
@@ -92,7 +114,10 @@ impl Edit {
         match self {
             Self::Update { input, .. } => &input.calendars,
             Self::Link { target, .. } => std::slice::from_ref(target),
-            Self::Delete { .. } | Self::SetAttendance { .. } => &[],
+            Self::Delete { .. }
+            | Self::SetAttendance { .. }
+            | Self::Publish { .. }
+            | Self::Unpublish { .. } => &[],
         }
     }
 }
@@ -110,6 +135,8 @@ pub enum Edited {
     Deleted(DeletedEventView),
     /// The attendees now (attendance).
     Attendees(Vec<AttendeeView>),
+    /// The live publication, if any (publish, unpublish).
+    Published(Option<PublishedPage>),
 }
 
 /// What the edits of one batch share while they run: the events as the batch has left
@@ -330,10 +357,23 @@ async fn run(
         Edit::Link { by, event, target } => links::link(txn, services, batch, by, *event, *target)
             .await
             .map(Edited::Event),
-        Edit::SetAttendance { by, event, answer } => {
-            links::set_attendance(txn, services, batch, by, *event, *answer)
-                .await
-                .map(Edited::Attendees)
-        }
+        Edit::SetAttendance {
+            by,
+            event,
+            answer,
+            page,
+        } => links::set_attendance(txn, services, batch, by, *event, *answer, page.as_deref())
+            .await
+            .map(Edited::Attendees),
+        Edit::Publish {
+            by,
+            event,
+            publication,
+        } => publishing::publish(txn, services, batch, by, *event, *publication)
+            .await
+            .map(Edited::Published),
+        Edit::Unpublish { by, event } => publishing::unpublish(txn, batch, by, *event)
+            .await
+            .map(Edited::Published),
     }
 }

@@ -19,7 +19,7 @@ use crate::error::AppError;
 use crate::store::events as event_store;
 use crate::store::events::WriteDeadline;
 use crate::store::events::inserts::{self as event_inserts, InsertEventError, NewEvent};
-use crate::store::{attendance, calendars as calendar_store};
+use crate::store::{attendance, calendars as calendar_store, event_shares};
 use crate::views::events::{AttendeeView, EventView};
 
 /// A live event the actor can see, as [`visible_event`] read it.
@@ -205,8 +205,9 @@ async fn fork_once(
         .await
 }
 
-/// Sets the actor's attendance (any member who sees the event, viewers included), as one
-/// edit of `batch`; `attendance_changed` to every reader.
+/// Sets the actor's attendance (any member who sees the event, viewers included; or anyone
+/// answering through the event's live published `page`), as one edit of `batch`;
+/// `attendance_changed` to every reader.
 pub(super) async fn set_attendance(
     txn: &impl Connection,
     services: &Services,
@@ -214,8 +215,18 @@ pub(super) async fn set_attendance(
     actor: &UserId,
     event_id: EventId,
     answer: Attendance,
+    page: Option<&str>,
 ) -> Result<Vec<AttendeeView>, AppError> {
-    let (_, links) = batch.visible(event_id, actor)?;
+    let links = match page {
+        None => batch.visible(event_id, actor)?.1,
+        Some(token) => {
+            let (_, links) = batch.live(event_id)?;
+            if links.is_empty() || !event_shares::is_live_page_of(txn, token, event_id).await? {
+                return Err(super::publishing::page_not_found());
+            }
+            links
+        }
+    };
     attendance::set(txn, event_id, actor, answer, batch.now).await?;
     let attendees: Vec<AttendeeView> = attendance::list(txn, event_id)
         .await?

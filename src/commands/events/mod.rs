@@ -10,6 +10,7 @@ pub mod create;
 pub mod edits;
 mod frames;
 pub mod links;
+pub mod publishing;
 pub mod readers;
 pub mod visibility;
 
@@ -85,13 +86,7 @@ async fn update(
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    let may_edit = match event.origin_calendar_id {
-        Some(home) => memberships
-            .role(&home, actor)
-            .is_some_and(|role| role.allows(Action::EditEvents)),
-        None => event.creator_id == *actor && !memberships.roles(actor, &existing).is_empty(),
-    };
-    if !may_edit {
+    if !memberships.may_edit(&event, &existing, actor) {
         return Err(AppError::forbidden("You can't edit this event."));
     }
     if let Some(base) = base_revision

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use crate::store::Connection;
 
 use crate::domain::ids::{CalendarId, UserId};
-use crate::domain::roles::Role;
+use crate::domain::roles::{Action, Role};
 use crate::error::AppError;
 use crate::store::members;
 
@@ -74,6 +74,23 @@ impl Memberships {
             .iter()
             .filter_map(|c| Some((*c, self.role(c, user)?)))
             .collect()
+    }
+
+    /// Whether `actor` may change `event`'s shared content: an editor of its home calendar,
+    /// or, for an event whose home is gone, its creator while it is in one of the actor's
+    /// calendars (`links`).
+    pub fn may_edit(
+        &self,
+        event: &entities::events::Model,
+        links: &[CalendarId],
+        actor: &UserId,
+    ) -> bool {
+        match event.origin_calendar_id {
+            Some(home) => self
+                .role(&home, actor)
+                .is_some_and(|role| role.allows(Action::EditEvents)),
+            None => event.creator_id == *actor && !self.roles(actor, links).is_empty(),
+        }
     }
 
     /// Who sees an event linked into `links` (of the calendars read).

@@ -17,8 +17,6 @@ use gateway::gateway;
 use home::{connect, disconnect_musubi, disconnect_svc, list_connections, preview};
 use origin::{accept, rotate_token};
 
-use std::time::Instant;
-
 use http::HeaderValue;
 use serde::Serialize;
 use utoipa::{Modify, OpenApi, ToSchema};
@@ -151,9 +149,7 @@ pub fn disconnect_routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
 
 /// Counts a hit of the caller's address under `rule`.
 fn limit(ctx: &Ctx, rctx: &RequestCtx, rule: Rule) -> Result<(), AppError> {
-    ctx.limits
-        .check(rule, &rctx.client_ip().to_string(), Instant::now())
-        .map_err(|retry_after_secs| AppError::TooManyRequests { retry_after_secs })
+    ctx.limits.admit(rule, &rctx.client_ip().to_string())
 }
 
 /// A peer's answer as this server's response: its status and body, and its

@@ -68,7 +68,7 @@ pub fn document() -> Document {
 }
 
 /// Each resource module's operations and the schemas they use.
-fn parts() -> [Document; 18] {
+fn parts() -> [Document; 21] {
     use super::*;
     [
         auth_routes::Api::openapi(),
@@ -89,6 +89,9 @@ fn parts() -> [Document; 18] {
         federation::Api::openapi(),
         reminders::Api::openapi(),
         pages::Api::openapi(),
+        polls::Api::openapi(),
+        event_pages::Api::openapi(),
+        push::Api::openapi(),
     ]
 }
 

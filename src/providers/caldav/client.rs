@@ -762,6 +762,7 @@ mod tests {
                 total_timeout: Duration::from_secs(1),
                 max_redirects: 5,
                 max_body_bytes: 1024,
+                extra_roots: Vec::new(),
             },
         )
         .unwrap();

@@ -49,6 +49,19 @@ pub struct GuardSettings {
     /// Response bodies larger than this fail with [`OutboundError::TooLarge`] (streams
     /// excepted). A request may set its own.
     pub max_body_bytes: usize,
+    /// CA certificates trusted beside the public web roots (`OUTBOUND_CA_FILE`).
+    pub extra_roots: Vec<reqwest::Certificate>,
+}
+
+/// Reads `OUTBOUND_CA_FILE`: a PEM file of at least one CA certificate.
+pub fn read_ca_file(path: &str) -> Result<Vec<reqwest::Certificate>, String> {
+    let pem = std::fs::read(path).map_err(|err| format!("cannot read {path:?}: {err}"))?;
+    let certificates = reqwest::Certificate::from_pem_bundle(&pem)
+        .map_err(|err| format!("{path:?} is not a PEM file of certificates: {err}"))?;
+    if certificates.is_empty() {
+        return Err(format!("{path:?} holds no certificate"));
+    }
+    Ok(certificates)
 }
 
 /// Sends requests to other servers under the rules of this module. Cheap to clone.
@@ -558,6 +571,9 @@ fn build_client(
         .map(|cert| reqwest::Certificate::from_der(cert.as_ref()))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|err| format!("root certificates: {err}"))?;
+    let roots = roots
+        .into_iter()
+        .chain(settings.extra_roots.iter().cloned());
     reqwest::Client::builder()
         .tls_certs_only(roots)
         .user_agent(IMPLEMENTATION)

@@ -240,6 +240,21 @@ pub async fn touch(
     active.update(txn).await
 }
 
+/// Turns the event's attendee list on (a published page collects answers into it), one
+/// revision up.
+pub async fn open_attendees(
+    txn: &impl ConnectionTrait,
+    current: events::Model,
+    now: DateTime<Utc>,
+) -> Result<events::Model, DbErr> {
+    let revision = current.revision + 1;
+    let mut active: events::ActiveModel = current.into();
+    active.has_attendees = Set(true);
+    active.revision = Set(revision);
+    active.updated_at = Set(now);
+    active.update(txn).await
+}
+
 /// Marks many events changed at once (unlinked from a deleted calendar), one revision up
 /// each.
 pub async fn touch_many(
@@ -297,6 +312,7 @@ pub async fn tombstone(
         .filter(calendar_events::Column::EventId.eq(id))
         .exec(txn)
         .await?;
+    crate::store::event_shares::remove_of(txn, &[id]).await?;
     Ok(event)
 }
 
@@ -322,6 +338,7 @@ pub async fn tombstone_many(
             .filter(calendar_events::Column::EventId.is_in(chunk.iter().copied()))
             .exec(txn)
             .await?;
+        crate::store::event_shares::remove_of(txn, chunk).await?;
     }
     Ok(())
 }

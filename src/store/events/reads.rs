@@ -13,6 +13,7 @@
 //!
 //! Also the range read of one calendar that invite previews summarize.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -482,4 +483,67 @@ impl<'de> Deserialize<'de> for Flag {
         }
         deserializer.deserialize_any(FlagVisitor)
     }
+}
+
+/// The live events `user_id` can see that may have an occurrence starting in
+/// `[from, until)` (single events overlapping it, and every recurring one), each with the
+/// user's calendars it is in: what the reminder dispatcher resolves.
+pub async fn for_reminders(
+    db: &impl ConnectionTrait,
+    user_id: &UserId,
+    from: DateTime<Utc>,
+    until: DateTime<Utc>,
+) -> Result<Vec<(events::Model, Vec<CalendarId>)>, DbErr> {
+    use sea_orm::Condition;
+    use sea_orm::sea_query::Query;
+    let member_calendars = Query::select()
+        .column(entities::calendar_members::Column::CalendarId)
+        .from(entities::calendar_members::Entity)
+        .and_where(entities::calendar_members::Column::UserId.eq(user_id))
+        .to_owned();
+    let in_window = Query::select()
+        .column(events::Column::Id)
+        .from(events::Entity)
+        .and_where(events::Column::DeletedAt.is_null())
+        .cond_where(
+            Condition::any()
+                .add(
+                    Condition::all()
+                        .add(events::Column::Start.lt(until))
+                        .add(events::Column::End.gt(from)),
+                )
+                .add(events::Column::Recurrence.is_not_null()),
+        )
+        .to_owned();
+    let links: Vec<(EventId, CalendarId)> = calendar_events::Entity::find()
+        .select_only()
+        .column(calendar_events::Column::EventId)
+        .column(calendar_events::Column::CalendarId)
+        .filter(calendar_events::Column::CalendarId.in_subquery(member_calendars))
+        .filter(calendar_events::Column::EventId.in_subquery(in_window))
+        .order_by_asc(calendar_events::Column::CreatedAt)
+        .order_by_asc(calendar_events::Column::CalendarId)
+        .into_tuple()
+        .all(db)
+        .await?;
+    let mut calendars: HashMap<EventId, Vec<CalendarId>> = HashMap::new();
+    for (event, calendar) in links {
+        calendars.entry(event).or_default().push(calendar);
+    }
+    let ids: Vec<EventId> = calendars.keys().copied().collect();
+    let mut found = Vec::with_capacity(ids.len());
+    for chunk in ids.chunks(500) {
+        let rows = events::Entity::find()
+            .filter(events::Column::Id.is_in(chunk.iter().copied()))
+            .filter(events::Column::DeletedAt.is_null())
+            .order_by_asc(events::Column::Start)
+            .order_by_asc(events::Column::Id)
+            .all(db)
+            .await?;
+        for event in rows {
+            let links = calendars.remove(&event.id).unwrap_or_default();
+            found.push((event, links));
+        }
+    }
+    Ok(found)
 }

@@ -12,6 +12,7 @@ pub mod ics;
 pub mod idp;
 pub mod node;
 pub mod openapi;
+pub mod push_service;
 pub mod smtp;
 pub mod sse;
 pub mod test_db;
