@@ -151,9 +151,17 @@ impl ApplicationBuilder {
             mail_batch_delay_ms: settings.mail.batch_delay_ms,
         };
         let cpu = Arc::new(CpuWork::per_core(settings.call_timeout()));
-        let mirrors = mirrors_env(&settings, &services, cpu.clone(), &instance_id, &base_url)?;
+        let roots = extra_roots(&settings)?;
+        let mirrors = mirrors_env(
+            &settings,
+            &services,
+            cpu.clone(),
+            &instance_id,
+            &base_url,
+            roots.clone(),
+        )?;
         let federation = federation_env(&settings, &mirrors, &base_url);
-        let push = push_sender(&settings)?;
+        let push = push_sender(&settings, roots)?;
         let shared = Arc::new(Shared {
             mail: Arc::new(mail),
             limits: RateLimiter::default(),
@@ -335,7 +343,10 @@ fn extra_roots(settings: &Settings) -> Result<Vec<reqwest::Certificate>, Startup
 /// The web push sender, when VAPID keys are configured: the server's VAPID identity and an
 /// outbound guard of its own (the push request timeout; private hosts and extra CA roots as
 /// for every other outbound request).
-fn push_sender(settings: &Settings) -> Result<Option<PushSender>, StartupError> {
+fn push_sender(
+    settings: &Settings,
+    extra_roots: Vec<reqwest::Certificate>,
+) -> Result<Option<PushSender>, StartupError> {
     let push = &settings.push;
     let (Some(public), Some(private), Some(subject)) = (
         &push.vapid_public_key,
@@ -353,20 +364,21 @@ fn push_sender(settings: &Settings) -> Result<Option<PushSender>, StartupError> 
         total_timeout: timeout,
         max_redirects: 0,
         max_body_bytes: 64 * 1024,
-        extra_roots: extra_roots(settings)?,
+        extra_roots,
     })
     .map_err(|err| StartupError::HttpClient(err.to_string()))?;
     Ok(Some(PushSender::new(vapid, guard)))
 }
 
 /// What the provider mirrors use: the outbound guard (private hosts as
-/// `FEDERATION_ALLOW_PRIVATE_HOSTS` says), the key sealing credentials, the outbox policy.
+/// `FEDERATION_ALLOW_PRIVATE_HOSTS` says, `extra_roots` beside the public ones), the key sealing credentials, the outbox policy.
 fn mirrors_env(
     settings: &Settings,
     services: &Services,
     cpu: Arc<CpuWork>,
     instance_id: &str,
     public_origin: &str,
+    extra_roots: Vec<reqwest::Certificate>,
 ) -> Result<Mirrors, StartupError> {
     let caldav = &settings.caldav;
     let guard = OutboundGuard::new(GuardSettings {
@@ -375,7 +387,7 @@ fn mirrors_env(
         total_timeout: Duration::from_millis(caldav.request_timeout_ms),
         max_redirects: 5,
         max_body_bytes: 64 * 1024 * 1024,
-        extra_roots: extra_roots(settings)?,
+        extra_roots,
     })
     .map_err(|err| StartupError::HttpClient(err.to_string()))?;
     Ok(Mirrors {

@@ -109,6 +109,15 @@ pub fn patch(body: &Map<String, Value>) -> Option<Map<String, Value>> {
     known_fields(body).filter(|fields| !fields.is_empty())
 }
 
+/// The time zone a settings value names (`timezone`; UTC when unset or unknown).
+pub fn zone_of(value: &Value) -> chrono_tz::Tz {
+    value
+        .get("timezone")
+        .and_then(Value::as_str)
+        .and_then(|zone| zone.parse::<chrono_tz::Tz>().ok())
+        .unwrap_or(chrono_tz::Tz::UTC)
+}
+
 /// The stored value with defaults under it (fields added since it was written) and only
 /// known fields kept.
 pub fn with_defaults(stored: &Value) -> Value {

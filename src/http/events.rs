@@ -75,7 +75,7 @@ const INVALID_CREATE: &str = "Request is missing valid event data...";
 const INVALID_UPDATE: &str = "Request missing valid event data...";
 
 /// A `:eventId` path segment: a canonical UUID, never an occurrence id.
-pub(super) fn event_id(text: &str) -> Result<EventId, AppError> {
+pub(crate) fn event_id(text: &str) -> Result<EventId, AppError> {
     canonical_uuid(text)
         .map(EventId::from_uuid)
         .ok_or_else(|| AppError::bad_request("eventId must be an event id, not an occurrence."))

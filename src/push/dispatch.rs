@@ -40,8 +40,12 @@ const TRIES: u32 = 3;
 const FIRST_RETRY: Duration = Duration::from_millis(500);
 /// The longest wait before a retry.
 const LONGEST_RETRY: Duration = Duration::from_secs(5);
-/// How far reminders reach ahead of what they announce (a rule fires at most days before).
+/// How far ahead of its due time an occurrence may start: a rule fires at most 28 days
+/// before a timed event, or 30 days and a day's minutes before an all-day one.
 const LOOKAHEAD: chrono::TimeDelta = chrono::TimeDelta::days(31);
+/// How far before its due time an occurrence may start: an all-day event is stored at UTC
+/// midnight, and its reminder on a clock west of UTC can fall due after that.
+const LOOKBEHIND: chrono::TimeDelta = chrono::TimeDelta::days(2);
 /// How far back skipped reminders are counted.
 const SKIPPED_COUNTED: chrono::TimeDelta = chrono::TimeDelta::days(1);
 /// The shortest and longest time a push service keeps a message.
@@ -303,11 +307,7 @@ impl Dispatcher<'_> {
             .await?
             .map(|value| crate::domain::settings::with_defaults(&value))
             .unwrap_or_else(crate::domain::settings::defaults);
-        let timezone = settings
-            .get("timezone")
-            .and_then(Value::as_str)
-            .and_then(|zone| zone.parse::<chrono_tz::Tz>().ok())
-            .unwrap_or(chrono_tz::Tz::UTC);
+        let timezone = crate::domain::settings::zone_of(&settings);
         let calendar_order = settings
             .get("calendarOrder")
             .and_then(Value::as_array)
@@ -323,7 +323,7 @@ impl Dispatcher<'_> {
             .get("defaultReminder")
             .cloned()
             .unwrap_or_else(reminders::default_rule);
-        let rows = event_reads::for_reminders(db, user, from - LOOKAHEAD, to + LOOKAHEAD).await?;
+        let rows = event_reads::for_reminders(db, user, from - LOOKBEHIND, to + LOOKAHEAD).await?;
         let ids: Vec<_> = rows.iter().map(|(event, _)| event.id).collect();
         let declined = attendance::declined_among(db, user, &ids).await?;
         let calendar_rules: HashMap<_, _> = reminder_store::calendar_rules(db, user)

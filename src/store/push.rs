@@ -148,18 +148,6 @@ pub async fn by_user(
     Ok(users)
 }
 
-/// `user`'s subscribed endpoints.
-pub async fn endpoints_of(db: &impl ConnectionTrait, user: &UserId) -> Result<Vec<String>, DbErr> {
-    Ok(push_subscriptions::Entity::find()
-        .filter(push_subscriptions::Column::UserId.eq(user))
-        .order_by_asc(push_subscriptions::Column::Endpoint)
-        .all(db)
-        .await?
-        .into_iter()
-        .map(|row| row.endpoint)
-        .collect())
-}
-
 /// How many subscriptions there are.
 pub async fn count(db: &impl ConnectionTrait) -> Result<u64, DbErr> {
     push_subscriptions::Entity::find().count(db).await

@@ -22,12 +22,7 @@ pub async fn value_of(db: &impl ConnectionTrait, user_id: &UserId) -> Result<Opt
 /// times in the calendars they import or mirror are read in it.
 pub async fn zone_of(db: &impl ConnectionTrait, user_id: &UserId) -> Result<chrono_tz::Tz, DbErr> {
     let value = value_of(db, user_id).await?;
-    Ok(value
-        .as_ref()
-        .and_then(|value| value.get("timezone"))
-        .and_then(|zone| zone.as_str())
-        .and_then(|zone| zone.parse::<chrono_tz::Tz>().ok())
-        .unwrap_or(chrono_tz::Tz::UTC))
+    Ok(value.as_ref().map_or(chrono_tz::Tz::UTC, settings::zone_of))
 }
 
 /// The user's settings row, if any.

@@ -1,268 +1,36 @@
-//! Published event pages: `GET/PUT/DELETE /api/v1/events/:eventId/share` (the organizer's
-//! side: needs the right to edit the event), the public `GET /api/v1/public/events/:token`
-//! (no session; exactly the page's fields, nothing that leads further), and
-//! `GET/PUT /api/v1/public/events/:token/rsvp` (a session with a verified email; the answer
-//! lands in the event's attendee list through the event's calendar actor).
-//! The public routes are rate-limited per address.
+//! The public side of a published page: `GET /api/v1/public/events/:token` (no session;
+//! exactly the page's fields, nothing that leads further) and `GET/PUT …/rsvp` (a session
+//! with a verified email; the answer lands in the event's attendee list through the event's
+//! calendar actor). Each is rate-limited per address.
 
 use crate::http::endpoint::endpoint;
 use chrono::{DateTime, Utc};
-use http::StatusCode;
 use serde::{Deserialize, Serialize};
-use utoipa::{OpenApi, ToSchema};
-use warp::filters::BoxedFilter;
+use utoipa::ToSchema;
 use warp::reply::Response;
 use warp::{Filter, Rejection, Reply};
 
-use super::events::event_id;
-use super::extract::{AuthUser, json_body, request_ctx, respond, signed_in, with_ctx};
-use super::request::RequestCtx;
 use crate::actors::calendar::EventCommand;
 use crate::commands::events::publishing;
 use crate::context::Ctx;
-use crate::domain::event_pages::{
-    Answer, AttendeeVisibility, PageMode, PageTheme, Publication, Rsvp, RsvpSummary, given_name,
-};
+use crate::domain::event_pages::{Answer, PageTheme, Rsvp, RsvpSummary, given_name};
 use crate::domain::events::Attendance;
 use crate::domain::ids::{UserId, is_random_token};
 use crate::error::AppError;
+use crate::http::extract::{AuthUser, json_body, request_ctx, respond, signed_in, with_ctx};
 use crate::http::openapi::schemas::ErrorBody;
+use crate::http::request::RequestCtx;
 use crate::rate_limit::{PUBLIC_EVENT_ANSWER, PUBLIC_EVENT_ANSWERS, PUBLIC_EVENT_READ};
-use crate::store::event_shares::{self, OpenedPage, PublishedPage};
+use crate::store::event_shares::{self, OpenedPage};
 use crate::store::{attendance, users};
 
-/// Published event pages in the OpenAPI document.
-#[derive(OpenApi)]
-#[openapi(
-    paths(get_share, put_share, delete_share, public_event, get_rsvp, put_rsvp),
-    components(schemas(
-        ShareView,
-        PublishBody,
-        PublicEventView,
-        RsvpBody,
-        RsvpSummary,
-        crate::domain::event_pages::RsvpCounts,
-        PageMode,
-        AttendeeVisibility,
-        PageTheme,
-        Rsvp,
-        crate::domain::event_pages::Cover,
-        crate::domain::event_pages::Font,
-        crate::domain::event_pages::Layout,
-        crate::domain::event_pages::Palette,
-    )),
-    tags((name = "event pages", description = "Published event pages: publishing an event, its public page and the answers given there."))
-)]
-pub struct Api;
-
-/// The organizer's routes (under `/api/v1/events`).
-pub fn share_routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
-    get_share(ctx.clone())
-        .or(put_share(ctx.clone()))
-        .unify()
-        .or(delete_share(ctx))
-        .unify()
-        .boxed()
-}
-
-/// The public routes (under `/api/v1/public/events`).
-pub fn public_routes(ctx: Ctx) -> BoxedFilter<(Response,)> {
-    public_event(ctx.clone())
-        .or(get_rsvp(ctx.clone()))
-        .unify()
-        .or(put_rsvp(ctx))
-        .unify()
-        .boxed()
-}
-
-/// An event's publication, as its organizer sees it.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-struct ShareView {
-    /// What readers learn of who is coming.
-    attendee_visibility: AttendeeVisibility,
-    /// Whether the page may be indexed.
-    indexable: bool,
-    /// Who may read it.
-    mode: PageMode,
-    /// Its look.
-    theme: PageTheme,
-    /// The page's token (128 random bits, hex): knowing it opens the page.
-    token: String,
-    /// The page's address: `<server>/e/<token>`.
-    url: String,
-}
-
-impl ShareView {
-    fn new(ctx: &Ctx, page: PublishedPage) -> Self {
-        let publication = page.publication;
-        Self {
-            attendee_visibility: publication.attendee_visibility,
-            indexable: publication.indexable,
-            mode: publication.mode,
-            theme: publication.theme,
-            url: format!("{}/e/{}", ctx.base_url.trim_end_matches('/'), page.token),
-            token: page.token,
-        }
-    }
-}
-
-/// How to publish an event.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct PublishBody {
-    /// `link` (anyone with the address) or `public` (the same, and it may be indexed).
-    mode: PageMode,
-    /// Whether the page may say crawlers are welcome (only with `public`; default false).
-    #[serde(default)]
-    indexable: bool,
-    /// What readers learn of who is coming (default `counts`).
-    #[serde(default)]
-    attendee_visibility: AttendeeVisibility,
-    /// The page's look: one option of each closed set (a missing one is its default).
-    #[serde(default)]
-    theme: PageTheme,
-    /// The organizer's display name, used only if their account has none yet (at most 80
-    /// characters; longer is cut).
-    #[serde(default)]
-    #[schema(max_length = 80)]
-    name: Option<String>,
-}
-
-const INVALID_PUBLISH: &str = "mode must be 'link' or 'public'; attendeeVisibility counts, names or hidden; theme one of the page styles...";
 const INVALID_RSVP: &str = "status must be going, maybe or declined...";
-
-/// GET /api/v1/events/:eventId/share — the event's live publication, or `null`.
-#[utoipa::path(
-    get,
-    path = "/api/v1/events/{eventId}/share",
-    tag = "event pages",
-    security(("bearer" = []), ("cookie" = [])),
-    params(("eventId" = Uuid, Path, description = "The event's id.")),
-    responses(
-        (status = 200, description = "The live publication, or null if the event is not published.", body = Option<ShareView>),
-        (status = 403, description = "The caller may not edit this event.", body = ErrorBody),
-        (status = 404, description = "No such event.", body = ErrorBody),
-    )
-)]
-fn get_share(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    endpoint!("api" / "v1" / "events" / {eventId: String} / "share")
-        .and(warp::get())
-        .and(with_ctx(ctx.clone()))
-        .and(signed_in(ctx))
-        .and_then(|id: String, ctx: Ctx, user: AuthUser| async move {
-            respond(get_share_handler(&ctx, &user, &id).await)
-        })
-}
-
-async fn get_share_handler(ctx: &Ctx, user: &AuthUser, id: &str) -> Result<Response, AppError> {
-    let event = event_id(id)?;
-    let page = publishing::published(&ctx.services, user.id(), event).await?;
-    let view = page.map(|page| ShareView::new(ctx, page));
-    Ok(warp::reply::json(&view).into_response())
-}
-
-/// PUT /api/v1/events/:eventId/share — publishes the event, or changes how (the token is
-/// kept); turns the event's attendee list on.
-#[utoipa::path(
-    put,
-    path = "/api/v1/events/{eventId}/share",
-    tag = "event pages",
-    security(("bearer" = []), ("cookie" = [])),
-    params(("eventId" = Uuid, Path, description = "The event's id.")),
-    request_body = PublishBody,
-    responses(
-        (status = 200, description = "The live publication (a live page keeps its token; a revoked one is never reissued).", body = ShareView),
-        (status = 400, description = "An unknown mode, visibility or page style, or `indexable` without `public`.", body = ErrorBody),
-        (status = 403, description = "The caller may not edit this event.", body = ErrorBody),
-        (status = 404, description = "No such event.", body = ErrorBody),
-    )
-)]
-fn put_share(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    endpoint!("api" / "v1" / "events" / {eventId: String} / "share")
-        .and(warp::put())
-        .and(with_ctx(ctx.clone()))
-        .and(signed_in(ctx))
-        .and(json_body::<PublishBody>(INVALID_PUBLISH))
-        .and_then(
-            |id: String, ctx: Ctx, user: AuthUser, body: PublishBody| async move {
-                respond(put_share_handler(&ctx, &user, &id, body).await)
-            },
-        )
-}
-
-async fn put_share_handler(
-    ctx: &Ctx,
-    user: &AuthUser,
-    id: &str,
-    body: PublishBody,
-) -> Result<Response, AppError> {
-    let event = event_id(id)?;
-    let publication = Publication::new(
-        body.mode,
-        body.indexable,
-        body.attendee_visibility,
-        body.theme,
-    )
-    .map_err(AppError::bad_request)?;
-    let actor = user.id().clone();
-    let page = ctx
-        .ask_event_home(event, |reply| EventCommand::Publish {
-            by: actor,
-            event,
-            publication,
-            reply,
-        })
-        .await?
-        .ok_or_else(|| AppError::internal("publishing answered no page"))?;
-    // "Organized by" reads the profile: an account made a moment ago by an emailed code has
-    // no name yet. Only an empty name is filled, never a real one replaced.
-    if let Some(name) = body.name.as_deref().and_then(given_name) {
-        users::name_if_nameless(&ctx.db, user.id(), &name, Utc::now()).await?;
-    }
-    Ok(warp::reply::json(&ShareView::new(ctx, page)).into_response())
-}
-
-/// DELETE /api/v1/events/:eventId/share — revokes the page (its token stays dead).
-#[utoipa::path(
-    delete,
-    path = "/api/v1/events/{eventId}/share",
-    tag = "event pages",
-    security(("bearer" = []), ("cookie" = [])),
-    params(("eventId" = Uuid, Path, description = "The event's id.")),
-    responses(
-        (status = 204, description = "Not published any more (also when it was not)."),
-        (status = 403, description = "The caller may not edit this event.", body = ErrorBody),
-        (status = 404, description = "No such event.", body = ErrorBody),
-    )
-)]
-fn delete_share(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
-    endpoint!("api" / "v1" / "events" / {eventId: String} / "share")
-        .and(warp::delete())
-        .and(with_ctx(ctx.clone()))
-        .and(signed_in(ctx))
-        .and_then(|id: String, ctx: Ctx, user: AuthUser| async move {
-            respond(delete_share_handler(&ctx, &user, &id).await)
-        })
-}
-
-async fn delete_share_handler(ctx: &Ctx, user: &AuthUser, id: &str) -> Result<Response, AppError> {
-    let event = event_id(id)?;
-    let actor = user.id().clone();
-    ctx.ask_event_home(event, |reply| EventCommand::Unpublish {
-        by: actor,
-        event,
-        reply,
-    })
-    .await?;
-    Ok(warp::reply::with_status(warp::reply(), StatusCode::NO_CONTENT).into_response())
-}
 
 /// What an anonymous reader of a published page gets: exactly these fields, built one by
 /// one (no ids, emails, calendars, attendees or other events).
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct PublicEventView {
+pub(super) struct PublicEventView {
     /// Description.
     description: Option<String>,
     /// End.
@@ -338,7 +106,9 @@ async fn open_page(ctx: &Ctx, token: &str) -> Result<OpenedPage, AppError> {
          body = ErrorBody, headers(("Retry-After" = u64, description = "Seconds until another read is allowed."))),
     )
 )]
-fn public_event(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
+pub(super) fn public_event(
+    ctx: Ctx,
+) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "public" / "events" / {token: String})
         .and(warp::get())
         .and(with_ctx(ctx))
@@ -362,7 +132,7 @@ async fn public_event_handler(
 /// An answer on a published page.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct RsvpBody {
+pub(super) struct RsvpBody {
     /// The answer.
     status: Rsvp,
     /// The guest's name: needed the first time an account without one answers; used only
@@ -417,7 +187,7 @@ fn summary<'a>(
         (status = 429, description = "More than 60 reads in 15 minutes from this address.", body = ErrorBody),
     )
 )]
-fn get_rsvp(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
+pub(super) fn get_rsvp(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "public" / "events" / {token: String} / "rsvp")
         .and(warp::get())
         .and(with_ctx(ctx.clone()))
@@ -468,7 +238,7 @@ async fn get_rsvp_handler(
         (status = 429, description = "More than 30 answers in 15 minutes from this address.", body = ErrorBody),
     )
 )]
-fn put_rsvp(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
+pub(super) fn put_rsvp(ctx: Ctx) -> impl Filter<Extract = (Response,), Error = Rejection> + Clone {
     endpoint!("api" / "v1" / "public" / "events" / {token: String} / "rsvp")
         .and(warp::put())
         .and(with_ctx(ctx.clone()))
