@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
-use sea_orm::{ConnectionTrait, DbBackend, DbErr, Statement};
+use sea_orm::{ConnectionTrait, DbBackend, DbErr, QueryResult, Statement};
 
 /// The statement a PostgreSQL write transaction takes its stamp with: it assigns the
 /// transaction its id first (the materialized CTE runs before the outer projection), so
@@ -215,12 +215,10 @@ pub(crate) async fn horizon(
     Ok(value)
 }
 
-/// The stamp of a PostgreSQL write transaction ([`STAMP_POSTGRES`]), run inside it.
-pub(crate) async fn postgres_stamp(txn: &impl ConnectionTrait) -> Result<DateTime<Utc>, DbErr> {
-    let row = txn
-        .query_one_raw(Statement::from_string(DbBackend::Postgres, STAMP_POSTGRES))
-        .await?
-        .ok_or_else(|| DbErr::RecordNotFound("stamp".into()))?;
+/// The stamp of a PostgreSQL write transaction, from the row of [`STAMP_POSTGRES`] run
+/// inside it.
+pub(crate) fn stamp_of(row: Option<QueryResult>) -> Result<DateTime<Utc>, DbErr> {
+    let row = row.ok_or_else(|| DbErr::RecordNotFound("stamp".into()))?;
     let at: DateTime<Utc> = row.try_get("", "at")?;
     Ok(to_microsecond(at))
 }

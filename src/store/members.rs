@@ -114,6 +114,15 @@ pub async fn roles_in(
         .filter(calendar_members::Column::CalendarId.is_in(calendar_ids.iter().copied()))
         .all(db)
         .await?;
+    by_calendar.extend(roles_by_calendar(rows));
+    Ok(by_calendar)
+}
+
+/// Each calendar's members and roles among `rows` (a row with an unknown role is left out).
+pub fn roles_by_calendar(
+    rows: impl IntoIterator<Item = calendar_members::Model>,
+) -> HashMap<CalendarId, Vec<(UserId, Role)>> {
+    let mut by_calendar: HashMap<CalendarId, Vec<(UserId, Role)>> = HashMap::new();
     for row in rows {
         if let Some(role) = Role::parse(&row.role) {
             by_calendar
@@ -122,7 +131,7 @@ pub async fn roles_in(
                 .push((row.user_id, role));
         }
     }
-    Ok(by_calendar)
+    by_calendar
 }
 
 /// The calendars `user_id` is a member of.

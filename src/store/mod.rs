@@ -34,6 +34,7 @@ pub mod outbox;
 mod outgoing;
 pub mod pages;
 pub mod polls;
+mod postgres_txn;
 pub mod provider_leases;
 pub mod push;
 pub mod reminders;
@@ -375,7 +376,9 @@ impl Database {
         let started = Instant::now();
         let txn = match &self.writer {
             Some(writer) => writer.begin().await?,
-            None => writer::Txn::Pool(self.conn.begin().await?),
+            None => writer::Txn::Postgres(
+                postgres_txn::PgTxn::begin(self.conn.get_postgres_connection_pool()).await?,
+            ),
         };
         self.acquired("write", started);
         Ok(WriteTxn::new(

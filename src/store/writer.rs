@@ -21,26 +21,27 @@
 //! write starts inside it; where no runtime is left to run that task, the next transaction
 //! rolls it back before it starts.
 //!
-//! On PostgreSQL, a write transaction is a pool transaction: every server of a cluster
-//! writes, and the database orders them.
+//! On PostgreSQL, a write transaction runs on a pool connection ([`PgTxn`]): every server
+//! of a cluster writes, and the database orders them.
 
 use std::borrow::Cow;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use sea_orm::prelude::async_trait::async_trait;
+use sea_orm::sea_query::{PostgresQueryBuilder, SelectStatement, SqliteQueryBuilder};
 use sea_orm::sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
 use sea_orm::sqlx::{self, Connection, Executor};
 use sea_orm::{
-    ConnectionTrait, DatabaseTransaction, DbBackend, DbErr, ExecResult, QueryResult, RuntimeErr,
-    Statement, Values,
+    ConnectionTrait, DbBackend, DbErr, ExecResult, QueryResult, RuntimeErr, Statement, Values,
 };
 use sea_query_sqlx::SqlxValues;
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
-use super::horizon::{InFlight, WriteHorizon, postgres_stamp};
+use super::horizon::{InFlight, STAMP_POSTGRES, WriteHorizon, stamp_of};
 use super::instance_bus::OwnNotice;
 use super::outgoing::TxnOutgoing;
+use super::postgres_txn::PgTxn;
 use crate::domain::ids::UserId;
 
 /// The statement that opens a write transaction: it takes SQLite's write lock at once, so
@@ -146,11 +147,11 @@ impl SqliteWriter {
     }
 }
 
-fn exec_err(err: sqlx::Error) -> DbErr {
+pub(super) fn exec_err(err: sqlx::Error) -> DbErr {
     DbErr::Exec(RuntimeErr::SqlxError(Arc::new(err)))
 }
 
-fn query_err(err: sqlx::Error) -> DbErr {
+pub(super) fn query_err(err: sqlx::Error) -> DbErr {
     DbErr::Query(RuntimeErr::SqlxError(Arc::new(err)))
 }
 
@@ -205,6 +206,62 @@ impl Held {
             .ok_or_else(|| DbErr::Conn(RuntimeErr::Internal("the writer was released".into())))?
             .conn()
     }
+}
+
+impl Locked {
+    /// Runs `sql`, several statements with their `values` in order, in one hand-off (with
+    /// `BEGIN` in front if it is owed): the rows of each statement, in order.
+    async fn read_together(
+        &self,
+        sql: &str,
+        values: Values,
+        statements: usize,
+    ) -> Result<Vec<Vec<QueryResult>>, DbErr> {
+        use futures::TryStreamExt;
+        let mut held = self.held.lock().await;
+        let begin = held.begin_owed;
+        let (conn, sql) = held.prepare(sql)?;
+        #[expect(
+            deprecated,
+            reason = "SQLite's driver runs a text of several statements with their values bound \
+                      in turn, as every multi-statement text of the writer does; fetch_many \
+                      is what tells their rows apart"
+        )]
+        let results: Vec<sqlx::Either<_, _>> = bound(&sql, Some(values))
+            .fetch_many(conn)
+            .try_collect()
+            .await
+            .map_err(query_err)?;
+        sections_of(results, statements, begin)
+    }
+}
+
+/// The rows of each of `statements` statements, from what a text of them answered (a
+/// statement's end, or one of its rows, in order), the first one a `BEGIN` if `begin`.
+pub(super) fn sections_of<Done, Row: Into<QueryResult>>(
+    results: Vec<sqlx::Either<Done, Row>>,
+    statements: usize,
+    begin: bool,
+) -> Result<Vec<Vec<QueryResult>>, DbErr> {
+    let mut sections = Vec::with_capacity(statements + 1);
+    let mut rows = Vec::new();
+    for result in results {
+        match result {
+            sqlx::Either::Left(_) => sections.push(std::mem::take(&mut rows)),
+            sqlx::Either::Right(row) => rows.push(row.into()),
+        }
+    }
+    if begin && sections.len() == statements + 1 {
+        // `BEGIN`'s own result.
+        sections.remove(0);
+    }
+    if sections.len() != statements {
+        return Err(DbErr::Custom(format!(
+            "{statements} statements answered {} results",
+            sections.len()
+        )));
+    }
+    Ok(sections)
 }
 
 /// Binds a statement's values the way sea-orm's own SQLite driver does.
@@ -355,7 +412,7 @@ pub(crate) enum Txn {
     /// SQLite.
     Sqlite(SqliteTxn),
     /// PostgreSQL.
-    Pool(DatabaseTransaction),
+    Postgres(PgTxn),
 }
 
 impl WriteTxn {
@@ -401,11 +458,61 @@ impl WriteTxn {
                         *self.in_flight.lock() = Some(in_flight);
                         Ok(at)
                     }
-                    Txn::Pool(txn) => postgres_stamp(txn).await,
+                    Txn::Postgres(txn) => {
+                        let mut read = txn.read_together(&[STAMP_POSTGRES.to_owned()]).await?;
+                        stamp_of(read.pop().and_then(|rows| rows.into_iter().next()))
+                    }
                 }
             })
             .await
             .copied()
+    }
+
+    /// Runs `statements`, reads that a write starts with (locks and what they guard), in one
+    /// round trip with the transaction's `BEGIN`, each on a snapshot of its own: the rows of
+    /// each, in order. With `stamped`, the transaction's stamp ([`Self::stamp`]) is taken in
+    /// the same round trip, after them. On PostgreSQL the statements travel as text, their
+    /// values written into it: they may hold ids and numbers only, never a client's text.
+    pub async fn read_together(
+        &self,
+        statements: &[SelectStatement],
+        stamped: bool,
+    ) -> Result<Vec<Vec<QueryResult>>, DbErr> {
+        match &self.txn {
+            Txn::Sqlite(txn) => {
+                let mut values = Vec::new();
+                let mut texts = Vec::with_capacity(statements.len());
+                for statement in statements {
+                    let (sql, Values(more)) = statement.build(SqliteQueryBuilder);
+                    texts.push(sql);
+                    values.extend(more);
+                }
+                let sections = txn
+                    .locked
+                    .read_together(&texts.join(";\n"), Values(values), statements.len())
+                    .await?;
+                if stamped {
+                    self.stamp().await?;
+                }
+                Ok(sections)
+            }
+            Txn::Postgres(txn) => {
+                let mut texts: Vec<String> = statements
+                    .iter()
+                    .map(|statement| statement.to_string(PostgresQueryBuilder))
+                    .collect();
+                let stamped = stamped && self.stamp.get().is_none();
+                if stamped {
+                    texts.push(STAMP_POSTGRES.to_owned());
+                }
+                let mut sections = txn.read_together(&texts).await?;
+                if stamped {
+                    let at = stamp_of(sections.pop().and_then(|rows| rows.into_iter().next()))?;
+                    let _ = self.stamp.set(at);
+                }
+                Ok(sections)
+            }
+        }
     }
 
     /// `user_id`'s credentials (sessions, password, member tokens) or the user itself change
@@ -440,7 +547,7 @@ impl WriteTxn {
         let (txn, mut announce) = self.split();
         match txn {
             Txn::Sqlite(txn) => txn.commit().await?,
-            Txn::Pool(txn) => {
+            Txn::Postgres(txn) => {
                 let own = announce.send_frames_in(&txn).await?;
                 txn.commit().await?;
                 for own in own.into_iter().chain(announce.own_notice.take()) {
@@ -460,7 +567,7 @@ impl WriteTxn {
         let (txn, mut announce) = self.split();
         match txn {
             Txn::Sqlite(txn) => txn.commit_after(stmt).await?,
-            Txn::Pool(txn) => {
+            Txn::Postgres(txn) => {
                 txn.execute_raw(stmt).await?;
                 let own = announce.send_frames_in(&txn).await?;
                 txn.commit().await?;
@@ -487,7 +594,7 @@ impl WriteTxn {
                 }
                 Ok(())
             }
-            Txn::Pool(txn) => txn.rollback().await,
+            Txn::Postgres(txn) => txn.rollback().await,
         }
     }
 
@@ -526,7 +633,7 @@ struct Announcement {
 impl Announcement {
     /// PostgreSQL: puts the transaction's frames into it, as the notice the database sends
     /// every instance when it commits; the notice to wait for once it committed.
-    async fn send_frames_in(&self, txn: &DatabaseTransaction) -> Result<Option<OwnNotice>, DbErr> {
+    async fn send_frames_in(&self, txn: &PgTxn) -> Result<Option<OwnNotice>, DbErr> {
         let Some(bus) = &self.hooks.bus else {
             return Ok(None);
         };
@@ -556,35 +663,35 @@ impl ConnectionTrait for WriteTxn {
     fn get_database_backend(&self) -> DbBackend {
         match &self.txn {
             Txn::Sqlite(_) => DbBackend::Sqlite,
-            Txn::Pool(txn) => txn.get_database_backend(),
+            Txn::Postgres(_) => DbBackend::Postgres,
         }
     }
 
     async fn execute_raw(&self, stmt: Statement) -> Result<ExecResult, DbErr> {
         match &self.txn {
             Txn::Sqlite(txn) => txn.locked.execute_raw(stmt).await,
-            Txn::Pool(txn) => txn.execute_raw(stmt).await,
+            Txn::Postgres(txn) => txn.execute_raw(stmt).await,
         }
     }
 
     async fn execute_unprepared(&self, sql: &str) -> Result<ExecResult, DbErr> {
         match &self.txn {
             Txn::Sqlite(txn) => txn.locked.execute_unprepared(sql).await,
-            Txn::Pool(txn) => txn.execute_unprepared(sql).await,
+            Txn::Postgres(txn) => txn.execute_unprepared(sql).await,
         }
     }
 
     async fn query_one_raw(&self, stmt: Statement) -> Result<Option<QueryResult>, DbErr> {
         match &self.txn {
             Txn::Sqlite(txn) => txn.locked.query_one_raw(stmt).await,
-            Txn::Pool(txn) => txn.query_one_raw(stmt).await,
+            Txn::Postgres(txn) => txn.query_one_raw(stmt).await,
         }
     }
 
     async fn query_all_raw(&self, stmt: Statement) -> Result<Vec<QueryResult>, DbErr> {
         match &self.txn {
             Txn::Sqlite(txn) => txn.locked.query_all_raw(stmt).await,
-            Txn::Pool(txn) => txn.query_all_raw(stmt).await,
+            Txn::Postgres(txn) => txn.query_all_raw(stmt).await,
         }
     }
 }

@@ -6,6 +6,11 @@ use std::collections::BTreeMap;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
+use bowline::actors::calendar::{CalendarMsg, EventCommand};
+use bowline::domain::events::EventInput;
+use bowline::domain::ids::{EventId, UserId};
+use bowline::http::event_bodies::EventBody;
+
 use crate::calendars::shared;
 use crate::helpers::{TestApp, event_body, sample, spawn_app};
 
@@ -412,4 +417,240 @@ async fn concurrent_edits_are_committed_together_but_answered_and_refused_one_by
     let batches =
         sample(&metrics, "svc_event_commit_batch_size_count{kind=\"edit\"}").expect("count");
     assert!(batches < 6.0, "{batches} batches for 6 edits");
+}
+
+/// `command` for `calendar`'s actor, sent in the order the returned futures are first polled.
+async fn ask_event<T: Send + 'static>(
+    app: &TestApp,
+    calendar: &str,
+    command: impl FnOnce(bowline::actors::calendar::Reply<T>) -> EventCommand,
+) -> Result<T, bowline::AppError> {
+    let ctx = app.ctx();
+    let calendar = uuid::Uuid::parse_str(calendar).expect("uuid");
+    ctx.actors
+        .calendars
+        .ask(ctx.settings.call_timeout(), calendar.into(), |reply| {
+            CalendarMsg::Event(command(reply))
+        })
+        .await
+}
+
+/// An event body as the actor receives it.
+fn input(body: &Value) -> EventInput {
+    let body: EventBody = serde_json::from_value(body.clone()).expect("event body");
+    EventInput::try_from(body).expect("valid event")
+}
+
+/// The commands committed by calendar actors, over every kind of batch.
+fn committed_commands(metrics: &str) -> f64 {
+    batch_sample(metrics, "sum")
+}
+
+/// The batches calendar actors committed, of every kind.
+fn committed_batches(metrics: &str) -> f64 {
+    batch_sample(metrics, "count")
+}
+
+fn batch_sample(metrics: &str, which: &str) -> f64 {
+    ["create", "edit", "mixed"]
+        .iter()
+        .filter_map(|kind| {
+            sample(
+                metrics,
+                &format!("svc_event_commit_batch_size_{which}{{kind=\"{kind}\"}}"),
+            )
+        })
+        .sum()
+}
+
+#[tokio::test]
+async fn creations_queued_among_edits_commit_with_them_in_arrival_order() {
+    let app = spawn_app().await;
+    let s = shared(&app, "mixed-batch").await;
+    let first = event_body(&[&s.calendar], "first", 8);
+    let second = event_body(&[&s.calendar], "second", 9);
+    app.create_event(&s.owner, &first).await;
+    app.create_event(&s.owner, &second).await;
+    let mut streams = [app.stream(&s.owner).await, app.stream(&s.viewer).await];
+    let metrics = app.metrics_text().await;
+    let (committed_before, batches_before) =
+        (committed_commands(&metrics), committed_batches(&metrics));
+    let user = |u: &crate::helpers::TestUser| UserId::new(u.id.as_str());
+
+    let mut updated = first.clone();
+    updated["title"] = json!("first, edited");
+    let mut taken = event_body(&[&s.calendar], "taken id", 10);
+    taken["id"] = second["id"].clone();
+    let by_viewer = event_body(&[&s.calendar], "not allowed", 11);
+    let doomed = event_body(&[&s.calendar], "doomed", 12);
+    let created = event_body(&[&s.calendar], "created", 13);
+    let mut created_then_edited = created.clone();
+    created_then_edited["title"] = json!("created, edited");
+    let id_of = |body: &Value| {
+        EventId::from_uuid(uuid::Uuid::parse_str(body["id"].as_str().expect("id")).expect("uuid"))
+    };
+
+    let hold = hold_writes(&app, &s.calendar).await;
+    let mut live = app.ctx().actors.calendars.live();
+    let actors_before = *live.borrow_and_update();
+    let calendar = s.calendar.as_str();
+    // Sent in this order: the supervisor forwards them in it, and the actor queues them
+    // behind whatever batch the hold keeps waiting.
+    let update_first = ask_event(&app, calendar, |reply| EventCommand::Update {
+        by: user(&s.editor),
+        input: input(&updated),
+        base_revision: Some(1),
+        reply,
+    });
+    let refused = ask_event(&app, calendar, |reply| EventCommand::Create {
+        by: user(&s.viewer),
+        input: input(&by_viewer),
+        reply,
+    });
+    let existing = ask_event(&app, calendar, |reply| EventCommand::Create {
+        by: user(&s.owner),
+        input: input(&taken),
+        reply,
+    });
+    let create_doomed = ask_event(&app, calendar, |reply| EventCommand::Create {
+        by: user(&s.editor),
+        input: input(&doomed),
+        reply,
+    });
+    let create = ask_event(&app, calendar, |reply| EventCommand::Create {
+        by: user(&s.editor),
+        input: input(&created),
+        reply,
+    });
+    let edit_created = ask_event(&app, calendar, |reply| EventCommand::Update {
+        by: user(&s.owner),
+        input: input(&created_then_edited),
+        base_revision: Some(1),
+        reply,
+    });
+    let delete_doomed = ask_event(&app, calendar, |reply| EventCommand::Delete {
+        by: user(&s.owner),
+        event: id_of(&doomed),
+        unlink: None,
+        reply,
+    });
+    // A command for a calendar whose actor is not alive: once the supervisor has started
+    // one for it, it has forwarded every command above. It waits for the hold as well (it
+    // links into the held calendar), so that actor lives until the hold is released.
+    let unstarted = uuid::Uuid::new_v4().to_string();
+    let elsewhere_body = event_body(&[&unstarted, &s.calendar], "elsewhere", 14);
+    let elsewhere = ask_event(&app, &unstarted, |reply| EventCommand::Create {
+        by: user(&s.owner),
+        input: input(&elsewhere_body),
+        reply,
+    });
+    let asked = async {
+        tokio::join!(
+            update_first,
+            refused,
+            existing,
+            create_doomed,
+            create,
+            edit_created,
+            delete_doomed,
+            elsewhere
+        )
+    };
+    let release = async {
+        tokio::time::timeout(
+            crate::helpers::WAIT,
+            live.wait_for(|live| *live > actors_before),
+        )
+        .await
+        .expect("the supervisor forwarded every command")
+        .expect("supervisor");
+        drop(hold);
+    };
+    let (answers, ()) = tokio::join!(asked, release);
+    let (
+        update_first,
+        refused,
+        existing,
+        create_doomed,
+        create,
+        edit_created,
+        delete_doomed,
+        elsewhere,
+    ) = answers;
+    assert!(
+        elsewhere.is_err(),
+        "no event is homed in a missing calendar"
+    );
+
+    let view = |answer: Result<bowline::views::events::EventView, bowline::AppError>| {
+        serde_json::to_value(answer.expect("answered")).expect("JSON")
+    };
+    let update_first = view(update_first);
+    assert_eq!(update_first["title"], "first, edited");
+    assert_eq!(update_first["revision"], 2);
+    assert!(
+        matches!(refused, Err(bowline::AppError::Forbidden(_))),
+        "{refused:?}"
+    );
+    assert!(
+        matches!(&existing, Err(bowline::AppError::Conflict { error, .. }) if error == "EVENT_EXISTS"),
+        "{existing:?}"
+    );
+    assert_eq!(view(create_doomed)["title"], "doomed");
+    assert_eq!(view(create)["revision"], 1);
+    // Its creation, queued before it, is what it edits.
+    let edit_created = view(edit_created);
+    assert_eq!(edit_created["title"], "created, edited");
+    assert_eq!(edit_created["revision"], 2);
+    assert!(delete_doomed.expect("deleted").removed);
+
+    // Every member's stream gets the changes in the order they were queued.
+    for stream in &mut streams {
+        let mut seen = Vec::new();
+        for _ in 0..5 {
+            let frame = stream.next_frame().await;
+            let payload = &frame["payload"];
+            seen.push((
+                frame["type"].as_str().expect("type").to_owned(),
+                payload["title"].as_str().unwrap_or_default().to_owned(),
+            ));
+        }
+        let expected = [
+            ("event_updated", "first, edited"),
+            ("event_created", "doomed"),
+            ("event_created", "created"),
+            ("event_updated", "created, edited"),
+            ("event_removed", ""),
+        ];
+        assert_eq!(
+            seen,
+            expected
+                .iter()
+                .map(|(kind, title)| ((*kind).to_owned(), (*title).to_owned()))
+                .collect::<Vec<_>>()
+        );
+    }
+    let mut titles: Vec<String> = app.read_events(&s.viewer, "").await["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .map(|e| e["title"].as_str().expect("title").to_owned())
+        .collect();
+    titles.sort();
+    assert_eq!(titles, ["created, edited", "first, edited", "second"]);
+
+    // The seven were committed in at most two transactions (the one the hold kept waiting
+    // and the queue behind it), and creations went in one with edits; the creation in the
+    // calendar that does not exist was a batch of its own.
+    let metrics = app.metrics_text().await;
+    assert_eq!(committed_commands(&metrics) - committed_before, 8.0);
+    assert!(
+        committed_batches(&metrics) - batches_before <= 3.0,
+        "{metrics}"
+    );
+    let mixed = sample(
+        &metrics,
+        "svc_event_commit_batch_size_count{kind=\"mixed\"}",
+    );
+    assert!(mixed.is_some_and(|count| count >= 1.0), "{metrics}");
 }

@@ -2,8 +2,9 @@
 //! its metadata, membership, invites and the events homed in it. It handles one command at
 //! a time through [`crate::commands`], so changes to one calendar are ordered and their
 //! frames leave in commit order; calendars never wait for each other. Event commands that
-//! queue up while it is busy are committed together: each run of creations as one batch,
-//! each run of updates, deletes, links and attendance answers as another, in arrival order.
+//! queue up while it is busy are committed together, in arrival order, as one transaction:
+//! creations alone as a batch of creations, and creations mixed with updates, deletes,
+//! links and attendance answers as a batch of edits.
 //!
 //! It receives commands only through its supervisor, and when it has been idle for
 //! `ACTOR_CALENDAR_IDLE_MS` it tells the supervisor, which stops it if nothing was forwarded
@@ -160,30 +161,38 @@ impl CalendarState {
         }
     }
 
-    /// Commits the queued event commands (before any other command, to keep commit order):
-    /// each run of creations as one batch of creations, each run of edits as one batch of
-    /// edits, in arrival order.
+    /// Commits the queued event commands (before any other command, to keep commit order),
+    /// up to [`MAX_BATCH`] at a time in arrival order: creations alone as one batch of
+    /// creations (which may be written with the roles the actor remembers), anything else,
+    /// creations mixed with edits, as one batch of edits.
     async fn flush_events(&mut self) {
         while !self.pending.is_empty() {
             let take = self.pending.len().min(MAX_BATCH);
             let taken: Vec<Pending> = self.pending.drain(..take).collect();
-            let mut queued = taken.into_iter().peekable();
-            let mut creates = Vec::new();
-            let mut edits = Vec::new();
-            while let Some(next) = queued.next() {
-                match next {
-                    Pending::Create(create, port) => creates.push((create, port)),
-                    Pending::Edit(edit, port) => edits.push((edit, port)),
-                }
-                let run_ends = match queued.peek() {
-                    None => true,
-                    Some(Pending::Create(..)) => !edits.is_empty(),
-                    Some(Pending::Edit(..)) => !creates.is_empty(),
-                };
-                if run_ends {
-                    self.commit_creates(std::mem::take(&mut creates)).await;
-                    self.commit_edits(std::mem::take(&mut edits)).await;
-                }
+            if taken
+                .iter()
+                .all(|pending| matches!(pending, Pending::Create(..)))
+            {
+                let creates = taken
+                    .into_iter()
+                    .filter_map(|pending| match pending {
+                        Pending::Create(create, port) => Some((create, port)),
+                        Pending::Edit(..) => None,
+                    })
+                    .collect();
+                self.commit_creates(creates).await;
+            } else {
+                let home = self.calendar_id;
+                let edits = taken
+                    .into_iter()
+                    .map(|pending| match pending {
+                        Pending::Create(PendingCreate { by, input }, port) => {
+                            (Edit::Create { by, input, home }, EditReply::Event(port))
+                        }
+                        Pending::Edit(edit, port) => (edit, port),
+                    })
+                    .collect();
+                self.commit_edits(edits).await;
             }
         }
     }
@@ -206,7 +215,8 @@ impl CalendarState {
         }
     }
 
-    /// Commits a run of edits as one batch and answers their callers.
+    /// Commits a run of edits (perhaps with creations among them) as one batch and answers
+    /// their callers.
     async fn commit_edits(&self, run: Vec<(Edit, EditReply)>) {
         if run.is_empty() {
             return;

@@ -14,8 +14,9 @@ use std::collections::{BTreeSet, HashSet};
 
 use entities::events;
 
+use super::edits::EditBatch;
 use super::readers::readers_among;
-use super::send_event;
+use super::{add_event, send_event};
 use crate::commands::Services;
 use crate::commands::mirrors::intents::delivery_of;
 use crate::commands::{MaybeTransient, calendar_gone, not_allowed, retry_transient};
@@ -26,6 +27,7 @@ use crate::error::AppError;
 use crate::store::events::WriteDeadline;
 use crate::store::events::calendar_roles::CalendarRoles;
 use crate::store::events::creations::{self, CommitError, Creation, CreationsError};
+use crate::store::events::inserts::{self, NewEvent};
 use crate::store::events::remembered_roles::RememberedRoles;
 use crate::store::outbox::{self, MirrorTargets};
 use crate::views::events::EventView;
@@ -235,6 +237,47 @@ async fn commit_once(
                 .ok_or_else(|| AppError::internal("batch insert lost an event")),
         })
         .collect())
+}
+
+/// Accepts a creation into an edit batch (a run that mixes creations and edits, committed
+/// as one transaction, [`super::edits`]): refuses an id the batch holds already (an event
+/// that exists, deleted or not, or one created earlier in the batch) or a calendar where
+/// the creator may not edit events; otherwise records the new row in the batch for the
+/// edits after it and announces its `event_created`. The caller inserts it.
+pub(super) fn accept(
+    services: &Services,
+    batch: &mut EditBatch,
+    new: NewEvent<'_>,
+) -> Result<EventView, AppError> {
+    if batch.holds(new.input.id) {
+        return Err(event_exists());
+    }
+    let may = |calendar: &CalendarId| {
+        batch
+            .memberships
+            .role(calendar, new.creator)
+            .is_some_and(|role| role.allows(Action::EditEvents))
+    };
+    if !(new.input.calendars.iter().all(may) && may(&new.home)) {
+        return Err(not_allowed(Action::EditEvents));
+    }
+    let Some(event) = inserts::new_models(&[new], batch.now).pop() else {
+        return Err(AppError::internal("no row for a new event"));
+    };
+    let readers = batch.memberships.readers(&new.input.calendars);
+    add_event(
+        services,
+        &mut batch.frames,
+        "event_created",
+        &event,
+        &readers,
+    );
+    // Its links as a read would list them: linked at one moment, so by calendar id.
+    let mut links = new.input.calendars.clone();
+    links.sort_unstable();
+    let view = EventView::new(&event, new.input.calendars.clone());
+    batch.wrote(event, links);
+    Ok(view)
 }
 
 /// Whether the command may run: editEvents on every calendar.

@@ -1,10 +1,14 @@
 //! Edits of events homed in one calendar, committed together: the calendar's actor hands
 //! over the updates, deletes, links and attendance answers that queued up while it was
 //! busy ([`Edit`]), and [`edit_all`] runs them in arrival order in one write transaction.
+//! Creations queued among them join the same transaction ([`Edit::Create`]): each is
+//! checked when its turn comes, and the accepted ones are inserted together, before the
+//! first edit that writes one of them and at the end.
 //!
-//! A batch reads what its edits need once: the events and their links, locked in the one
-//! global order ([`event_store::lock_for_changes`]: calendars by id, then events by id), and
-//! the members and roles of every calendar involved ([`Memberships`]). Each edit then
+//! A batch reads what its edits need once, in its first round trip: the events and their
+//! links, locked in the one global order ([`event_store::lock_for_changes`]: calendars by
+//! id, then events by id), and the members and roles of every calendar involved
+//! ([`Memberships`]). Each edit then
 //! checks its rules against that state ([`EditBatch`]), which also carries what the edits
 //! before it in the batch wrote, and writes its rows. Every refusal comes before the edit's
 //! first write, so a refused edit leaves the transaction as it found it and the batch goes
@@ -22,24 +26,31 @@ use chrono::{DateTime, Utc};
 use entities::events;
 
 use super::readers::Memberships;
-use super::{event_not_found, links, publishing, refuse_constraint, retry_transient};
+use super::{create, event_not_found, links, publishing, refuse_constraint, retry_transient};
 use crate::commands::Services;
 use crate::domain::event_pages::Publication;
-use crate::domain::events::{Attendance, EventInput};
+use crate::domain::events::{Attendance, EventInput, event_exists};
 use crate::domain::frames::FrameBatch;
 use crate::domain::ids::{CalendarId, EventId, UserId};
 use crate::error::AppError;
 use crate::store::event_shares::PublishedPage;
+use crate::store::events::inserts::{self, InsertEventError, NewEvent};
 use crate::store::events::{self as event_store, WriteDeadline};
 use crate::views::events::{AttendeeView, DeletedEventView, EventView};
 
-/// One edit of an event homed in the batch's calendar.
+/// One edit of an event homed in the batch's calendar (or its creation there).
 #[derive(Debug)]
-#[expect(
-    clippy::large_enum_variant,
-    reason = "most edits are updates, which carry the event; boxing it would only add an allocation"
-)]
 pub enum Edit {
+    /// Create it, homed in the batch's calendar (as [`super::create`] does, inside an edit
+    /// batch: a run that mixes creations and edits commits as one transaction).
+    Create {
+        /// Acting user.
+        by: UserId,
+        /// The validated event.
+        input: EventInput,
+        /// Its home calendar (the batch's).
+        home: CalendarId,
+    },
     /// Replace its content and calendars ([`super::update`]).
     Update {
         /// Acting user.
@@ -100,7 +111,7 @@ impl Edit {
     /// The event it edits.
     fn event_id(&self) -> EventId {
         match self {
-            Self::Update { input, .. } => input.id,
+            Self::Create { input, .. } | Self::Update { input, .. } => input.id,
             Self::Delete { event, .. }
             | Self::Link { event, .. }
             | Self::SetAttendance { event, .. }
@@ -109,10 +120,18 @@ impl Edit {
         }
     }
 
+    /// The calendar a creation is homed in.
+    fn home(&self) -> Option<&CalendarId> {
+        match self {
+            Self::Create { home, .. } => Some(home),
+            _ => None,
+        }
+    }
+
     /// Calendars it may link the event into.
     fn adds_to(&self) -> &[CalendarId] {
         match self {
-            Self::Update { input, .. } => &input.calendars,
+            Self::Create { input, .. } | Self::Update { input, .. } => &input.calendars,
             Self::Link { target, .. } => std::slice::from_ref(target),
             Self::Delete { .. }
             | Self::SetAttendance { .. }
@@ -186,6 +205,12 @@ impl EditBatch {
         Ok((event, links))
     }
 
+    /// Whether the batch holds event `id` (deleted or not): it exists, or an earlier
+    /// command of the batch created it.
+    pub(super) fn holds(&self, id: EventId) -> bool {
+        self.events.contains_key(&id)
+    }
+
     /// Records what an edit wrote, for the edits after it.
     pub(super) fn wrote(&mut self, event: events::Model, links: Vec<CalendarId>) {
         self.events.insert(event.id, (event, links));
@@ -202,7 +227,12 @@ impl EditBatch {
 
 /// Runs `edits` in order, in one transaction, and answers each.
 pub async fn edit_all(services: &Services, edits: &[Edit]) -> Vec<Result<Edited, AppError>> {
-    services.metrics.event_batch("edit", edits.len());
+    let kind = if edits.iter().any(|edit| edit.home().is_some()) {
+        "mixed"
+    } else {
+        "edit"
+    };
+    services.metrics.event_batch(kind, edits.len());
     match retry_transient(&services.metrics, || edit_once(services, edits)).await {
         Ok(outcomes) => outcomes,
         Err(err) if edits.len() == 1 => vec![Err(refuse_constraint(err))],
@@ -253,23 +283,16 @@ async fn edit_once(
                 .collect::<BTreeSet<_>>()
                 .into_iter()
                 .collect();
+            // The calendars edits may link into, and the homes of creations.
             let also: Vec<CalendarId> = edits
                 .iter()
-                .flat_map(|edit| edit.adds_to().iter().copied())
+                .flat_map(|edit| edit.adds_to().iter().chain(edit.home()).copied())
                 .collect::<BTreeSet<_>>()
                 .into_iter()
                 .collect();
-            let events = event_store::lock_for_changes(txn, &ids, &also).await?;
-            // Every calendar an edit may ask about: the events' links and homes, and those added.
-            let calendars: Vec<CalendarId> = events
-                .values()
-                .flat_map(|(event, links)| links.iter().chain(event.origin_calendar_id.as_ref()))
-                .chain(&also)
-                .copied()
-                .collect::<BTreeSet<_>>()
-                .into_iter()
-                .collect();
-            let memberships = Memberships::of(txn, &calendars).await?;
+            let locked = event_store::lock_for_changes(txn, &ids, &also).await?;
+            let memberships = Memberships::from_roles(locked.members);
+            let events = locked.events;
             let clock = WriteDeadline::start(txn).await?;
             let mut batch = EditBatch {
                 events,
@@ -278,19 +301,43 @@ async fn edit_once(
                 frames: FrameBatch::default(),
                 mail_due: None,
             };
-            let original: HashMap<EventId, (i64, Vec<CalendarId>)> = batch
+            let mut original: HashMap<EventId, (i64, Vec<CalendarId>)> = batch
                 .events
                 .iter()
                 .map(|(id, (event, links))| (*id, (event.revision, links.clone())))
                 .collect();
+            // Creations accepted and not inserted yet: inserted together, before the first
+            // edit that writes one of them and at the end.
+            let mut unwritten: Vec<NewEvent<'_>> = Vec::new();
             let mut outcomes = Vec::with_capacity(edits.len());
             for edit in edits {
-                let outcome = run(txn, services, &mut batch, edit).await;
+                let outcome = match edit {
+                    Edit::Create { by, input, home } => {
+                        let new = NewEvent {
+                            input,
+                            creator: by,
+                            home: *home,
+                        };
+                        create::accept(services, &mut batch, new).map(|view| {
+                            // Its outbox rows: linked from nowhere to its calendars.
+                            original.insert(input.id, (0, Vec::new()));
+                            unwritten.push(new);
+                            Edited::Event(view)
+                        })
+                    }
+                    edit => {
+                        if unwritten.iter().any(|new| new.input.id == edit.event_id()) {
+                            insert_created(txn, &mut unwritten, batch.now).await?;
+                        }
+                        run(txn, services, &mut batch, edit).await
+                    }
+                };
                 match outcome {
                     Err(err) if spoils_the_batch(&err) => return Err(err),
                     outcome => outcomes.push(outcome),
                 }
             }
+            insert_created(txn, &mut unwritten, batch.now).await?;
             let changes: Vec<EventChange> = batch
                 .events
                 .iter()
@@ -334,6 +381,28 @@ async fn edit_once(
         .await
 }
 
+/// Inserts the creations accepted so far (one round trip per chunk of them) and empties
+/// `unwritten`. An id taken meanwhile by another calendar's batch fails the whole batch,
+/// which then runs one command at a time.
+async fn insert_created(
+    txn: &impl Connection,
+    unwritten: &mut Vec<NewEvent<'_>>,
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    if unwritten.is_empty() {
+        return Ok(());
+    }
+    inserts::insert_many(txn, unwritten, now)
+        .await
+        .map_err(|err| match err {
+            InsertEventError::Database(err) => AppError::from(err),
+            InsertEventError::Duplicate => event_exists(),
+            other => AppError::internal(other.to_string()),
+        })?;
+    unwritten.clear();
+    Ok(())
+}
+
 /// Runs one edit of the batch.
 async fn run(
     txn: &impl Connection,
@@ -342,6 +411,9 @@ async fn run(
     edit: &Edit,
 ) -> Result<Edited, AppError> {
     match edit {
+        Edit::Create { .. } => Err(AppError::internal(
+            "a creation is accepted by its batch, not run",
+        )),
         Edit::Update {
             by,
             input,

@@ -59,6 +59,11 @@ impl Memberships {
         })
     }
 
+    /// The members and roles read by a write (each calendar's, [`members::roles_in`]).
+    pub fn from_roles(by_calendar: HashMap<CalendarId, Vec<(UserId, Role)>>) -> Self {
+        Self { by_calendar }
+    }
+
     /// `user`'s role in `calendar` (`None`: not a member, or a calendar not read).
     pub fn role(&self, calendar: &CalendarId, user: &UserId) -> Option<Role> {
         self.by_calendar

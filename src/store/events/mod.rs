@@ -21,16 +21,18 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::domain::ids::{CalendarId, EventId, UserId};
 use chrono::{DateTime, Utc};
-use entities::{calendar_events, calendar_members, events};
+use entities::{calendar_events, calendar_members, calendars, events};
+use sea_orm::sea_query::{Condition, LockType, Order, Query};
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait,
-    QueryFilter, QueryOrder, QuerySelect,
+    FromQueryResult, QueryFilter, QueryOrder, QuerySelect, QueryTrait,
 };
 
-use super::Unique;
 use super::db_errors::{BrokenKey, broken_key};
+use super::{Unique, WriteTxn};
 use crate::domain::event_fields::event_fields;
 use crate::domain::events::EventInput;
+use crate::domain::roles::Role;
 
 /// A change an event write lost a race to: the database refused one of its rows because of
 /// a row another writer deleted or wrote meanwhile. Writes lock the event (or its home
@@ -101,50 +103,123 @@ pub async fn lock(txn: &impl ConnectionTrait, id: EventId) -> Result<Option<even
         .await
 }
 
+/// What a batch of changes to events holds once [`lock_for_changes`] returns.
+#[derive(Debug)]
+pub struct ChangeLocks {
+    /// Each event found (deleted or not) with its links as they are under the locks.
+    pub events: HashMap<EventId, (events::Model, Vec<CalendarId>)>,
+    /// The members and roles of every calendar the batch may read or write: the events'
+    /// links and homes, and `also`.
+    pub members: HashMap<CalendarId, Vec<(UserId, Role)>>,
+}
+
 /// Locks what a batch of changes to the events `ids` writes, in the one order every write
 /// transaction takes its locks on PostgreSQL: first the calendars it touches (the events'
-/// links and `also`, such as a link's target or an update's new calendars), by id
-/// ([`crate::store::calendars::lock_in_order`]), then the events' rows, by id. Changing an
-/// event or its links raises those calendars' `events_version` (triggers), which takes
-/// their rows' locks; taken here first and in one order, two writes cannot each hold what
-/// the other waits for. Returns each event found (deleted or not) with its links as they
-/// are under the locks. On SQLite the one writer holds the database.
+/// links and `also`, such as a link's target, an update's new calendars or a creation's),
+/// by id (as [`crate::store::calendars::lock_in_order`] does), then the events' rows, by id.
+/// Changing an event or its links raises those calendars' `events_version` (triggers),
+/// which takes their rows' locks; taken here first and in one order, two writes cannot each
+/// hold what the other waits for. Then reads, under the locks, the events' links and the
+/// members of every calendar involved, and takes the transaction's stamp, in as few round
+/// trips as the backend allows ([`WriteTxn::read_together`]): on SQLite, whose one writer
+/// holds the database, one hand-off with the transaction's `BEGIN`; on PostgreSQL three.
 pub async fn lock_for_changes(
-    txn: &impl ConnectionTrait,
+    txn: &WriteTxn,
     ids: &[EventId],
     also: &[CalendarId],
-) -> Result<HashMap<EventId, (events::Model, Vec<CalendarId>)>, DbErr> {
-    if ids.is_empty() {
-        return Ok(HashMap::new());
+) -> Result<ChangeLocks, DbErr> {
+    let linked = || {
+        Query::select()
+            .column(calendar_events::Column::CalendarId)
+            .from(calendar_events::Entity)
+            .and_where(calendar_events::Column::EventId.is_in(ids.iter().copied()))
+            .to_owned()
+    };
+    let homes = Query::select()
+        .column(events::Column::OriginCalendarId)
+        .from(events::Entity)
+        .and_where(events::Column::Id.is_in(ids.iter().copied()))
+        .and_where(events::Column::OriginCalendarId.is_not_null())
+        .to_owned();
+    let events_locked = events::Entity::find()
+        .filter(events::Column::Id.is_in(ids.iter().copied()))
+        .order_by_asc(events::Column::Id)
+        .lock_exclusive();
+    // Links added between the calendars' locks and the events' (another calendar's actor
+    // linking an event elsewhere) are read after both, unlocked: such a write locks them out
+    // of order, a deadlock the database breaks, and the batch runs again.
+    let links_read = calendar_events::Entity::find()
+        .filter(calendar_events::Column::EventId.is_in(ids.iter().copied()))
+        .order_by_asc(calendar_events::Column::CreatedAt)
+        .order_by_asc(calendar_events::Column::CalendarId)
+        .into_query();
+    let members_read = calendar_members::Entity::find()
+        .filter(
+            Condition::any()
+                .add(calendar_members::Column::CalendarId.in_subquery(linked()))
+                .add(calendar_members::Column::CalendarId.in_subquery(homes))
+                .add(calendar_members::Column::CalendarId.is_in(also.iter().copied())),
+        )
+        .into_query();
+    let (found, mut sections) = if txn.get_database_backend() == sea_orm::DbBackend::Postgres {
+        // Three round trips: `BEGIN` with the calendars' locks, the events' locks, then the
+        // reads under them with the stamp. The events travel apart, in the binary format:
+        // a stored time outside the text format's reach (a year past 9999, which no write
+        // path makes but an old import did) still reads, and is refused by the rules.
+        let calendars_locked = Query::select()
+            .column(calendars::Column::Id)
+            .from(calendars::Entity)
+            .cond_where(
+                Condition::any()
+                    .add(calendars::Column::Id.in_subquery(linked()))
+                    .add(calendars::Column::Id.is_in(also.iter().copied())),
+            )
+            .order_by(calendars::Column::Id, Order::Asc)
+            .lock(LockType::NoKeyUpdate)
+            .to_owned();
+        txn.read_together(&[calendars_locked], false).await?;
+        let found = events_locked.all(txn).await?;
+        let sections = txn.read_together(&[links_read, members_read], true).await?;
+        (found, sections.into_iter())
+    } else {
+        let mut sections = txn
+            .read_together(
+                &[events_locked.into_query(), links_read, members_read],
+                true,
+            )
+            .await?
+            .into_iter();
+        let found = sections
+            .next()
+            .unwrap_or_default()
+            .iter()
+            .map(|row| events::Model::from_query_result(row, ""))
+            .collect::<Result<Vec<_>, _>>()?;
+        (found, sections)
+    };
+    let mut section = || sections.next().unwrap_or_default();
+    let mut links: HashMap<EventId, Vec<CalendarId>> = HashMap::new();
+    for row in section() {
+        let link = calendar_events::Model::from_query_result(&row, "")?;
+        links
+            .entry(link.event_id)
+            .or_default()
+            .push(link.calendar_id);
     }
-    if txn.get_database_backend() == sea_orm::DbBackend::Postgres {
-        let mut calendars: Vec<CalendarId> =
-            links_of(txn, ids).await?.into_values().flatten().collect();
-        calendars.extend_from_slice(also);
-        crate::store::calendars::lock_in_order(txn, &calendars).await?;
-    }
-    let mut found = Vec::with_capacity(ids.len());
-    for chunk in ids.chunks(500) {
-        found.extend(
-            events::Entity::find()
-                .filter(events::Column::Id.is_in(chunk.iter().copied()))
-                .order_by_asc(events::Column::Id)
-                .lock_exclusive()
-                .all(txn)
-                .await?,
-        );
-    }
-    // Links added between the first read and the events' locks (another calendar's actor
-    // linking an event elsewhere) are locked now, out of order: a deadlock there is broken
-    // by the database and the batch runs again.
-    let mut links = links_of(txn, ids).await?;
-    Ok(found
-        .into_iter()
-        .map(|event| {
-            let event_links = links.remove(&event.id).unwrap_or_default();
-            (event.id, (event, event_links))
-        })
-        .collect())
+    let members = section()
+        .iter()
+        .map(|row| calendar_members::Model::from_query_result(row, ""))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(ChangeLocks {
+        events: found
+            .into_iter()
+            .map(|event| {
+                let event_links = links.remove(&event.id).unwrap_or_default();
+                (event.id, (event, event_links))
+            })
+            .collect(),
+        members: super::members::roles_by_calendar(members),
+    })
 }
 
 /// The calendars an event is linked to, in the order they were linked.

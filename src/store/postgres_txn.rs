@@ -1,0 +1,206 @@
+//! [`PgTxn`]: a PostgreSQL write transaction on a connection taken from the pool, which
+//! sends its `BEGIN` with its first statement where the protocol allows.
+//!
+//! A statement with bound values travels alone (the extended protocol), so `BEGIN` goes in
+//! a round trip of its own before one. A text without bound values may hold several
+//! statements (the simple protocol): [`PgTxn::read_together`] sends `BEGIN` in front of the
+//! reads a write starts with, so beginning, locking and reading are one round trip.
+//!
+//! A transaction dropped before it ended (an error, a refusal, a cancelled request) is
+//! rolled back on a task that holds the connection until it is done; where no runtime is
+//! left, or the rollback fails, the connection is closed instead of going back to the pool.
+
+use std::sync::Arc;
+
+use futures::TryStreamExt;
+use sea_orm::prelude::async_trait::async_trait;
+use sea_orm::sqlx::pool::PoolConnection;
+use sea_orm::sqlx::postgres::{PgConnection, PgPool};
+use sea_orm::sqlx::{self, Either, Postgres};
+use sea_orm::{
+    ConnectionTrait, DbBackend, DbErr, ExecResult, QueryResult, RuntimeErr, Statement, Values,
+};
+use sea_query_sqlx::SqlxValues;
+use tokio::sync::Mutex;
+
+use super::writer::{exec_err, query_err, sections_of};
+
+/// A PostgreSQL write transaction.
+#[derive(Debug)]
+pub(crate) struct PgTxn {
+    held: Mutex<Held>,
+}
+
+#[derive(Debug)]
+struct Held {
+    /// `None` once handed to a rollback.
+    conn: Option<PoolConnection<Postgres>>,
+    /// `BEGIN` is still to be sent.
+    begin_owed: bool,
+    /// `BEGIN` was sent, and neither `COMMIT` nor `ROLLBACK` has been.
+    begun: bool,
+}
+
+impl Held {
+    fn conn(&mut self) -> Result<&mut PgConnection, DbErr> {
+        self.conn
+            .as_deref_mut()
+            .ok_or_else(|| DbErr::Conn(RuntimeErr::Internal("the transaction has ended".into())))
+    }
+
+    /// The connection, with `BEGIN` sent first if it is owed.
+    async fn begun_conn(&mut self) -> Result<&mut PgConnection, DbErr> {
+        if std::mem::take(&mut self.begin_owed) {
+            self.begun = true;
+            sqlx::raw_sql("BEGIN")
+                .execute(self.conn()?)
+                .await
+                .map_err(exec_err)?;
+        }
+        self.conn()
+    }
+}
+
+/// Binds a statement's values the way sea-orm's own PostgreSQL driver does.
+fn bound(sql: &str, values: Option<Values>) -> sqlx::query::Query<'_, Postgres, SqlxValues> {
+    sqlx::query_with(
+        sqlx::AssertSqlSafe(sql),
+        SqlxValues(values.unwrap_or(Values(Vec::new()))),
+    )
+}
+
+impl PgTxn {
+    /// Takes a connection from `pool` for a transaction (its `BEGIN` goes with its first
+    /// statement).
+    pub(crate) async fn begin(pool: &PgPool) -> Result<Self, DbErr> {
+        let conn = pool
+            .acquire()
+            .await
+            .map_err(|err| DbErr::Conn(RuntimeErr::SqlxError(Arc::new(err))))?;
+        Ok(Self {
+            held: Mutex::new(Held {
+                conn: Some(conn),
+                begin_owed: true,
+                begun: false,
+            }),
+        })
+    }
+
+    /// Runs `statements` (texts without bound values; what they hold is the caller's to make
+    /// safe) in one round trip, with `BEGIN` in front if it is owed: the rows of each, in
+    /// order. Each runs on a snapshot of its own, so a read after a lock sees what committed
+    /// while the lock was awaited.
+    pub(crate) async fn read_together(
+        &self,
+        statements: &[String],
+    ) -> Result<Vec<Vec<QueryResult>>, DbErr> {
+        let mut held = self.held.lock().await;
+        let begin = std::mem::take(&mut held.begin_owed);
+        if begin {
+            held.begun = true;
+        }
+        let mut text = String::from(if begin { "BEGIN;\n" } else { "" });
+        text.push_str(&statements.join(";\n"));
+        let results: Vec<Either<_, _>> = sqlx::raw_sql(sqlx::AssertSqlSafe(text))
+            .fetch_many(held.conn()?)
+            .try_collect()
+            .await
+            .map_err(query_err)?;
+        sections_of(results, statements.len(), begin)
+    }
+
+    /// Commits (nothing was sent: nothing to commit).
+    pub(crate) async fn commit(self) -> Result<(), DbErr> {
+        self.end("COMMIT").await
+    }
+
+    /// Rolls back, waiting until it is done.
+    pub(crate) async fn rollback(self) -> Result<(), DbErr> {
+        self.end("ROLLBACK").await
+    }
+
+    async fn end(mut self, statement: &'static str) -> Result<(), DbErr> {
+        let held = self.held.get_mut();
+        held.begin_owed = false;
+        if !held.begun {
+            return Ok(());
+        }
+        sqlx::raw_sql(statement)
+            .execute(held.conn()?)
+            .await
+            .map_err(exec_err)?;
+        // A failed `COMMIT` leaves `begun` set: dropping the transaction rolls it back.
+        held.begun = false;
+        Ok(())
+    }
+}
+
+impl Drop for PgTxn {
+    fn drop(&mut self) {
+        let held = self.held.get_mut();
+        if !held.begun {
+            return;
+        }
+        let Some(mut conn) = held.conn.take() else {
+            return;
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move {
+                    if let Err(err) = sqlx::raw_sql("ROLLBACK").execute(&mut *conn).await {
+                        tracing::warn!(error = %err, "store.rollback_failed");
+                        conn.close_on_drop();
+                    }
+                });
+            }
+            Err(_) => conn.close_on_drop(),
+        }
+    }
+}
+
+#[async_trait]
+impl ConnectionTrait for PgTxn {
+    fn get_database_backend(&self) -> DbBackend {
+        DbBackend::Postgres
+    }
+
+    async fn execute_raw(&self, stmt: Statement) -> Result<ExecResult, DbErr> {
+        let mut held = self.held.lock().await;
+        let conn = held.begun_conn().await?;
+        bound(&stmt.sql, stmt.values)
+            .execute(conn)
+            .await
+            .map(Into::into)
+            .map_err(exec_err)
+    }
+
+    async fn execute_unprepared(&self, sql: &str) -> Result<ExecResult, DbErr> {
+        let mut held = self.held.lock().await;
+        let conn = held.begun_conn().await?;
+        sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
+            .execute(conn)
+            .await
+            .map(Into::into)
+            .map_err(exec_err)
+    }
+
+    async fn query_one_raw(&self, stmt: Statement) -> Result<Option<QueryResult>, DbErr> {
+        let mut held = self.held.lock().await;
+        let conn = held.begun_conn().await?;
+        bound(&stmt.sql, stmt.values)
+            .fetch_optional(conn)
+            .await
+            .map(|row| row.map(Into::into))
+            .map_err(query_err)
+    }
+
+    async fn query_all_raw(&self, stmt: Statement) -> Result<Vec<QueryResult>, DbErr> {
+        let mut held = self.held.lock().await;
+        let conn = held.begun_conn().await?;
+        bound(&stmt.sql, stmt.values)
+            .fetch_all(conn)
+            .await
+            .map(|rows| rows.into_iter().map(Into::into).collect())
+            .map_err(query_err)
+    }
+}
