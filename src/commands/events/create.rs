@@ -12,6 +12,7 @@
 
 use std::collections::{BTreeSet, HashSet};
 
+use chrono::{DateTime, Utc};
 use entities::events;
 
 use super::edits::EditBatch;
@@ -24,10 +25,11 @@ use crate::domain::events::{EventInput, event_exists};
 use crate::domain::ids::{CalendarId, UserId};
 use crate::domain::roles::Action;
 use crate::error::AppError;
+use crate::store::Connection;
 use crate::store::events::WriteDeadline;
 use crate::store::events::calendar_roles::CalendarRoles;
 use crate::store::events::creations::{self, CommitError, Creation, CreationsError};
-use crate::store::events::inserts::{self, NewEvent};
+use crate::store::events::inserts::{self, InsertEventError, NewEvent};
 use crate::store::events::remembered_roles::RememberedRoles;
 use crate::store::outbox::{self, MirrorTargets};
 use crate::views::events::EventView;
@@ -278,6 +280,28 @@ pub(super) fn accept(
     let view = EventView::new(&event, new.input.calendars.clone());
     batch.wrote(event, links);
     Ok(view)
+}
+
+/// Inserts the creations an edit batch accepted so far ([`accept`]) (one round trip per chunk of them) and empties
+/// `unwritten`. An id taken meanwhile by another calendar's batch fails the whole batch,
+/// which then runs one command at a time.
+pub(super) async fn insert_accepted(
+    txn: &impl Connection,
+    unwritten: &mut Vec<NewEvent<'_>>,
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    if unwritten.is_empty() {
+        return Ok(());
+    }
+    inserts::insert_many(txn, unwritten, now)
+        .await
+        .map_err(|err| match err {
+            InsertEventError::Database(err) => AppError::from(err),
+            InsertEventError::Duplicate => event_exists(),
+            other => AppError::internal(other.to_string()),
+        })?;
+    unwritten.clear();
+    Ok(())
 }
 
 /// Whether the command may run: editEvents on every calendar.

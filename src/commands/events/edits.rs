@@ -29,12 +29,12 @@ use super::readers::Memberships;
 use super::{create, event_not_found, links, publishing, refuse_constraint, retry_transient};
 use crate::commands::Services;
 use crate::domain::event_pages::Publication;
-use crate::domain::events::{Attendance, EventInput, event_exists};
+use crate::domain::events::{Attendance, EventInput};
 use crate::domain::frames::FrameBatch;
 use crate::domain::ids::{CalendarId, EventId, UserId};
 use crate::error::AppError;
 use crate::store::event_shares::PublishedPage;
-use crate::store::events::inserts::{self, InsertEventError, NewEvent};
+use crate::store::events::inserts::NewEvent;
 use crate::store::events::{self as event_store, WriteDeadline};
 use crate::views::events::{AttendeeView, DeletedEventView, EventView};
 
@@ -327,7 +327,7 @@ async fn edit_once(
                     }
                     edit => {
                         if unwritten.iter().any(|new| new.input.id == edit.event_id()) {
-                            insert_created(txn, &mut unwritten, batch.now).await?;
+                            create::insert_accepted(txn, &mut unwritten, batch.now).await?;
                         }
                         run(txn, services, &mut batch, edit).await
                     }
@@ -337,7 +337,7 @@ async fn edit_once(
                     outcome => outcomes.push(outcome),
                 }
             }
-            insert_created(txn, &mut unwritten, batch.now).await?;
+            create::insert_accepted(txn, &mut unwritten, batch.now).await?;
             let changes: Vec<EventChange> = batch
                 .events
                 .iter()
@@ -379,28 +379,6 @@ async fn edit_once(
             Ok(outcomes)
         })
         .await
-}
-
-/// Inserts the creations accepted so far (one round trip per chunk of them) and empties
-/// `unwritten`. An id taken meanwhile by another calendar's batch fails the whole batch,
-/// which then runs one command at a time.
-async fn insert_created(
-    txn: &impl Connection,
-    unwritten: &mut Vec<NewEvent<'_>>,
-    now: DateTime<Utc>,
-) -> Result<(), AppError> {
-    if unwritten.is_empty() {
-        return Ok(());
-    }
-    inserts::insert_many(txn, unwritten, now)
-        .await
-        .map_err(|err| match err {
-            InsertEventError::Database(err) => AppError::from(err),
-            InsertEventError::Duplicate => event_exists(),
-            other => AppError::internal(other.to_string()),
-        })?;
-    unwritten.clear();
-    Ok(())
 }
 
 /// Runs one edit of the batch.
