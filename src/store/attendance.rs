@@ -9,6 +9,7 @@ use sea_orm::{
 
 use crate::domain::events::Attendance;
 use crate::domain::ids::{EventId, UserId};
+use crate::store::WriteTxn;
 
 /// One attendee's answer, with who they are (never their email).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,19 +60,18 @@ pub async fn list(db: &impl ConnectionTrait, event_id: EventId) -> Result<Vec<At
 
 /// Sets (or, for `none`, removes) `user_id`'s answer.
 pub async fn set(
-    txn: &impl ConnectionTrait,
+    txn: &WriteTxn,
     event_id: EventId,
     user_id: &UserId,
     answer: Attendance,
     now: DateTime<Utc>,
 ) -> Result<(), DbErr> {
     if answer == Attendance::None {
-        event_attendees::Entity::delete_many()
+        let delete = event_attendees::Entity::delete_many()
             .filter(event_attendees::Column::EventId.eq(event_id))
             .filter(event_attendees::Column::UserId.eq(user_id))
-            .exec(txn)
-            .await?;
-        return Ok(());
+            .into_query();
+        return txn.defer(delete).await;
     }
     let row = event_attendees::ActiveModel {
         event_id: Set(event_id),
@@ -80,7 +80,7 @@ pub async fn set(
         created_at: Set(now),
         updated_at: Set(now),
     };
-    event_attendees::Entity::insert(row)
+    let upsert = event_attendees::Entity::insert(row)
         .on_conflict(
             OnConflict::columns([
                 event_attendees::Column::EventId,
@@ -92,9 +92,8 @@ pub async fn set(
             ])
             .to_owned(),
         )
-        .exec(txn)
-        .await?;
-    Ok(())
+        .into_query();
+    txn.defer(upsert).await
 }
 
 /// The insert recording each new event's creator as going (run with the events' own inserts,

@@ -125,11 +125,14 @@ pub async fn revoke(
 
 /// Removes every publication of `events` (they were deleted: a tombstone has no page).
 pub async fn remove_of(txn: &impl ConnectionTrait, events: &[EventId]) -> Result<(), DbErr> {
+    removal_of(events).exec(txn).await?;
+    Ok(())
+}
+
+/// The delete of [`remove_of`], to run with others.
+pub fn removal_of(events: &[EventId]) -> sea_orm::DeleteMany<event_shares::Entity> {
     event_shares::Entity::delete_many()
         .filter(event_shares::Column::EventId.is_in(events.iter().copied()))
-        .exec(txn)
-        .await?;
-    Ok(())
 }
 
 /// The live page `token` opens, if any.

@@ -538,19 +538,6 @@ pub(crate) fn placeholder(backend: DbBackend, n: usize) -> String {
     }
 }
 
-/// Runs several inserts in one round trip ([`one_statement`]). Run it in a transaction: on
-/// SQLite the statements are atomic only together with the transaction, and an error stops
-/// the ones after it.
-pub(crate) async fn insert_in_one_statement(
-    db: &impl ConnectionTrait,
-    inserts: Vec<InsertStatement>,
-) -> Result<(), DbErr> {
-    match one_statement(db.get_database_backend(), inserts) {
-        Some(statement) => db.execute_raw(statement).await.map(|_| ()),
-        None => Ok(()),
-    }
-}
-
 /// Several inserts as one statement for `backend` (`None` for none): on SQLite one text of
 /// several statements, on PostgreSQL one statement whose first inserts are data-modifying
 /// `WITH` clauses (their foreign keys are checked at the end of the statement, so a later

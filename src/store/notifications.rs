@@ -14,12 +14,12 @@ use entities::pending_notifications::{self, Column, Entity};
 use sea_orm::sea_query::{Expr, ExprTrait, OnConflict};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter,
-    QuerySelect,
+    QuerySelect, QueryTrait,
 };
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::Database;
+use super::{Database, WriteTxn};
 use crate::domain::events::ChangeNews;
 use crate::domain::ids::{EventId, UserId};
 
@@ -83,15 +83,12 @@ pub async fn queue(
 }
 
 /// Drops what is pending about events that no longer exist.
-pub async fn drop_for_events(
-    txn: &impl ConnectionTrait,
-    event_ids: &[EventId],
-) -> Result<(), DbErr> {
+pub async fn drop_for_events(txn: &WriteTxn, event_ids: &[EventId]) -> Result<(), DbErr> {
     for chunk in event_ids.chunks(500) {
-        Entity::delete_many()
+        let delete = Entity::delete_many()
             .filter(Column::SubjectId.is_in(chunk.iter().copied()))
-            .exec(txn)
-            .await?;
+            .into_query();
+        txn.defer(delete).await?;
     }
     Ok(())
 }

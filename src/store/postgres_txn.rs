@@ -106,7 +106,7 @@ impl PgTxn {
             .try_collect()
             .await
             .map_err(query_err)?;
-        sections_of(results, statements.len(), begin)
+        sections_of(results, statements.len(), usize::from(begin))
     }
 
     /// Commits (nothing was sent: nothing to commit).

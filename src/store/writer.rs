@@ -12,9 +12,12 @@
 //!   back, before the next transaction may have it (sqlx does that to every connection it
 //!   takes back). The held connection goes from one transaction to the next directly.
 //! - `BEGIN IMMEDIATE` is not sent alone: it goes in front of the transaction's first
-//!   statement, in the same text (unless that statement's count of changed rows is read,
-//!   which a `BEGIN` in front would falsify); and a caller that knows its last statement sends
+//!   statement, in the same text (a statement whose count of changed rows is read is
+//!   answered its own count, not the text's); and a caller that knows its last statement sends
 //!   `COMMIT` after it in the same text ([`WriteTxn::commit_after`]).
+//! - A write whose outcome nobody reads waits ([`WriteTxn::defer`]) and goes in the text of
+//!   the transaction's next statement, or of its `COMMIT`: an edit batch's writes reach
+//!   SQLite's thread together, with its commit.
 //!
 //! A transaction dropped before its commit (an error, a refusal, a cancelled request) is
 //! rolled back at once on a task that holds the connection until it is done, so no other
@@ -24,16 +27,18 @@
 //! On PostgreSQL, a write transaction runs on a pool connection ([`PgTxn`]): every server
 //! of a cluster writes, and the database orders them.
 
-use std::borrow::Cow;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use sea_orm::prelude::async_trait::async_trait;
-use sea_orm::sea_query::{PostgresQueryBuilder, SelectStatement, SqliteQueryBuilder};
+use sea_orm::sea_query::{
+    InsertStatement, PostgresQueryBuilder, SelectStatement, SqliteQueryBuilder,
+};
 use sea_orm::sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
 use sea_orm::sqlx::{self, Connection, Executor};
 use sea_orm::{
-    ConnectionTrait, DbBackend, DbErr, ExecResult, QueryResult, RuntimeErr, Statement, Values,
+    ConnectionTrait, DbBackend, DbErr, ExecResult, QueryResult, RuntimeErr, Statement,
+    StatementBuilder, Values,
 };
 use sea_query_sqlx::SqlxValues;
 use tokio::sync::{Mutex, OwnedMutexGuard};
@@ -117,6 +122,7 @@ impl SqliteWriter {
                 slot: Some(slot),
                 begin_owed: false,
                 begun: false,
+                deferred: Deferred::default(),
             }),
         })
     }
@@ -169,35 +175,75 @@ struct Held {
     begin_owed: bool,
     /// `BEGIN` was sent (and may have run), and neither `COMMIT` nor `ROLLBACK` has.
     begun: bool,
+    /// Writes waiting for the next statement's text ([`WriteTxn::defer`]).
+    deferred: Deferred,
+}
+
+/// Statements held back to go in front of the transaction's next one, in one text.
+#[derive(Debug, Default)]
+struct Deferred {
+    /// Each statement followed by `;`.
+    sql: String,
+    values: Vec<sea_orm::Value>,
+    statements: usize,
+}
+
+/// A statement as it goes to SQLite's thread: with whatever must run before it in the
+/// same text.
+struct Prepared<'c> {
+    conn: &'c mut SqliteConnection,
+    sql: String,
+    values: Option<Values>,
+    /// How many statements come before the caller's (a `BEGIN`, deferred writes).
+    leading: usize,
+    /// Whether the text is kept prepared: not with deferred writes in front, whose mix
+    /// rarely repeats (it would push texts that do out of sqlx's cache of prepared ones).
+    persistent: bool,
 }
 
 impl Held {
-    /// The connection, and `sql` with the transaction's `BEGIN` in front if it is owed
-    /// (marking it sent: whether it ran or not, the transaction must now end in a rollback
-    /// unless it commits).
-    fn prepare<'s>(
-        &mut self,
-        sql: &'s str,
-    ) -> Result<(&mut SqliteConnection, Cow<'s, str>), DbErr> {
-        let sql = if std::mem::take(&mut self.begin_owed) {
-            self.begun = true;
-            Cow::Owned(format!("{BEGIN};\n{sql}"))
-        } else {
-            Cow::Borrowed(sql)
-        };
-        Ok((self.conn()?, sql))
-    }
-
-    /// The connection, with the transaction's `BEGIN` sent on its own first if it is owed:
-    /// for a statement whose count of changed rows is read. SQLite leaves the count of the
-    /// last change before it in place through a `BEGIN`, and sqlx adds up the counts of
-    /// every statement of one text, so a `BEGIN` in front would add a stale count.
-    async fn begun_conn(&mut self) -> Result<&mut SqliteConnection, DbErr> {
+    /// `sql` (with its `values`) with what must run before it in the same text: the
+    /// transaction's `BEGIN` if it is owed (marking it sent: whether it ran or not, the
+    /// transaction must now end in a rollback unless it commits), then the deferred writes,
+    /// in the order they came.
+    fn prepare(&mut self, sql: &str, values: Option<Values>) -> Result<Prepared<'_>, DbErr> {
+        let mut text = String::new();
+        let mut leading = 0;
         if std::mem::take(&mut self.begin_owed) {
             self.begun = true;
-            self.conn()?.execute(BEGIN).await.map_err(exec_err)?;
+            text.push_str(BEGIN);
+            text.push_str(";\n");
+            leading += 1;
         }
-        self.conn()
+        let deferred = std::mem::take(&mut self.deferred);
+        let values = if deferred.statements == 0 {
+            values
+        } else {
+            text.push_str(&deferred.sql);
+            leading += deferred.statements;
+            let mut all = deferred.values;
+            all.extend(values.map(|Values(more)| more).unwrap_or_default());
+            Some(Values(all))
+        };
+        text.push_str(sql);
+        Ok(Prepared {
+            conn: self.conn()?,
+            sql: text,
+            values,
+            leading,
+            persistent: deferred.statements == 0,
+        })
+    }
+
+    /// Holds `stmt` (one statement) back for the next text.
+    fn defer(&mut self, stmt: Statement) {
+        let deferred = &mut self.deferred;
+        deferred.sql.push_str(&stmt.sql);
+        deferred.sql.push_str(";\n");
+        deferred
+            .values
+            .extend(stmt.values.map(|Values(values)| values).unwrap_or_default());
+        deferred.statements += 1;
     }
 
     fn conn(&mut self) -> Result<&mut SqliteConnection, DbErr> {
@@ -219,31 +265,32 @@ impl Locked {
     ) -> Result<Vec<Vec<QueryResult>>, DbErr> {
         use futures::TryStreamExt;
         let mut held = self.held.lock().await;
-        let begin = held.begin_owed;
-        let (conn, sql) = held.prepare(sql)?;
+        let prepared = held.prepare(sql, Some(values))?;
         #[expect(
             deprecated,
             reason = "SQLite's driver runs a text of several statements with their values bound \
                       in turn, as every multi-statement text of the writer does; fetch_many \
                       is what tells their rows apart"
         )]
-        let results: Vec<sqlx::Either<_, _>> = bound(&sql, Some(values))
-            .fetch_many(conn)
+        let results: Vec<sqlx::Either<_, _>> = bound(&prepared.sql, prepared.values)
+            .persistent(prepared.persistent)
+            .fetch_many(prepared.conn)
             .try_collect()
             .await
             .map_err(query_err)?;
-        sections_of(results, statements, begin)
+        sections_of(results, statements, prepared.leading)
     }
 }
 
 /// The rows of each of `statements` statements, from what a text of them answered (a
-/// statement's end, or one of its rows, in order), the first one a `BEGIN` if `begin`.
+/// statement's end, or one of its rows, in order), after `leading` statements whose results
+/// are not the caller's (a `BEGIN`, deferred writes).
 pub(super) fn sections_of<Done, Row: Into<QueryResult>>(
     results: Vec<sqlx::Either<Done, Row>>,
     statements: usize,
-    begin: bool,
+    leading: usize,
 ) -> Result<Vec<Vec<QueryResult>>, DbErr> {
-    let mut sections = Vec::with_capacity(statements + 1);
+    let mut sections = Vec::with_capacity(statements + leading);
     let mut rows = Vec::new();
     for result in results {
         match result {
@@ -251,9 +298,8 @@ pub(super) fn sections_of<Done, Row: Into<QueryResult>>(
             sqlx::Either::Right(row) => rows.push(row.into()),
         }
     }
-    if begin && sections.len() == statements + 1 {
-        // `BEGIN`'s own result.
-        sections.remove(0);
+    if sections.len() == statements + leading {
+        sections.drain(..leading);
     }
     if sections.len() != statements {
         return Err(DbErr::Custom(format!(
@@ -279,19 +325,52 @@ impl ConnectionTrait for Locked {
     }
 
     async fn execute_raw(&self, stmt: Statement) -> Result<ExecResult, DbErr> {
+        use futures::TryStreamExt;
         let mut held = self.held.lock().await;
-        let conn = held.begun_conn().await?;
-        bound(&stmt.sql, stmt.values)
-            .execute(conn)
+        let prepared = held.prepare(&stmt.sql, stmt.values)?;
+        let query = bound(&prepared.sql, prepared.values).persistent(prepared.persistent);
+        if prepared.leading == 0 {
+            return query
+                .execute(prepared.conn)
+                .await
+                .map(Into::into)
+                .map_err(exec_err);
+        }
+        // The count of changed rows is the caller's statement's own, the last one's (sqlx
+        // would add up every statement's, and SQLite leaves a `BEGIN` the count of the
+        // change before it).
+        #[expect(
+            deprecated,
+            reason = "SQLite's driver runs a text of several statements with their values bound \
+                      in turn; fetch_many is what tells their counts apart"
+        )]
+        let results: Vec<sqlx::Either<_, _>> = query
+            .fetch_many(prepared.conn)
+            .try_collect()
             .await
+            .map_err(exec_err)?;
+        results
+            .into_iter()
+            .filter_map(sqlx::Either::left)
+            .last()
             .map(Into::into)
-            .map_err(exec_err)
+            .ok_or_else(|| DbErr::Custom("a statement answered no result".into()))
     }
 
     async fn execute_unprepared(&self, sql: &str) -> Result<ExecResult, DbErr> {
         let mut held = self.held.lock().await;
-        let conn = held.begun_conn().await?;
-        conn.execute(sqlx::AssertSqlSafe(sql.to_owned()))
+        let prepared = held.prepare(sql, None)?;
+        if prepared.leading == 0 {
+            return prepared
+                .conn
+                .execute(sqlx::AssertSqlSafe(prepared.sql))
+                .await
+                .map(Into::into)
+                .map_err(exec_err);
+        }
+        bound(&prepared.sql, prepared.values)
+            .persistent(prepared.persistent)
+            .execute(prepared.conn)
             .await
             .map(Into::into)
             .map_err(exec_err)
@@ -299,9 +378,10 @@ impl ConnectionTrait for Locked {
 
     async fn query_one_raw(&self, stmt: Statement) -> Result<Option<QueryResult>, DbErr> {
         let mut held = self.held.lock().await;
-        let (conn, sql) = held.prepare(&stmt.sql)?;
-        bound(&sql, stmt.values)
-            .fetch_optional(conn)
+        let prepared = held.prepare(&stmt.sql, stmt.values)?;
+        bound(&prepared.sql, prepared.values)
+            .persistent(prepared.persistent)
+            .fetch_optional(prepared.conn)
             .await
             .map(|row| row.map(Into::into))
             .map_err(query_err)
@@ -309,9 +389,10 @@ impl ConnectionTrait for Locked {
 
     async fn query_all_raw(&self, stmt: Statement) -> Result<Vec<QueryResult>, DbErr> {
         let mut held = self.held.lock().await;
-        let (conn, sql) = held.prepare(&stmt.sql)?;
-        bound(&sql, stmt.values)
-            .fetch_all(conn)
+        let prepared = held.prepare(&stmt.sql, stmt.values)?;
+        bound(&prepared.sql, prepared.values)
+            .persistent(prepared.persistent)
+            .fetch_all(prepared.conn)
             .await
             .map(|rows| rows.into_iter().map(Into::into).collect())
             .map_err(query_err)
@@ -327,12 +408,17 @@ pub struct SqliteTxn {
 impl SqliteTxn {
     async fn commit(mut self) -> Result<(), DbErr> {
         let held = self.locked.held.get_mut();
-        if !held.begun {
-            // Nothing was sent: there is no transaction to commit.
+        if !held.begun && held.deferred.statements == 0 {
+            // Nothing was sent or is waiting: there is no transaction to commit.
             held.begin_owed = false;
             return Ok(());
         }
-        held.conn()?.execute(COMMIT).await.map_err(query_err)?;
+        let prepared = held.prepare(COMMIT, None)?;
+        bound(&prepared.sql, prepared.values)
+            .persistent(prepared.persistent)
+            .execute(prepared.conn)
+            .await
+            .map_err(query_err)?;
         // A failed `COMMIT` leaves `begun` set: dropping the transaction rolls it back.
         held.begun = false;
         Ok(())
@@ -341,14 +427,20 @@ impl SqliteTxn {
     async fn commit_after(mut self, stmt: Statement) -> Result<(), DbErr> {
         let held = self.locked.held.get_mut();
         let sql = format!("{};\n{COMMIT}", stmt.sql);
-        let (conn, sql) = held.prepare(&sql)?;
-        bound(&sql, stmt.values)
-            .execute(conn)
+        let prepared = held.prepare(&sql, stmt.values)?;
+        bound(&prepared.sql, prepared.values)
+            .persistent(prepared.persistent)
+            .execute(prepared.conn)
             .await
             .map_err(exec_err)?;
         // On an error, `begun` stays set: dropping the transaction rolls it back.
         held.begun = false;
         Ok(())
+    }
+
+    /// Holds `stmt` back for the transaction's next text ([`WriteTxn::defer`]).
+    async fn defer(&self, stmt: Statement) {
+        self.locked.held.lock().await.defer(stmt);
     }
 }
 
@@ -512,6 +604,42 @@ impl WriteTxn {
                 }
                 Ok(sections)
             }
+        }
+    }
+
+    /// Runs `write`, a write whose outcome (its count of rows, rows it returns) nobody
+    /// reads, in its turn among the transaction's statements. On SQLite it waits for the
+    /// transaction's next statement, or its commit, and goes in the same text: a run of such
+    /// writes costs no hand-off to SQLite's thread of its own. On PostgreSQL it runs now.
+    ///
+    /// A deferred write that fails fails the statement it went with, so only a transaction
+    /// that gives up on any database error may defer: it must not take that failure for its
+    /// own statement's and go on.
+    pub async fn defer(&self, write: impl StatementBuilder) -> Result<(), DbErr> {
+        let statement = self.get_database_backend().build(&write);
+        match &self.txn {
+            Txn::Sqlite(txn) => {
+                txn.defer(statement).await;
+                Ok(())
+            }
+            Txn::Postgres(txn) => txn.execute_raw(statement).await.map(|_| ()),
+        }
+    }
+
+    /// [`Self::defer`] for `inserts`, in order: on PostgreSQL they run now as one statement
+    /// ([`super::one_statement`]).
+    pub async fn defer_inserts(&self, inserts: Vec<InsertStatement>) -> Result<(), DbErr> {
+        match &self.txn {
+            Txn::Sqlite(_) => {
+                for insert in inserts {
+                    self.defer(insert).await?;
+                }
+                Ok(())
+            }
+            Txn::Postgres(txn) => match super::one_statement(DbBackend::Postgres, inserts) {
+                Some(statement) => txn.execute_raw(statement).await.map(|_| ()),
+                None => Ok(()),
+            },
         }
     }
 

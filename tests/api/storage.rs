@@ -201,16 +201,7 @@ async fn write_transactions_are_read_committed_whatever_the_database_defaults() 
 /// Rows of the probe table, read outside any write transaction.
 async fn probe_rows(db: &Database) -> Vec<i64> {
     let read = db.begin_read().await.expect("read");
-    let rows = read
-        .query_all_raw(sea_orm::Statement::from_string(
-            read.get_database_backend(),
-            "SELECT n FROM write_probe ORDER BY n",
-        ))
-        .await
-        .expect("select");
-    rows.iter()
-        .map(|row| row.try_get_by_index::<i64>(0).expect("n"))
-        .collect()
+    probe_rows_in(&read).await.expect("select")
 }
 
 /// Inserts `n` into the probe table.
@@ -393,6 +384,107 @@ async fn a_commit_sent_with_the_last_statement_is_all_or_nothing() {
     insert_probe(&txn, 6).await.expect("insert 6");
     txn.commit().await.expect("commit");
     assert_eq!(probe_rows(&db).await, vec![1, 2, 3, 4, 6]);
+    db.close().await.expect("close");
+}
+
+/// The insert of `n` into the probe table, as a deferred write.
+fn probe_insert(n: i64) -> sea_orm::sea_query::InsertStatement {
+    use sea_orm::sea_query::{Alias, Query};
+    Query::insert()
+        .into_table(Alias::new("write_probe"))
+        .columns([Alias::new("n")])
+        .values_panic([n.into()])
+        .to_owned()
+}
+
+/// Defers `n`'s insert into the probe table.
+async fn defer_probe(txn: &WriteTxn, n: i64) -> Result<(), sea_orm::DbErr> {
+    txn.defer(probe_insert(n)).await
+}
+
+/// Rows of the probe table, as `conn` (a transaction, or a read) sees them.
+async fn probe_rows_in(conn: &impl ConnectionTrait) -> Result<Vec<i64>, sea_orm::DbErr> {
+    let rows = conn
+        .query_all_raw(sea_orm::Statement::from_string(
+            conn.get_database_backend(),
+            "SELECT n FROM write_probe ORDER BY n",
+        ))
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|row| row.try_get_by_index::<i64>(0).expect("n"))
+        .collect())
+}
+
+#[tokio::test]
+async fn deferred_writes_run_in_order_before_the_next_statement_and_fail_it() {
+    let (_test_db, db) = probe_database().await;
+
+    // Deferred writes are seen by the transaction's next read, in the order they came.
+    let txn = db.begin_write().await.expect("begin");
+    defer_probe(&txn, 3).await.expect("defer 3");
+    defer_probe(&txn, 2).await.expect("defer 2");
+    assert_eq!(probe_rows_in(&txn).await.expect("read"), vec![1, 2, 3]);
+    // A counted statement after deferred ones is answered its own count.
+    defer_probe(&txn, 4).await.expect("defer 4");
+    defer_probe(&txn, 5).await.expect("defer 5");
+    let moved = txn
+        .execute_raw(sea_orm::Statement::from_string(
+            txn.get_database_backend(),
+            "UPDATE write_probe SET n = n + 10 WHERE n = 5",
+        ))
+        .await
+        .expect("update");
+    assert_eq!(moved.rows_affected(), 1);
+    // Deferred writes left at the end go with the commit.
+    defer_probe(&txn, 6).await.expect("defer 6");
+    txn.commit().await.expect("commit");
+    assert_eq!(probe_rows(&db).await, vec![1, 2, 3, 4, 6, 15]);
+
+    // A transaction of deferred writes alone commits them.
+    let txn = begin_promptly(&db).await;
+    defer_probe(&txn, 7).await.expect("defer 7");
+    txn.commit().await.expect("commit");
+
+    // Dropped or discarded before its commit, a deferred write leaves nothing.
+    let txn = begin_promptly(&db).await;
+    defer_probe(&txn, 8).await.expect("defer 8");
+    drop(txn);
+    db.write(async |txn| {
+        defer_probe(txn, 9).await?;
+        txn.discard();
+        Ok::<_, sea_orm::DbErr>(())
+    })
+    .await
+    .expect("an answer");
+
+    // A deferred write that fails fails the transaction: nothing of it is committed, and the
+    // writer is free for the next one.
+    let failed = db
+        .write(async |txn| {
+            defer_probe(txn, 10).await?;
+            defer_probe(txn, 1).await?;
+            probe_rows_in(txn).await
+        })
+        .await;
+    assert!(failed.is_err(), "1 exists: {failed:?}");
+    // On SQLite it waits and fails the commit's text; on PostgreSQL it runs, and fails, at
+    // once, and the commit fails after it.
+    let txn = begin_promptly(&db).await;
+    let deferred = defer_probe(&txn, 1).await;
+    match txn.get_database_backend() {
+        sea_orm::DbBackend::Postgres => {
+            deferred.expect_err("1 exists: PostgreSQL runs the write at once");
+        }
+        _ => deferred.expect("defer 1"),
+    }
+    let last = probe_statement(&txn, 11);
+    txn.commit_after(last)
+        .await
+        .expect_err("1 exists: the deferred write fails the commit");
+    write_beside(&db).await;
+    assert_eq!(probe_rows(&db).await, vec![1, 2, 3, 4, 6, 7, 15]);
+
     db.close().await.expect("close");
 }
 

@@ -25,7 +25,7 @@ use crate::domain::events::{EventInput, event_exists};
 use crate::domain::ids::{CalendarId, UserId};
 use crate::domain::roles::Action;
 use crate::error::AppError;
-use crate::store::Connection;
+use crate::store::WriteTxn;
 use crate::store::events::WriteDeadline;
 use crate::store::events::calendar_roles::CalendarRoles;
 use crate::store::events::creations::{self, CommitError, Creation, CreationsError};
@@ -286,7 +286,7 @@ pub(super) fn accept(
 /// `unwritten`. An id taken meanwhile by another calendar's batch fails the whole batch,
 /// which then runs one command at a time.
 pub(super) async fn insert_accepted(
-    txn: &impl Connection,
+    txn: &WriteTxn,
     unwritten: &mut Vec<NewEvent<'_>>,
     now: DateTime<Utc>,
 ) -> Result<(), AppError> {

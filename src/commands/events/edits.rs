@@ -21,7 +21,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use crate::commands::mirrors::intents::{self, EventChange};
 
-use crate::store::Connection;
+use crate::store::WriteTxn;
 use chrono::{DateTime, Utc};
 use entities::events;
 
@@ -383,7 +383,7 @@ async fn edit_once(
 
 /// Runs one edit of the batch.
 async fn run(
-    txn: &impl Connection,
+    txn: &WriteTxn,
     services: &Services,
     batch: &mut EditBatch,
     edit: &Edit,

@@ -3,7 +3,7 @@
 //! the target calendar's actor). Both need the actor to see the event and to edit the
 //! target. Also here: attendance answers (an edit too) and the reads of who sees an event.
 
-use crate::store::Connection;
+use crate::store::{Connection, WriteTxn};
 
 use super::edits::EditBatch;
 use super::readers::Memberships;
@@ -84,7 +84,7 @@ fn require_target(
 /// Links the event into `target` (idempotent; the home calendar is unchanged), as one
 /// edit of `batch`; `event_updated` to the readers of every linked calendar.
 pub(super) async fn link(
-    txn: &impl Connection,
+    txn: &WriteTxn,
     services: &Services,
     batch: &mut EditBatch,
     actor: &UserId,
@@ -209,7 +209,7 @@ async fn fork_once(
 /// answering through the event's live published `page`), as one edit of `batch`;
 /// `attendance_changed` to every reader.
 pub(super) async fn set_attendance(
-    txn: &impl Connection,
+    txn: &WriteTxn,
     services: &Services,
     batch: &mut EditBatch,
     actor: &UserId,

@@ -16,7 +16,7 @@ pub mod visibility;
 
 use std::collections::BTreeSet;
 
-use crate::store::Connection;
+use crate::store::{Connection, WriteTxn};
 use chrono::{DateTime, Utc};
 use entities::events;
 use serde_json::json;
@@ -68,7 +68,7 @@ pub fn refuse_constraint(err: AppError) -> AppError {
 /// one, it changes nothing and answers 409 `EVENT_CONFLICT` with the current event as
 /// `current`.
 async fn update(
-    txn: &impl Connection,
+    txn: &WriteTxn,
     services: &Services,
     batch: &mut EditBatch,
     actor: &UserId,
@@ -235,7 +235,7 @@ async fn queue_news(
 /// from the calendars they may edit, and without `unlink` it leaves those. `removed` is
 /// `true` when no calendar keeps it (it is tombstoned).
 async fn delete(
-    txn: &impl Connection,
+    txn: &WriteTxn,
     services: &Services,
     batch: &mut EditBatch,
     actor: &UserId,

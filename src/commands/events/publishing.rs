@@ -4,7 +4,7 @@
 //! need the right to edit the event, since publishing hands it to the open internet.
 //! Answers given on a page are attendance edits ([`super::links::set_attendance`]).
 
-use crate::store::Connection;
+use crate::store::{Connection, WriteTxn};
 
 use super::add_event;
 use super::edits::EditBatch;
@@ -29,7 +29,7 @@ fn may_not_publish() -> AppError {
 /// `batch`. A page collects answers into the event's attendee list, so publishing turns
 /// the list on (`event_updated` to its readers) if it was off.
 pub(super) async fn publish(
-    txn: &impl Connection,
+    txn: &WriteTxn,
     services: &Services,
     batch: &mut EditBatch,
     actor: &UserId,

@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use crate::store::Connection;
+use crate::store::{Connection, WriteTxn};
 use chrono::{DateTime, Utc};
 use entities::events;
 
@@ -53,7 +53,7 @@ impl CalendarDeletion {
 /// from it (before the calendar row goes), recording the losses of everyone who saw an
 /// event only there.
 pub async fn on_calendar_deleted(
-    txn: &impl Connection,
+    txn: &WriteTxn,
     calendar_id: CalendarId,
     now: DateTime<Utc>,
 ) -> Result<CalendarDeletion, AppError> {
@@ -179,7 +179,7 @@ impl LinksUndone {
 /// made from events homed there into other calendars are removed, each event one revision
 /// up, with the losses of everyone who saw it only through them.
 pub async fn on_home_membership_lost(
-    txn: &impl Connection,
+    txn: &WriteTxn,
     home: CalendarId,
     user: &UserId,
     now: DateTime<Utc>,

@@ -11,7 +11,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::store::{Connection, DbErr};
+use crate::store::{DbErr, WriteTxn};
 use chrono::{DateTime, Utc};
 use entities::{calendars, events, external_events};
 
@@ -34,7 +34,7 @@ pub struct Target<'a> {
 /// Writes `resources` (read now) and `removed` (hrefs gone at the provider) into the
 /// mirror. Returns whether anything changed.
 pub async fn apply(
-    txn: &impl Connection,
+    txn: &WriteTxn,
     target: Target<'_>,
     resources: &[Resource],
     removed: &[String],
@@ -119,7 +119,7 @@ pub async fn apply(
 
 /// Inserts the new events gathered so far, homed in and linked into the mirror.
 async fn insert(
-    txn: &impl Connection,
+    txn: &WriteTxn,
     target: Target<'_>,
     pending: &mut Vec<(EventInput, EventId)>,
     now: DateTime<Utc>,
@@ -148,7 +148,7 @@ async fn insert(
 /// Takes an event out of the mirror: tombstoned when the mirror is its home, otherwise
 /// unlinked from the mirror.
 async fn remove(
-    txn: &impl Connection,
+    txn: &WriteTxn,
     target: Target<'_>,
     event: events::Model,
     members: &[UserId],

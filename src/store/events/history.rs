@@ -9,7 +9,11 @@ use std::collections::HashSet;
 use crate::domain::ids::{EventId, UserId};
 use chrono::{DateTime, Utc};
 use entities::{event_view_changes, event_visibility_losses, events};
-use sea_orm::{ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryTrait,
+};
+
+use crate::store::WriteTxn;
 use uuid::Uuid;
 
 /// Records many `(user, event)` visibility losses at once.
@@ -59,7 +63,7 @@ pub async fn record_view_changes(
 
 /// Records that `users` can no longer see `event_id`.
 pub async fn record_losses<'a>(
-    txn: &impl ConnectionTrait,
+    txn: &WriteTxn,
     users: impl IntoIterator<Item = &'a UserId>,
     event_id: EventId,
     now: DateTime<Utc>,
@@ -76,10 +80,8 @@ pub async fn record_losses<'a>(
     if rows.is_empty() {
         return Ok(());
     }
-    event_visibility_losses::Entity::insert_many(rows)
-        .exec(txn)
-        .await?;
-    Ok(())
+    txn.defer(event_visibility_losses::Entity::insert_many(rows).into_query())
+        .await
 }
 
 /// The events that left `user_id`'s view after `since` and at or before `until` (a delta

@@ -4,15 +4,13 @@
 use chrono::{DateTime, Utc};
 use entities::{calendar_events, events};
 use sea_orm::sea_query::InsertStatement;
-use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ConnectionTrait, DbErr, EntityTrait, QueryTrait, SqlErr,
-};
+use sea_orm::{ActiveModelTrait, ActiveValue::Set, DbErr, EntityTrait, QueryTrait, SqlErr};
 
 use super::calendar_roles;
 use crate::domain::event_fields::event_fields;
 use crate::domain::events::EventInput;
 use crate::domain::ids::{CalendarId, UserId};
-use crate::store::{CommitWrite, attendance, insert_in_one_statement, one_statement};
+use crate::store::{CommitWrite, WriteTxn, attendance, one_statement};
 
 /// Why an event could not be inserted.
 #[derive(Debug, thiserror::Error)]
@@ -49,18 +47,19 @@ pub struct NewEvent<'a> {
 const INSERT_CHUNK: usize = 200;
 
 /// Inserts new events at revision 1 with their links and their creators' attendance (going),
-/// one round trip per [`INSERT_CHUNK`] events ([`crate::store::insert_in_one_statement`]). Fails whole with
-/// [`InsertEventError::Duplicate`] if any id exists. Run it in a transaction.
+/// as deferred writes of `txn` ([`WriteTxn::defer_inserts`]: on SQLite they go with the
+/// transaction's next statement or its commit; on PostgreSQL one statement per
+/// [`INSERT_CHUNK`] events runs now). On PostgreSQL an id that exists fails it whole with
+/// [`InsertEventError::Duplicate`]; on SQLite, where the writer's lock keeps the ids the
+/// caller read in the transaction, it fails the statement the inserts go with.
 pub async fn insert_many(
-    txn: &impl ConnectionTrait,
+    txn: &WriteTxn,
     new: &[NewEvent<'_>],
     now: DateTime<Utc>,
 ) -> Result<Vec<events::Model>, InsertEventError> {
     let models = new_models(new, now);
     for text in chunk_texts(&models, new, now) {
-        insert_in_one_statement(txn, text)
-            .await
-            .map_err(insert_error)?;
+        txn.defer_inserts(text).await.map_err(insert_error)?;
     }
     Ok(models)
 }

@@ -24,8 +24,8 @@ use chrono::{DateTime, Utc};
 use entities::{calendar_events, calendar_members, calendars, events};
 use sea_orm::sea_query::{Condition, LockType, Order, Query};
 use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait,
-    FromQueryResult, QueryFilter, QueryOrder, QuerySelect, QueryTrait,
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, FromQueryResult,
+    QueryFilter, QueryOrder, QuerySelect, QueryTrait, TryIntoModel,
 };
 
 use super::db_errors::{BrokenKey, broken_key};
@@ -238,7 +238,7 @@ pub async fn links(db: &impl ConnectionTrait, event_id: EventId) -> Result<Vec<C
 /// Links an event into calendars on behalf of `linked_by` (already linked ones are left
 /// alone).
 pub async fn add_links(
-    txn: &impl ConnectionTrait,
+    txn: &WriteTxn,
     event_id: EventId,
     calendars: &[CalendarId],
     linked_by: &UserId,
@@ -255,36 +255,34 @@ pub async fn add_links(
             created_at: Set(now),
             linked_by: Set(Some(linked_by.clone())),
         });
-    calendar_events::Entity::insert_many(rows)
+    let insert = calendar_events::Entity::insert_many(rows)
         .on_conflict_do_nothing_on([
             calendar_events::Column::EventId,
             calendar_events::Column::CalendarId,
         ])
-        .exec(txn)
-        .await?;
-    Ok(())
+        .into_query();
+    txn.defer(insert).await
 }
 
 /// Unlinks an event from calendars.
 pub async fn remove_links(
-    txn: &impl ConnectionTrait,
+    txn: &WriteTxn,
     event_id: EventId,
     calendars: &[CalendarId],
 ) -> Result<(), DbErr> {
     if calendars.is_empty() {
         return Ok(());
     }
-    calendar_events::Entity::delete_many()
+    let delete = calendar_events::Entity::delete_many()
         .filter(calendar_events::Column::EventId.eq(event_id))
         .filter(calendar_events::Column::CalendarId.is_in(calendars.iter().copied()))
-        .exec(txn)
-        .await?;
-    Ok(())
+        .into_query();
+    txn.defer(delete).await
 }
 
 /// Replaces an event's content (identity fields stay), one revision up.
 pub async fn update_content(
-    txn: &impl ConnectionTrait,
+    txn: &WriteTxn,
     current: events::Model,
     input: &EventInput,
     now: DateTime<Utc>,
@@ -299,12 +297,12 @@ pub async fn update_content(
     event_fields!(set_content {});
     active.revision = Set(revision);
     active.updated_at = Set(now);
-    active.update(txn).await
+    write_over(txn, active).await
 }
 
 /// Marks a change that is not a content change (a link), one revision up.
 pub async fn touch(
-    txn: &impl ConnectionTrait,
+    txn: &WriteTxn,
     current: events::Model,
     now: DateTime<Utc>,
 ) -> Result<events::Model, DbErr> {
@@ -312,13 +310,29 @@ pub async fn touch(
     let mut active: events::ActiveModel = current.into();
     active.revision = Set(revision);
     active.updated_at = Set(now);
-    active.update(txn).await
+    write_over(txn, active).await
+}
+
+/// Writes the columns `active` sets over its row, as a deferred write ([`WriteTxn::defer`]):
+/// the row as it is then (the caller read it in this transaction, under its lock).
+async fn write_over(txn: &WriteTxn, active: events::ActiveModel) -> Result<events::Model, DbErr> {
+    let id = active
+        .id
+        .clone()
+        .take()
+        .ok_or_else(|| DbErr::Custom("an event's change needs its id".into()))?;
+    let update = events::Entity::update_many()
+        .set(active.clone())
+        .filter(events::Column::Id.eq(id))
+        .into_query();
+    txn.defer(update).await?;
+    active.try_into_model()
 }
 
 /// Turns the event's attendee list on (a published page collects answers into it), one
 /// revision up.
 pub async fn open_attendees(
-    txn: &impl ConnectionTrait,
+    txn: &WriteTxn,
     current: events::Model,
     now: DateTime<Utc>,
 ) -> Result<events::Model, DbErr> {
@@ -327,7 +341,7 @@ pub async fn open_attendees(
     active.has_attendees = Set(true);
     active.revision = Set(revision);
     active.updated_at = Set(now);
-    active.update(txn).await
+    write_over(txn, active).await
 }
 
 /// Marks many events changed at once (unlinked from a deleted calendar), one revision up
@@ -372,7 +386,7 @@ pub async fn find_live(
 
 /// Deletes an event, keeping a tombstone; its links go.
 pub async fn tombstone(
-    txn: &impl ConnectionTrait,
+    txn: &WriteTxn,
     current: events::Model,
     now: DateTime<Utc>,
 ) -> Result<events::Model, DbErr> {
@@ -382,12 +396,13 @@ pub async fn tombstone(
     active.revision = Set(revision);
     active.updated_at = Set(now);
     active.deleted_at = Set(Some(now));
-    let event = active.update(txn).await?;
-    calendar_events::Entity::delete_many()
+    let event = write_over(txn, active).await?;
+    let unlink = calendar_events::Entity::delete_many()
         .filter(calendar_events::Column::EventId.eq(id))
-        .exec(txn)
-        .await?;
-    crate::store::event_shares::remove_of(txn, &[id]).await?;
+        .into_query();
+    txn.defer(unlink).await?;
+    let unpublish = crate::store::event_shares::removal_of(&[id]).into_query();
+    txn.defer(unpublish).await?;
     Ok(event)
 }
 
