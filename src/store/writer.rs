@@ -27,6 +27,7 @@
 //! On PostgreSQL, a write transaction runs on a pool connection ([`PgTxn`]): every server
 //! of a cluster writes, and the database orders them.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -190,9 +191,10 @@ struct Deferred {
 
 /// A statement as it goes to SQLite's thread: with whatever must run before it in the
 /// same text.
-struct Prepared<'c> {
+struct Prepared<'c, 's> {
     conn: &'c mut SqliteConnection,
-    sql: String,
+    /// The caller's own text when nothing goes in front of it.
+    sql: Cow<'s, str>,
     values: Option<Values>,
     /// How many statements come before the caller's (a `BEGIN`, deferred writes).
     leading: usize,
@@ -206,7 +208,11 @@ impl Held {
     /// transaction's `BEGIN` if it is owed (marking it sent: whether it ran or not, the
     /// transaction must now end in a rollback unless it commits), then the deferred writes,
     /// in the order they came.
-    fn prepare(&mut self, sql: &str, values: Option<Values>) -> Result<Prepared<'_>, DbErr> {
+    fn prepare<'s>(
+        &mut self,
+        sql: &'s str,
+        values: Option<Values>,
+    ) -> Result<Prepared<'_, 's>, DbErr> {
         let mut text = String::new();
         let mut leading = 0;
         if std::mem::take(&mut self.begin_owed) {
@@ -225,10 +231,15 @@ impl Held {
             all.extend(values.map(|Values(more)| more).unwrap_or_default());
             Some(Values(all))
         };
-        text.push_str(sql);
+        let sql = if text.is_empty() {
+            Cow::Borrowed(sql)
+        } else {
+            text.push_str(sql);
+            Cow::Owned(text)
+        };
         Ok(Prepared {
             conn: self.conn()?,
-            sql: text,
+            sql,
             values,
             leading,
             persistent: deferred.statements == 0,
@@ -363,7 +374,7 @@ impl ConnectionTrait for Locked {
         if prepared.leading == 0 {
             return prepared
                 .conn
-                .execute(sqlx::AssertSqlSafe(prepared.sql))
+                .execute(sqlx::AssertSqlSafe(prepared.sql.into_owned()))
                 .await
                 .map(Into::into)
                 .map_err(exec_err);
