@@ -47,6 +47,7 @@ mod unpinged_connections;
 pub mod users;
 pub mod verifications;
 pub mod wal;
+mod write_txn;
 mod writer;
 
 use std::path::PathBuf;
@@ -76,11 +77,12 @@ use events::read_cache::{EventReadCache, StreamLimits};
 use file_lock::FileLock;
 use instance_bus::InstanceBus;
 pub use instance_bus::InstanceEvents;
+pub use instance_bus::Unheard;
 pub use outgoing::TxnOutgoing;
 use session_cache::SessionCache;
 use unpinged_connections::UnpingedConnections;
+pub use write_txn::WriteTxn;
 use writer::SqliteWriter;
-pub use writer::WriteTxn;
 
 /// What the store's operations run on, as the layers above name it: the pool
 /// ([`Database`]) or a write transaction the store handed out ([`WriteTxn`]).
@@ -375,8 +377,8 @@ impl Database {
     pub async fn begin_write(&self) -> Result<WriteTxn, DbErr> {
         let started = Instant::now();
         let txn = match &self.writer {
-            Some(writer) => writer.begin().await?,
-            None => writer::Txn::Postgres(
+            Some(writer) => write_txn::Txn::Sqlite(writer.begin().await?),
+            None => write_txn::Txn::Postgres(
                 postgres_txn::PgTxn::begin(self.conn.get_postgres_connection_pool()).await?,
             ),
         };
@@ -425,8 +427,8 @@ impl Database {
     }
 
     /// Where a committed credential change goes ([`WriteTxn::credentials_changed`]).
-    fn credential_hooks(&self) -> writer::CredentialHooks {
-        writer::CredentialHooks {
+    fn credential_hooks(&self) -> write_txn::CredentialHooks {
+        write_txn::CredentialHooks {
             sessions: self.sessions.clone(),
             changes: self.credentials.clone(),
             bus: self.bus.clone(),

@@ -2,11 +2,14 @@
 
 use bowline::actors::scheduler::{RunOutcome, SchedulerMsg};
 use bowline::actors::{ActorKind, ask_slot};
+use bowline::domain::frames::Frame;
+use bowline::domain::ids::UserId;
 use bowline::store::scheduled_tasks::{self, Lease};
 use bowline::store::wal::{self, CheckpointReport};
-use bowline::store::{Backend, Database, WriteTxn};
+use bowline::store::{Backend, Database, Unheard, WriteTxn};
 use chrono::{Duration, Utc};
 use sea_orm::ConnectionTrait;
+use serde_json::json;
 
 use crate::helpers::{TestDb, WAIT, spawn_app, test_settings_on};
 
@@ -522,4 +525,39 @@ async fn sqlite_statement_journals_stay_in_memory() {
     let read = db.begin_read().await.expect("begin read");
     assert_eq!(temp_store(&read).await, 2, "the pool's connections");
     read.commit().await.expect("end read");
+}
+
+/// A write's commit may leave waiting for this instance to hear its frames to whoever
+/// answers the change (a calendar's actor goes on to its next batch meanwhile): on
+/// PostgreSQL the commit returns with the notice left unheard, and once that wait is over
+/// the instance's streams have the frames. On SQLite, which has no bus, nothing is left:
+/// the frames are delivered at the commit.
+#[tokio::test]
+async fn a_commit_may_leave_hearing_its_frames_to_whoever_answers() {
+    let app = spawn_app().await;
+    let user = app.sign_up("unheard@example.com").await;
+    let mut stream = app.stream(&user).await;
+    let services = &app.ctx().shared.services;
+    let postgres = app.db_connection().await.get_database_backend() == sea_orm::DbBackend::Postgres;
+
+    let unheard = Unheard::default();
+    let txn = services.db.begin_write().await.expect("begin");
+    txn.hear_later(&unheard);
+    services.within(&txn).broadcast(
+        [&UserId::from(user.id.as_str())],
+        &Frame::new("marker", json!({ "n": 1 })),
+    );
+    txn.commit().await.expect("commit");
+    assert_eq!(
+        unheard.is_empty(),
+        !postgres,
+        "the commit left its notice to hear (PostgreSQL) or had none (SQLite)"
+    );
+    unheard.heard().await;
+    assert!(unheard.is_empty(), "waited on once");
+    let frame = stream.next_frame().await;
+    assert_eq!(
+        (&frame["type"], &frame["payload"]["n"]),
+        (&json!("marker"), &json!(1))
+    );
 }

@@ -4,7 +4,9 @@
 //! frames leave in commit order; calendars never wait for each other. Event commands that
 //! queue up while it is busy are committed together, in arrival order, as one transaction:
 //! creations alone as a batch of creations, and creations mixed with updates, deletes,
-//! links and attendance answers as a batch of edits.
+//! links and attendance answers as a batch of edits. On PostgreSQL a batch's answers wait
+//! until this instance heard its frames, on a task of their own: the actor goes on to the
+//! next batch as soon as one has committed.
 //!
 //! It receives commands only through its supervisor, and when it has been idle for
 //! `ACTOR_CALENDAR_IDLE_MS` it tells the supervisor, which stops it if nothing was forwarded
@@ -22,6 +24,7 @@ use super::{ActorKind, MessageTimer, reply};
 use crate::commands::events::edits::{self, Edit};
 use crate::commands::{self, events::create::PendingCreate};
 use crate::domain::ids::{CalendarId, EventId, UserId};
+use crate::store::Unheard;
 use crate::store::events::remembered_roles::RememberedRoles;
 use crate::views::events::EventView;
 
@@ -65,6 +68,20 @@ pub struct CalendarState {
 
 /// Most event commands committed together (a bigger queue is committed in several batches).
 const MAX_BATCH: usize = 256;
+
+/// Gives a batch's answers once this instance heard its committed frames (PostgreSQL,
+/// [`crate::store::WriteTxn::hear_later`]): at once when nothing is left to hear, otherwise
+/// from a task of their own, so the actor goes on to its next batch meanwhile.
+fn answer_once_heard(unheard: Unheard, answer: impl FnOnce() + Send + 'static) {
+    if unheard.is_empty() {
+        answer();
+    } else {
+        tokio::spawn(async move {
+            unheard.heard().await;
+            answer();
+        });
+    }
+}
 
 /// An event command waiting for the next group commit.
 enum Pending {
@@ -203,16 +220,20 @@ impl CalendarState {
             return;
         }
         let (batch, ports): (Vec<PendingCreate>, Vec<_>) = run.into_iter().unzip();
+        let unheard = Unheard::default();
         let answers = commands::events::create::create_all(
             &self.shared.services,
             self.calendar_id,
             &batch,
             &self.remembered_roles,
+            &unheard,
         )
         .await;
-        for (port, answer) in ports.into_iter().zip(answers) {
-            reply(port, answer);
-        }
+        answer_once_heard(unheard, move || {
+            for (port, answer) in ports.into_iter().zip(answers) {
+                reply(port, answer);
+            }
+        });
     }
 
     /// Commits a run of edits (perhaps with creations among them) as one batch and answers
@@ -222,10 +243,13 @@ impl CalendarState {
             return;
         }
         let (batch, ports): (Vec<Edit>, Vec<EditReply>) = run.into_iter().unzip();
-        let answers = edits::edit_all(&self.shared.services, &batch).await;
-        for (port, answer) in ports.into_iter().zip(answers) {
-            port.send(answer);
-        }
+        let unheard = Unheard::default();
+        let answers = edits::edit_all(&self.shared.services, &batch, &unheard).await;
+        answer_once_heard(unheard, move || {
+            for (port, answer) in ports.into_iter().zip(answers) {
+                port.send(answer);
+            }
+        });
     }
 
     /// Tells the supervisor the actor is idle if nothing arrived since the last check (one

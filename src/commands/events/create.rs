@@ -25,13 +25,13 @@ use crate::domain::events::{EventInput, event_exists};
 use crate::domain::ids::{CalendarId, UserId};
 use crate::domain::roles::Action;
 use crate::error::AppError;
-use crate::store::WriteTxn;
 use crate::store::events::WriteDeadline;
 use crate::store::events::calendar_roles::CalendarRoles;
 use crate::store::events::creations::{self, CommitError, Creation, CreationsError};
 use crate::store::events::inserts::{self, InsertEventError, NewEvent};
 use crate::store::events::remembered_roles::RememberedRoles;
 use crate::store::outbox::{self, MirrorTargets};
+use crate::store::{Unheard, WriteTxn};
 use crate::views::events::EventView;
 use crate::views::events::ProviderDelivery;
 
@@ -45,18 +45,19 @@ pub struct PendingCreate {
 }
 
 /// Creates the events of `batch`, homed in `home`, and sends their frames; the answer to
-/// each command, in order. `remembered` is what the calendar's actor remembers of the
-/// roles.
+/// each command, in order, to be given once `unheard` is heard ([`WriteTxn::hear_later`]).
+/// `remembered` is what the calendar's actor remembers of the roles.
 pub async fn create_all(
     services: &Services,
     home: CalendarId,
     batch: &[PendingCreate],
     remembered: &RememberedRoles,
+    unheard: &Unheard,
 ) -> Vec<Result<EventView, AppError>> {
     services.metrics.event_batch("create", batch.len());
     if batch.len() > 1 {
         match retry_transient(&services.metrics, || {
-            commit(services, home, batch, remembered)
+            commit(services, home, batch, remembered, unheard)
         })
         .await
         {
@@ -70,7 +71,7 @@ pub async fn create_all(
     for one in batch {
         let one = std::slice::from_ref(one);
         let outcome = retry_transient(&services.metrics, || {
-            commit(services, home, one, remembered)
+            commit(services, home, one, remembered, unheard)
         })
         .await;
         all.extend(answers(one, outcome));
@@ -119,6 +120,7 @@ async fn commit(
     home: CalendarId,
     batch: &[PendingCreate],
     remembered: &RememberedRoles,
+    unheard: &Unheard,
 ) -> Result<Committed, BatchError> {
     let calendars: Vec<CalendarId> = batch
         .iter()
@@ -131,7 +133,10 @@ async fn commit(
         .map_err(|err| BatchError::Failed(err.into()))?;
     let mut stale = false;
     let created = loop {
-        match commit_once(services, home, batch, remembered, &calendars, &mirrors).await {
+        let once = commit_once(
+            services, home, batch, remembered, &calendars, &mirrors, unheard,
+        );
+        match once.await {
             Err(CommitError::MembersChanged) if !stale => {
                 stale = true;
                 remembered.forget();
@@ -169,6 +174,7 @@ async fn commit_once(
     remembered: &RememberedRoles,
     calendars: &[CalendarId],
     mirrors: &MirrorTargets,
+    unheard: &Unheard,
 ) -> Result<Vec<Result<events::Model, AppError>>, CommitError> {
     let write = match creations::begin(&services.db, home, calendars, remembered).await? {
         Some(write) => write,
@@ -208,6 +214,7 @@ async fn commit_once(
         }
     }
     let prepared = write.prepare(&accepted, mirrors).await?;
+    prepared.txn().hear_later(unheard);
     let roles = prepared.roles();
     let services = services.within(prepared.txn());
     let created = batch

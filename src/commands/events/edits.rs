@@ -21,7 +21,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use crate::commands::mirrors::intents::{self, EventChange};
 
-use crate::store::WriteTxn;
+use crate::store::{Unheard, WriteTxn};
 use chrono::{DateTime, Utc};
 use entities::events;
 
@@ -225,15 +225,21 @@ impl EditBatch {
     }
 }
 
-/// Runs `edits` in order, in one transaction, and answers each.
-pub async fn edit_all(services: &Services, edits: &[Edit]) -> Vec<Result<Edited, AppError>> {
+/// Runs `edits` in order, in one transaction, and answers each. The answers are given once
+/// `unheard` is heard ([`WriteTxn::hear_later`]): this instance's streams then have the
+/// batch's frames.
+pub async fn edit_all(
+    services: &Services,
+    edits: &[Edit],
+    unheard: &Unheard,
+) -> Vec<Result<Edited, AppError>> {
     let kind = if edits.iter().any(|edit| edit.home().is_some()) {
         "mixed"
     } else {
         "edit"
     };
     services.metrics.event_batch(kind, edits.len());
-    match retry_transient(&services.metrics, || edit_once(services, edits)).await {
+    match retry_transient(&services.metrics, || edit_once(services, edits, unheard)).await {
         Ok(outcomes) => outcomes,
         Err(err) if edits.len() == 1 => vec![Err(refuse_constraint(err))],
         // Waiting for the database took too long: every edit of the batch gets that answer
@@ -247,14 +253,15 @@ pub async fn edit_all(services: &Services, edits: &[Edit]) -> Vec<Result<Edited,
             let mut outcomes = Vec::with_capacity(edits.len());
             for edit in edits {
                 let alone = std::slice::from_ref(edit);
-                let outcome = retry_transient(&services.metrics, || edit_once(services, alone))
-                    .await
-                    .map_err(refuse_constraint)
-                    .and_then(|mut answered| {
-                        answered
-                            .pop()
-                            .unwrap_or_else(|| Err(AppError::internal("an edit went unanswered")))
-                    });
+                let outcome =
+                    retry_transient(&services.metrics, || edit_once(services, alone, unheard))
+                        .await
+                        .map_err(refuse_constraint)
+                        .and_then(|mut answered| {
+                            answered.pop().unwrap_or_else(|| {
+                                Err(AppError::internal("an edit went unanswered"))
+                            })
+                        });
                 outcomes.push(outcome);
             }
             outcomes
@@ -272,10 +279,12 @@ fn spoils_the_batch(err: &AppError) -> bool {
 async fn edit_once(
     services: &Services,
     edits: &[Edit],
+    unheard: &Unheard,
 ) -> Result<Vec<Result<Edited, AppError>>, AppError> {
     services
         .db
         .write(async |txn| {
+            txn.hear_later(unheard);
             let services = &services.within(txn);
             let ids: Vec<EventId> = edits
                 .iter()

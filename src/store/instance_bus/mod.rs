@@ -115,6 +115,32 @@ impl Drop for OwnNotice {
     }
 }
 
+/// Frame notices of committed transactions that this instance has not heard back yet, left
+/// by their commits ([`super::WriteTxn::hear_later`]) to whoever answers the changes: they
+/// wait for them ([`Unheard::heard`]) where the writer would have.
+#[derive(Debug, Default, Clone)]
+pub struct Unheard(Arc<parking_lot::Mutex<Vec<OwnNotice>>>);
+
+impl Unheard {
+    pub(crate) fn push(&self, own: OwnNotice) {
+        self.0.lock().push(own);
+    }
+
+    /// Whether nothing is left to hear (always so on SQLite, which has no bus).
+    pub fn is_empty(&self) -> bool {
+        self.0.lock().is_empty()
+    }
+
+    /// Waits until this instance heard every notice left here (each a bounded time,
+    /// [`OwnNotice::heard`]).
+    pub async fn heard(&self) {
+        let notices = std::mem::take(&mut *self.0.lock());
+        for own in notices {
+            own.heard().await;
+        }
+    }
+}
+
 /// What a message from another instance acts on: this instance's session cache and its
 /// credential changes.
 pub(crate) struct Receivers {
