@@ -217,7 +217,8 @@ impl WriteTxn {
 
     /// PostgreSQL: the insert that sends the frames announced so far, for the caller to put
     /// in one of the transaction's statements (sparing the commit a statement of its own);
-    /// the commit still waits to hear them. `None` on SQLite or without frames.
+    /// the commit still waits to hear them, or leaves that wait ([`Self::hear_later`]).
+    /// `None` on SQLite or without frames.
     pub fn frames_insert(&self) -> Option<sea_orm::sea_query::InsertStatement> {
         let bus = self.after_commit.bus.as_ref()?;
         let (insert, own) = bus.frames_insert(self.outgoing.take_frames())?;
