@@ -246,11 +246,7 @@ impl WriteTxn {
         let (txn, mut announce) = self.split();
         match txn {
             Txn::Sqlite(txn) => txn.commit().await?,
-            Txn::Postgres(txn) => {
-                let own = announce.send_frames_in(&txn).await?;
-                txn.commit().await?;
-                announce.hear(own).await;
-            }
+            Txn::Postgres(txn) => announce.commit_postgres(txn).await?,
         }
         announce.run();
         Ok(())
@@ -266,9 +262,7 @@ impl WriteTxn {
             Txn::Sqlite(txn) => txn.commit_after(stmt).await?,
             Txn::Postgres(txn) => {
                 txn.execute_raw(stmt).await?;
-                let own = announce.send_frames_in(&txn).await?;
-                txn.commit().await?;
-                announce.hear(own).await;
+                announce.commit_postgres(txn).await?;
             }
         }
         announce.run();
@@ -320,22 +314,24 @@ struct Announcement {
 
 impl Announcement {
     /// PostgreSQL: puts the transaction's frames into it, as the notice the database sends
-    /// every instance when it commits; the notice to wait for once it committed.
-    async fn send_frames_in(&self, txn: &PgTxn) -> Result<Option<OwnNotice>, DbErr> {
-        let Some(bus) = &self.hooks.bus else {
-            return Ok(None);
+    /// every instance when it commits, and commits; then waits until this instance heard
+    /// its frame notices (that one, and one sent in an earlier statement), or leaves them to
+    /// whoever waits on [`WriteTxn::hear_later`]'s `Unheard`.
+    async fn commit_postgres(&mut self, txn: PgTxn) -> Result<(), DbErr> {
+        // Without a bus the frames stay for this instance's streams ([`Self::run`]).
+        let notice = self
+            .hooks
+            .bus
+            .as_ref()
+            .and_then(|bus| bus.frames_statement(self.outgoing.take_frames()));
+        let sent = match notice {
+            Some((statement, own)) => {
+                txn.execute_raw(statement).await?;
+                Some(own)
+            }
+            None => None,
         };
-        let Some((statement, own)) = bus.frames_statement(self.outgoing.take_frames()) else {
-            return Ok(None);
-        };
-        txn.execute_raw(statement).await?;
-        Ok(Some(own))
-    }
-
-    /// Waits until this instance heard the committed transaction's frame notices (`sent`,
-    /// and the one sent in one of its statements), or leaves them to whoever waits on
-    /// [`WriteTxn::hear_later`]'s `Unheard`.
-    async fn hear(&mut self, sent: Option<OwnNotice>) {
+        txn.commit().await?;
         let notices = sent.into_iter().chain(self.own_notice.take());
         match &self.hear_later {
             Some(unheard) => notices.for_each(|own| unheard.push(own)),
@@ -345,6 +341,7 @@ impl Announcement {
                 }
             }
         }
+        Ok(())
     }
 
     fn run(self) {
