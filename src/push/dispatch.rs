@@ -1,18 +1,25 @@
 //! One pass of the reminder dispatcher: take the dispatch (a lease in the database, so one
 //! instance sends at a time), work out the window of due times from the durable cursor to
 //! now (never more than `PUSH_MAX_CATCHUP_MS` back: older reminders are counted as skipped,
-//! not sent late), resolve each subscribed user's reminders in it with the clients' rules
-//! ([`crate::domain::reminder_schedule`]), send each to each of the user's browsers, all at
-//! once with a bound (a slow push service holds one slot, never the others), retrying
-//! throttled and failing ones with backoff within the pass, drop the subscriptions their push
-//! services call gone, and move the cursor to the window's end.
+//! not sent late) or to the write horizon if that is earlier, resolve each subscribed
+//! user's reminders in it with the clients' rules ([`crate::domain::reminder_schedule`]),
+//! send each to each of the user's browsers, all at once with a bound (a slow push service
+//! holds one slot, never the others), retrying throttled and failing ones with backoff
+//! within the pass, drop the subscriptions their push services call gone, and move the
+//! cursor to the window's end.
+//!
+//! The window ends at the write horizon ([`Database::horizon`], taken before the pass reads):
+//! a write still in flight when the pass reads, on this instance or another, began after
+//! the window's end, so a reminder it holds that falls due meanwhile comes with a later
+//! pass rather than being passed over for good. (On PostgreSQL the horizon is read off the
+//! database's clock: a skew between it and this server's only delays reminders.)
 //!
 //! The cursor moves after the sends: an instance that dies in the middle of a pass leaves
 //! its window to the next holder, which sends it again (a push's tag is the occurrence id,
 //! so a browser replaces the banner rather than showing a second one); one that dies
 //! between passes leaves neither a gap nor a repeat.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -59,48 +66,52 @@ const URGENT_WITHIN: chrono::TimeDelta = chrono::TimeDelta::minutes(15);
 pub struct Window {
     /// The first due time sent.
     pub from: DateTime<Utc>,
-    /// The last due time sent (now).
+    /// The last due time sent (now, or the write horizon if that is earlier).
     pub to: DateTime<Utc>,
     /// Due times after this and before `from` are skipped (too old to be worth sending).
     pub skipped_after: Option<DateTime<Utc>>,
 }
 
 /// The window after `cursor` (everything due up to it was dispatched; `None`: nothing
-/// ever was) up to `now`, reaching back `max_catchup` at most. A first pass, or a cursor in
-/// the future (a clock that went back), looks back `max_catchup` and skips nothing.
+/// ever was) up to `now`, or to `settled` (the write horizon: every write that began before
+/// it has committed) if that is earlier, reaching back `max_catchup` at most. A first pass,
+/// or a cursor after `now` (a clock that went back), looks back `max_catchup` and skips
+/// nothing. `None` when the cursor is at or after `settled` but not after `now`: a write
+/// that began before the cursor is still in flight, and nothing is dispatched until it ends.
 pub fn dispatch_window(
     cursor: Option<DateTime<Utc>>,
     now: DateTime<Utc>,
+    settled: DateTime<Utc>,
     max_catchup: Duration,
-) -> Window {
+) -> Option<Window> {
     let reach = chrono::TimeDelta::from_std(max_catchup).unwrap_or(chrono::TimeDelta::MAX);
-    let earliest = now
+    let to = now.min(settled);
+    let earliest = to
         .checked_sub_signed(reach)
         .unwrap_or(DateTime::<Utc>::MIN_UTC);
-    let after_cursor = |cursor: DateTime<Utc>| cursor + chrono::TimeDelta::milliseconds(1);
-    match cursor {
-        Some(cursor) if cursor <= now => {
-            let next = after_cursor(cursor);
-            if next < earliest {
-                Window {
-                    from: earliest,
-                    to: now,
-                    skipped_after: Some(cursor),
-                }
-            } else {
-                Window {
-                    from: next,
-                    to: now,
-                    skipped_after: None,
-                }
-            }
-        }
-        _ => Window {
-            from: earliest,
-            to: now,
-            skipped_after: None,
-        },
+    let whole_reach = Window {
+        from: earliest,
+        to,
+        skipped_after: None,
+    };
+    let Some(cursor) = cursor.filter(|cursor| *cursor <= now) else {
+        return Some(whole_reach);
+    };
+    if cursor >= to {
+        return None;
     }
+    let next = cursor + chrono::TimeDelta::milliseconds(1);
+    Some(if next < earliest {
+        Window {
+            skipped_after: Some(cursor),
+            ..whole_reach
+        }
+    } else {
+        Window {
+            from: next,
+            ..whole_reach
+        }
+    })
 }
 
 /// What a pass needs.
@@ -150,8 +161,9 @@ impl Dispatcher<'_> {
         else {
             return Ok(PassReport::default());
         };
-        let window = dispatch_window(cursor, now, self.max_catchup);
-        if let Some(after) = window.skipped_after {
+        let settled = self.db.horizon().await?;
+        let window = dispatch_window(cursor, now, settled, self.max_catchup);
+        if let Some(after) = window.and_then(|window| window.skipped_after) {
             tracing::warn!(
                 behind_seconds = (now - after).num_seconds(),
                 "push.dispatch.window_clamped"
@@ -163,38 +175,10 @@ impl Dispatcher<'_> {
             held: true,
             ..PassReport::default()
         };
-        let mut messages = Vec::new();
-        for (user, browsers) in &subscribers {
-            let resolved = match self.resolve(user, &window).await {
-                Ok(resolved) => resolved,
-                Err(err) => {
-                    // One user's unreadable data must not stop everybody else's reminders.
-                    tracing::error!(error = %err, "push.dispatch.user_failed");
-                    continue;
-                }
-            };
-            report.skipped += resolved.skipped;
-            for reminder in &resolved.due {
-                let payload = payload_of(reminder, resolved.zone);
-                let ttl = (reminder.occurrence_start - now)
-                    .to_std()
-                    .unwrap_or(Duration::ZERO)
-                    .clamp(MIN_TTL, MAX_TTL);
-                let urgency = if reminder.occurrence_start - now <= URGENT_WITHIN {
-                    Urgency::High
-                } else {
-                    Urgency::Normal
-                };
-                for subscription in browsers {
-                    messages.push(Message {
-                        subscription: subscription.clone(),
-                        payload: payload.clone(),
-                        ttl,
-                        urgency,
-                    });
-                }
-            }
-        }
+        let messages = match &window {
+            Some(window) => self.messages(&subscribers, window, now, &mut report).await,
+            None => Vec::new(),
+        };
         let outcomes: Vec<(String, Delivery)> = futures::stream::iter(messages)
             .map(|message| async move {
                 let delivery = self.deliver(&message).await;
@@ -224,10 +208,17 @@ impl Dispatcher<'_> {
         push_store::remove_endpoints(self.db, &gone).await?;
         let delivered: Vec<String> = delivered.into_iter().collect();
         push_store::mark_seen(self.db, &delivered, now).await?;
-        if !push_store::advance(self.db, DISPATCHER, self.holder, window.to).await? {
-            tracing::warn!("push.dispatch.lease_lost");
-        }
-        let lag = (Utc::now() - window.to).num_milliseconds().max(0) as f64 / 1000.0;
+        // Without a window (a write older than the cursor is in flight) the cursor stays.
+        let dispatched_to = match window {
+            Some(window) => {
+                if !push_store::advance(self.db, DISPATCHER, self.holder, window.to).await? {
+                    tracing::warn!("push.dispatch.lease_lost");
+                }
+                window.to
+            }
+            None => cursor.unwrap_or(settled),
+        };
+        let lag = (Utc::now() - dispatched_to).num_milliseconds().max(0) as f64 / 1000.0;
         self.metrics.push_pass(
             report.sent,
             report.skipped,
@@ -235,6 +226,50 @@ impl Dispatcher<'_> {
             subscriptions.saturating_sub(report.dropped),
         );
         Ok(report)
+    }
+
+    /// The messages of the reminders due in `window` to each subscriber's browsers; counts
+    /// the skipped ones in `report`.
+    async fn messages(
+        &self,
+        subscribers: &BTreeMap<UserId, Vec<Subscription>>,
+        window: &Window,
+        now: DateTime<Utc>,
+        report: &mut PassReport,
+    ) -> Vec<Message> {
+        let mut messages = Vec::new();
+        for (user, browsers) in subscribers {
+            let resolved = match self.resolve(user, window).await {
+                Ok(resolved) => resolved,
+                Err(err) => {
+                    // One user's unreadable data must not stop everybody else's reminders.
+                    tracing::error!(error = %err, "push.dispatch.user_failed");
+                    continue;
+                }
+            };
+            report.skipped += resolved.skipped;
+            for reminder in &resolved.due {
+                let payload = payload_of(reminder, resolved.zone);
+                let ttl = (reminder.occurrence_start - now)
+                    .to_std()
+                    .unwrap_or(Duration::ZERO)
+                    .clamp(MIN_TTL, MAX_TTL);
+                let urgency = if reminder.occurrence_start - now <= URGENT_WITHIN {
+                    Urgency::High
+                } else {
+                    Urgency::Normal
+                };
+                for subscription in browsers {
+                    messages.push(Message {
+                        subscription: subscription.clone(),
+                        payload: payload.clone(),
+                        ttl,
+                        urgency,
+                    });
+                }
+            }
+        }
+        messages
     }
 
     /// Sends one message, retrying a throttled, failing or unreachable push service with
@@ -388,6 +423,7 @@ fn payload_of(reminder: &DueReminder, zone: chrono_tz::Tz) -> Vec<u8> {
 }
 
 #[cfg(test)]
+#[allow(clippy::expect_used)]
 mod tests {
     use super::*;
 
@@ -399,17 +435,37 @@ mod tests {
     fn the_window_runs_from_the_cursor_and_never_reaches_back_further_than_the_catch_up() {
         let now = at("2026-11-28T12:00:00Z");
         let fifteen = Duration::from_secs(15 * 60);
-        let first = dispatch_window(None, now, fifteen);
+        let window = |cursor: Option<&str>| {
+            dispatch_window(cursor.map(at), now, now, fifteen).expect("a window")
+        };
+        let first = window(None);
         assert_eq!(first.from, at("2026-11-28T11:45:00Z"));
         assert_eq!(first.skipped_after, None);
-        let recent = dispatch_window(Some(at("2026-11-28T11:59:30Z")), now, fifteen);
+        let recent = window(Some("2026-11-28T11:59:30Z"));
         assert_eq!(recent.from, at("2026-11-28T11:59:30.001Z"));
         assert_eq!(recent.to, now);
-        let outage = dispatch_window(Some(at("2026-11-28T09:00:00Z")), now, fifteen);
+        let outage = window(Some("2026-11-28T09:00:00Z"));
         assert_eq!(outage.from, at("2026-11-28T11:45:00Z"));
         assert_eq!(outage.skipped_after, Some(at("2026-11-28T09:00:00Z")));
-        let future = dispatch_window(Some(at("2026-11-28T13:00:00Z")), now, fifteen);
+        let future = window(Some("2026-11-28T13:00:00Z"));
         assert_eq!(future.from, at("2026-11-28T11:45:00Z"));
         assert_eq!(future.skipped_after, None);
+    }
+
+    #[test]
+    fn the_window_ends_where_writes_in_flight_began_and_waits_for_one_older_than_the_cursor() {
+        let now = at("2026-11-28T12:00:00Z");
+        let fifteen = Duration::from_secs(15 * 60);
+        let settled = at("2026-11-28T11:59:58Z");
+        let cursor = Some(at("2026-11-28T11:59:50Z"));
+        let window = dispatch_window(cursor, now, settled, fifteen).expect("a window");
+        assert_eq!(window.from, at("2026-11-28T11:59:50.001Z"));
+        assert_eq!(window.to, settled, "not past a write still in flight");
+        let behind = Some(at("2026-11-28T11:59:59Z"));
+        assert_eq!(dispatch_window(behind, now, settled, fifteen), None);
+        assert_eq!(dispatch_window(Some(settled), now, settled, fifteen), None);
+        let first = dispatch_window(None, now, settled, fifteen).expect("a window");
+        assert_eq!(first.from, at("2026-11-28T11:44:58Z"));
+        assert_eq!(first.to, settled);
     }
 }

@@ -7,10 +7,15 @@
 use std::time::Duration;
 
 use bowline::config::Settings;
+use bowline::domain::events::EventInput;
+use bowline::domain::ids::UserId;
+use bowline::http::event_bodies::EventBody;
+use bowline::metrics::PUSH_DISPATCH_LAST_PASS;
 use bowline::push::vapid::{VapidKeyPair, generate_key_pair};
+use bowline::store::events::inserts::{NewEvent, insert_many};
 use chrono::{DateTime, TimeDelta, Utc};
 use reqwest::{Method, StatusCode};
-use sea_orm::{ConnectionTrait, EntityTrait, PaginatorTrait, Statement};
+use sea_orm::{ConnectionTrait, DbBackend, EntityTrait, PaginatorTrait, Statement};
 use serde_json::{Value, json};
 
 use crate::helpers::{
@@ -474,6 +479,68 @@ async fn several_instances_send_each_reminder_once_and_take_over_a_killed_one() 
         ["After", "One", "Sentinel", "Three", "Two"],
         "each once"
     );
+}
+
+/// A reminder that falls due while the write holding it is still open is not passed over:
+/// a pass never dispatches past the start of a write in flight, and the reminder comes
+/// once the write commits. On PostgreSQL passes run meanwhile (the test waits for one that
+/// ran after the reminder fell due); on SQLite, where writes take turns, the pass's claim
+/// waits for the write.
+#[tokio::test]
+async fn a_reminder_whose_write_is_still_open_when_it_falls_due_comes_once_it_commits() {
+    let service = PushService::start().await;
+    let keys = generate_key_pair();
+    let app = spawn_app_with(|s| push_settings(s, &service, &keys)).await;
+    let user = app.sign_up("in-flight-push@example.com").await;
+    let calendar = calendar_of(&app, &user).await;
+    let browser = service.subscribe(&keys.public_key).await;
+    assert_eq!(
+        subscribe(&app, &user, &browser).await,
+        StatusCode::NO_CONTENT
+    );
+    let postgres = app.db_connection().await.get_database_backend() == DbBackend::Postgres;
+
+    let start = due_in(TimeDelta::milliseconds(300));
+    let body: EventBody = serde_json::from_value(json!({
+        "id": uuid::Uuid::new_v4().to_string(),
+        "organizer": "me",
+        "title": "In flight",
+        "color": "#C8553D",
+        "start": start.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        "end": (start + TimeDelta::minutes(30)).to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        "calendars": [calendar],
+        "isCanceled": false,
+        "isAllDay": false,
+    }))
+    .expect("an event body");
+    let input = EventInput::try_from(body).expect("a valid event");
+    let home = input.home_for_create().expect("a home calendar");
+    let creator = UserId::from(user.id.as_str());
+    let txn = app
+        .ctx()
+        .shared
+        .services
+        .db
+        .begin_write()
+        .await
+        .expect("begin");
+    let new = [NewEvent {
+        input: &input,
+        creator: &creator,
+        home,
+    }];
+    insert_many(&txn, &new, Utc::now()).await.expect("insert");
+    if postgres {
+        let due = (start - TimeDelta::minutes(10)).timestamp() as f64;
+        eventually("a pass runs after the reminder fell due", || async {
+            sample(&app.metrics_text().await, PUSH_DISPATCH_LAST_PASS)
+                .is_some_and(|at| at >= due + 2.0)
+        })
+        .await;
+    }
+    txn.commit().await.expect("commit");
+    let messages = service.wait_for_messages(&browser, 1, ARRIVAL).await;
+    assert_eq!(titles(&messages), ["In flight"]);
 }
 
 /// A push service that is not well: `/hang` never answers, `/flaky` answers 429 (with a
