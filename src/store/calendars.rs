@@ -80,20 +80,26 @@ pub async fn lock(
         .await
 }
 
-/// Locks the rows of `ids` that exist, in the order of their ids (`FOR NO KEY UPDATE`, the
-/// lock raising a calendar's versions takes), on PostgreSQL. Nothing on SQLite, whose one
-/// writer holds the whole database.
+/// Locks the rows of `ids` that exist, in the order of their ids (`FOR UPDATE`), on
+/// PostgreSQL. Nothing on SQLite, whose one writer holds the whole database.
 ///
 /// **The lock order.** Every write transaction on PostgreSQL takes its row locks in one
 /// global order, so that no two can each hold what the other waits for: first every
-/// calendar it will write to (their `events_version`/`members_version` rise through
-/// triggers), by id, with this function; then the events' rows, by id;
-/// then the rows hanging off them (links, attendees, history). The entry points that
-/// gather a write's calendars: [`super::events::lock_for_changes`] (batches of event updates,
-/// deletes, links and attendance), [`lock_for_membership_loss`] (leave, remove), [`lock_for_deletion`] (calendar
-/// deletion), and the batch of creations ([`super::events::calendar_roles::lock_with_roles`],
-/// same order). A lock taken out of order anyway (a link added in between) can still
-/// deadlock; the database breaks it and the command runs again, counted in
+/// calendar it will write to or whose members it relies on, by id; then the events' rows,
+/// by id; then the rows hanging off them (links, attendees, history). A calendar's
+/// `events_version` rises when the transaction commits (migration `m20261129_000025`),
+/// which takes its row `FOR NO KEY UPDATE` in the order of the ids then, so the lock a
+/// write takes first need not be that one: a batch of edits
+/// ([`super::events::lock_for_changes`]) takes its calendars `FOR KEY SHARE`, which two
+/// batches can hold together and which lets neither's commit wait for the other's whole
+/// transaction, and confirms the members it read in its last statement
+/// ([`super::events::confirm_members`]). The writers that change a calendar's memberships or
+/// its events wholesale take it `FOR UPDATE`, here, and so wait for those batches at their
+/// start rather than in the middle: [`lock_for_membership_loss`] (leave, remove),
+/// [`lock_for_deletion`] (calendar deletion). The batch of creations
+/// ([`super::events::calendar_roles::lock_with_roles`]) locks its calendars in the same
+/// order. A lock taken out of order anyway (a link added in between) can still deadlock;
+/// the database breaks it and the command runs again, counted in
 /// `svc_db_transaction_retries_total`.
 pub async fn lock_in_order(txn: &impl ConnectionTrait, ids: &[CalendarId]) -> Result<(), DbErr> {
     if ids.is_empty() || txn.get_database_backend() != sea_orm::DbBackend::Postgres {
@@ -105,7 +111,7 @@ pub async fn lock_in_order(txn: &impl ConnectionTrait, ids: &[CalendarId]) -> Re
         .column(calendars::Column::Id)
         .filter(calendars::Column::Id.is_in(ids))
         .order_by_asc(calendars::Column::Id)
-        .lock(sea_orm::sea_query::LockType::NoKeyUpdate)
+        .lock(sea_orm::sea_query::LockType::Update)
         .into_tuple::<CalendarId>()
         .all(txn)
         .await?;

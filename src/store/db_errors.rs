@@ -8,10 +8,14 @@ use sea_orm::DbErr;
 /// deadlock it broke (PostgreSQL `40P01`) or a serialization failure (`40001`). The whole
 /// transaction rolled back, so running it again from the start is safe and usually succeeds.
 /// Writes take their locks in one order ([`super::calendars::lock_in_order`]), so this is
-/// left for a lock taken out of order (a link added between a write's reads).
+/// left for a lock taken out of order (a link added between a write's reads, a batch of
+/// edits that locks its calendars last). So is the refusal of a write whose memberships
+/// moved between its read and its check of them
+/// ([`super::events::calendar_roles::is_members_changed`]): run again, it reads them anew.
 pub fn is_transient(err: &DbErr) -> bool {
     database_error(err)
         .is_some_and(|db_err| matches!(db_err.code().as_deref(), Some("40P01" | "40001")))
+        || super::events::calendar_roles::is_members_changed(err)
 }
 
 /// The database failure behind `err`, if an operation of the store failed it.

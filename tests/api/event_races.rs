@@ -291,6 +291,59 @@ async fn a_link_the_database_aborts_to_break_a_deadlock_runs_again() {
     );
 }
 
+/// A batch of edits reads its calendars' members at its start under a lock that a change of
+/// memberships taking the calendar `FOR NO KEY UPDATE` does not wait for, and confirms them
+/// in its last statement: when they moved in between, the batch runs again on the new ones
+/// (counted as a retry) rather than committing what the old ones allowed. On SQLite, whose
+/// writers queue for the whole database, nothing can move in between.
+#[tokio::test]
+async fn a_batch_whose_members_moved_before_its_commit_runs_again() {
+    let app = spawn_app_with(|settings| settings.actors.call_timeout_ms = 60_000).await;
+    let owner = app.sign_up("moved-members@example.com").await;
+    let home = calendar(&app, &owner, "Home").await;
+    let mut body = event_body(&[&home], "Before", 9);
+    app.create_event(&owner, &body).await;
+    body["title"] = json!("After");
+    let request = app
+        .as_user(Method::PUT, "/api/v1/events", &owner)
+        .json(&body);
+    let conn = app.db_connection().await;
+    let postgres = conn.get_database_backend() == sea_orm::DbBackend::Postgres;
+    let response = if postgres {
+        // What a membership change does to the calendar's row, held open until the update
+        // waits for it in its last statement.
+        let side = conn.begin().await.expect("begin");
+        side.execute_unprepared(&format!(
+            "UPDATE calendars SET members_version = members_version + 1 WHERE id = '{home}'"
+        ))
+        .await
+        .expect("the members move");
+        let pending = tokio::spawn(async move { request.send().await.expect("request") });
+        wait_for_a_lock_waiter(&conn, "the update confirms its members").await;
+        side.commit().await.expect("commit");
+        pending.await.expect("request task")
+    } else {
+        request.send().await.expect("request")
+    };
+    assert_eq!(response.status(), StatusCode::OK);
+    let updated: Value = response.json().await.expect("JSON");
+    assert_eq!(
+        (&updated["title"], &updated["revision"]),
+        (&json!("After"), &json!(2)),
+        "written once"
+    );
+    let retries = sample(
+        &app.metrics_text().await,
+        "svc_db_transaction_retries_total ",
+    )
+    .expect("the retry counter is exported");
+    assert_eq!(
+        retries as u64,
+        u64::from(postgres),
+        "run again on PostgreSQL"
+    );
+}
+
 /// What the store says a refused event write lost its race to, read from the key the
 /// database reports broken (by the constraint's name on PostgreSQL, by SQLite's result code
 /// there), never from the message's text: a link into a calendar that is gone, a link of an

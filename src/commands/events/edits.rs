@@ -5,12 +5,12 @@
 //! checked when its turn comes, and the accepted ones are inserted together, before the
 //! first edit that writes one of them and at the end.
 //!
-//! A batch reads what its edits need once, in its first round trip: the events and their
-//! links, locked in the one global order ([`event_store::lock_for_changes`]: calendars by
-//! id, then events by id), and the members and roles of every calendar involved
-//! ([`Memberships`]). Each edit then
-//! checks its rules against that state ([`EditBatch`]), which also carries what the edits
-//! before it in the batch wrote, and writes its rows. Every refusal comes before the edit's
+//! A batch reads what its edits need once, at its start: the events, locked by id, their
+//! links, and the members and roles of every calendar involved ([`Memberships`],
+//! [`event_store::lock_for_changes`]), which its last statement confirms are still current
+//! ([`event_store::confirm_members`]; on PostgreSQL the calendars are locked from there to
+//! the commit only). Each edit then checks its rules against that state ([`EditBatch`]),
+//! which also carries what the edits before it in the batch wrote, and writes its rows. Every refusal comes before the edit's
 //! first write, so a refused edit leaves the transaction as it found it and the batch goes
 //! on. The frames leave in one block per user after the commit, in the edits' order.
 //!
@@ -35,7 +35,7 @@ use crate::domain::ids::{CalendarId, EventId, UserId};
 use crate::error::AppError;
 use crate::store::event_shares::PublishedPage;
 use crate::store::events::inserts::NewEvent;
-use crate::store::events::{self as event_store, WriteDeadline};
+use crate::store::events::{self as event_store, WriteDeadline, calendar_roles};
 use crate::views::events::{AttendeeView, DeletedEventView, EventView};
 
 /// One edit of an event homed in the batch's calendar (or its creation there).
@@ -300,6 +300,7 @@ async fn edit_once(
                 .into_iter()
                 .collect();
             let locked = event_store::lock_for_changes(txn, &ids, &also).await?;
+            let versions = locked.versions;
             let memberships = Memberships::from_roles(locked.members);
             let events = locked.events;
             let clock = WriteDeadline::start(txn).await?;
@@ -384,6 +385,15 @@ async fn edit_once(
             if !batch.frames.is_empty() {
                 services.announce.deliver(batch.frames);
             }
+            event_store::confirm_members(txn, &versions)
+                .await
+                .map_err(|err| {
+                    if calendar_roles::is_too_slow(&err) {
+                        WriteDeadline::exceeded()
+                    } else {
+                        err.into()
+                    }
+                })?;
             clock.check()?;
             Ok(outcomes)
         })
