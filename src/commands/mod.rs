@@ -178,10 +178,16 @@ pub fn calendar_gone() -> AppError {
 /// How many times a command runs when the database keeps aborting it to break a deadlock.
 const TRANSIENT_ATTEMPTS: u32 = 4;
 
+/// The pause before a command runs again, times its attempt: at least the first, at most
+/// the second. The transaction the database let go on takes the locks it waited for
+/// meanwhile, so the two do not meet in the same deadlock again at once.
+const TRANSIENT_PAUSE_MS: (u64, u64) = (5, 15);
+
 /// Runs `command` (which opens, commits and then announces its own transaction) again when
 /// the database aborted its transaction to break a deadlock or a serialization conflict
-/// ([`crate::store::db_errors::is_transient`]): nothing was committed or sent, so the caller gets the
-/// outcome of a clean second run instead of a 500. Other outcomes are returned as they are.
+/// ([`crate::store::db_errors::is_transient`]), after a short pause drawn at random
+/// ([`TRANSIENT_PAUSE_MS`]): nothing was committed or sent, so the caller gets the outcome
+/// of a clean second run instead of a 500. Other outcomes are returned as they are.
 pub async fn retry_transient<T, E, F, Fut>(metrics: &Metrics, mut command: F) -> Result<T, E>
 where
     E: MaybeTransient,
@@ -194,6 +200,9 @@ where
             Err(err) if attempt < TRANSIENT_ATTEMPTS && err.is_transient() => {
                 tracing::warn!(attempt, "db.transaction.retry");
                 metrics.transaction_retried();
+                let (least, most) = TRANSIENT_PAUSE_MS;
+                let pause = rand::random_range(least..=most) * u64::from(attempt);
+                tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
                 attempt += 1;
             }
             outcome => return outcome,

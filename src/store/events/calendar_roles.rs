@@ -31,6 +31,9 @@ const MEMBERS_CHANGED: (&str, &str) = ("calendar_members_changed", "BW001");
 /// ([`super::deadline::lock_wait_bound_ms`]).
 const WRITE_TOO_SLOW: (&str, &str) = ("event_write_too_slow", "BW002");
 
+/// Each calendar's members with their roles.
+pub(super) type MembersByCalendar = HashMap<CalendarId, Vec<(UserId, Role)>>;
+
 /// The members and roles of the calendars of a batch.
 #[derive(Debug, Clone, Default)]
 pub struct CalendarRoles {
@@ -75,7 +78,24 @@ pub async fn lock_with_roles(
     let rows = txn
         .query_all_raw(Statement::from_sql_and_values(backend, sql, values))
         .await?;
-    let mut members: HashMap<CalendarId, Vec<(UserId, Role)>> = HashMap::new();
+    let (members, versions) = roles_and_versions(&rows)?;
+    let home_exists = versions.contains_key(&home);
+    Ok(home_exists.then(|| CalendarRoles {
+        members: members
+            .into_iter()
+            .map(|(calendar, list)| (calendar, list.into()))
+            .collect(),
+        versions,
+    }))
+}
+
+/// Each calendar's members with their roles, and its `members_version`, from rows of
+/// `calendar_id, user_id, role, members_version` (a calendar joined to its memberships,
+/// one row with no user for a calendar without members).
+pub(super) fn roles_and_versions(
+    rows: &[sea_orm::QueryResult],
+) -> Result<(MembersByCalendar, HashMap<CalendarId, i64>), DbErr> {
+    let mut members = MembersByCalendar::new();
     let mut versions = HashMap::new();
     for row in rows {
         let calendar: CalendarId = row.try_get("", "calendar_id")?;
@@ -87,14 +107,7 @@ pub async fn lock_with_roles(
             members.entry(calendar).or_default().push((user, role));
         }
     }
-    let home_exists = versions.contains_key(&home);
-    Ok(home_exists.then(|| CalendarRoles {
-        members: members
-            .into_iter()
-            .map(|(calendar, list)| (calendar, list.into()))
-            .collect(),
-        versions,
-    }))
+    Ok((members, versions))
 }
 
 /// The check that `versions` (calendar → `members_version`, as [`lock_with_roles`] read them)

@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use crate::domain::ids::{CalendarId, EventId, UserId};
 use chrono::{DateTime, Utc};
 use entities::{calendar_events, calendar_members, calendars, events};
-use sea_orm::sea_query::{Alias, Condition, LockType, Order, Query};
+use sea_orm::sea_query::{Alias, Condition, Expr, ExprTrait, LockType, Order, Query};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, FromQueryResult,
     QueryFilter, QueryOrder, QuerySelect, QueryTrait, TryIntoModel,
@@ -163,17 +163,11 @@ pub async fn lock_for_changes(
         .order_by_asc(calendar_events::Column::CreatedAt)
         .order_by_asc(calendar_events::Column::CalendarId)
         .into_query();
-    let members_read = calendar_members::Entity::find()
-        .filter(
-            Condition::any()
-                .add(calendar_members::Column::CalendarId.in_subquery(linked()))
-                .add(calendar_members::Column::CalendarId.in_subquery(homes()))
-                .add(calendar_members::Column::CalendarId.is_in(also.iter().copied())),
-        )
-        .into_query();
-    let (found, mut sections) = if txn.get_database_backend() == sea_orm::DbBackend::Postgres {
+    let postgres = txn.get_database_backend() == sea_orm::DbBackend::Postgres;
+    let (found, mut sections) = if postgres {
         // Two round trips: `BEGIN` with the calendars' and the events' locks (the events'
-        // ids) and the reads under them with the stamp, then the events' rows. The rows
+        // ids) and the reads under them (the links; the members with their versions) with
+        // the stamp, then the events' rows. The rows
         // travel apart, in the binary format: a stored time outside the text format's reach
         // (a year past 9999, which no write path makes but an old import did) still reads,
         // and is refused by the rules.
@@ -195,26 +189,33 @@ pub async fn lock_for_changes(
             .order_by(events::Column::Id, Order::Asc)
             .lock(LockType::Update)
             .to_owned();
-        let versions_read = Query::select()
-            .column(calendars::Column::Id)
-            .column(Alias::new(MEMBERS_VERSION))
+        // The members of every calendar involved and its `members_version`, one statement:
+        // every such calendar that exists gives a row, with or without members.
+        let calendar = || Expr::col((calendars::Entity, calendars::Column::Id));
+        let roles_read = Query::select()
+            .expr_as(calendar(), Alias::new("calendar_id"))
+            .column((calendar_members::Entity, calendar_members::Column::UserId))
+            .column((calendar_members::Entity, calendar_members::Column::Role))
+            .column((calendars::Entity, Alias::new(MEMBERS_VERSION)))
             .from(calendars::Entity)
+            .left_join(
+                calendar_members::Entity,
+                Expr::col((
+                    calendar_members::Entity,
+                    calendar_members::Column::CalendarId,
+                ))
+                .equals((calendars::Entity, calendars::Column::Id)),
+            )
             .cond_where(
                 Condition::any()
-                    .add(calendars::Column::Id.in_subquery(linked()))
-                    .add(calendars::Column::Id.in_subquery(homes()))
-                    .add(calendars::Column::Id.is_in(also.iter().copied())),
+                    .add(calendar().in_subquery(linked()))
+                    .add(calendar().in_subquery(homes()))
+                    .add(calendar().is_in(also.iter().copied())),
             )
             .to_owned();
         let mut sections = txn
             .read_together(
-                &[
-                    calendars_locked,
-                    ids_locked,
-                    links_read,
-                    members_read,
-                    versions_read,
-                ],
+                &[calendars_locked, ids_locked, links_read, roles_read],
                 true,
             )
             .await?
@@ -227,6 +228,14 @@ pub async fn lock_for_changes(
             .await?;
         (found, sections)
     } else {
+        let members_read = calendar_members::Entity::find()
+            .filter(
+                Condition::any()
+                    .add(calendar_members::Column::CalendarId.in_subquery(linked()))
+                    .add(calendar_members::Column::CalendarId.in_subquery(homes()))
+                    .add(calendar_members::Column::CalendarId.is_in(also.iter().copied())),
+            )
+            .into_query();
         let events_locked = events::Entity::find()
             .filter(events::Column::Id.is_in(ids.iter().copied()))
             .order_by_asc(events::Column::Id)
@@ -253,19 +262,15 @@ pub async fn lock_for_changes(
             .or_default()
             .push(link.calendar_id);
     }
-    let members = section()
-        .iter()
-        .map(|row| calendar_members::Model::from_query_result(row, ""))
-        .collect::<Result<Vec<_>, _>>()?;
-    let versions = section()
-        .iter()
-        .map(|row| {
-            Ok((
-                row.try_get::<CalendarId>("", "id")?,
-                row.try_get::<i64>("", MEMBERS_VERSION)?,
-            ))
-        })
-        .collect::<Result<HashMap<_, _>, DbErr>>()?;
+    let (members, versions) = if postgres {
+        calendar_roles::roles_and_versions(&section())?
+    } else {
+        let rows = section()
+            .iter()
+            .map(|row| calendar_members::Model::from_query_result(row, ""))
+            .collect::<Result<Vec<_>, _>>()?;
+        (super::members::roles_by_calendar(rows), HashMap::new())
+    };
     Ok(ChangeLocks {
         events: found
             .into_iter()
@@ -274,7 +279,7 @@ pub async fn lock_for_changes(
                 (event.id, (event, event_links))
             })
             .collect(),
-        members: super::members::roles_by_calendar(members),
+        members,
         versions,
     })
 }
