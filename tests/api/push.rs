@@ -67,9 +67,15 @@ async fn event_at(
     title: &str,
     start: DateTime<Utc>,
 ) -> String {
-    let id = uuid::Uuid::new_v4().to_string();
-    let body = json!({
-        "id": id,
+    let body = timed_event(calendar, title, start);
+    app.create_event(user, &body).await;
+    body["id"].as_str().expect("id").to_owned()
+}
+
+/// The body of a timed event in `calendar`, 30 minutes from `start`, with a new id.
+fn timed_event(calendar: &str, title: &str, start: DateTime<Utc>) -> Value {
+    json!({
+        "id": uuid::Uuid::new_v4().to_string(),
         "organizer": "me",
         "title": title,
         "color": "#C8553D",
@@ -78,9 +84,7 @@ async fn event_at(
         "calendars": [calendar],
         "isCanceled": false,
         "isAllDay": false,
-    });
-    app.create_event(user, &body).await;
-    id
+    })
 }
 
 /// A start whose default reminder (10 minutes before) falls due `in_` from now.
@@ -501,18 +505,8 @@ async fn a_reminder_whose_write_is_still_open_when_it_falls_due_comes_once_it_co
     let postgres = app.db_connection().await.get_database_backend() == DbBackend::Postgres;
 
     let start = due_in(TimeDelta::milliseconds(300));
-    let body: EventBody = serde_json::from_value(json!({
-        "id": uuid::Uuid::new_v4().to_string(),
-        "organizer": "me",
-        "title": "In flight",
-        "color": "#C8553D",
-        "start": start.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-        "end": (start + TimeDelta::minutes(30)).to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-        "calendars": [calendar],
-        "isCanceled": false,
-        "isAllDay": false,
-    }))
-    .expect("an event body");
+    let body: EventBody =
+        serde_json::from_value(timed_event(&calendar, "In flight", start)).expect("an event body");
     let input = EventInput::try_from(body).expect("a valid event");
     let home = input.home_for_create().expect("a home calendar");
     let creator = UserId::from(user.id.as_str());

@@ -7,8 +7,8 @@
 //!
 //! A batch reads what its edits need once, at its start: the events, locked by id, their
 //! links, and the members and roles of every calendar involved ([`Memberships`],
-//! [`event_store::lock_for_changes`]), which its last statement confirms are still current
-//! ([`event_store::confirm_members`]; on PostgreSQL the calendars are locked from there to
+//! [`event_store::change_locks::lock_for_changes`]), which its last statement confirms are still current
+//! ([`event_store::change_locks::confirm_members`]; on PostgreSQL the calendars are locked from there to
 //! the commit only). Each edit then checks its rules against that state ([`EditBatch`]),
 //! which also carries what the edits before it in the batch wrote, and writes its rows. Every refusal comes before the edit's
 //! first write, so a refused edit leaves the transaction as it found it and the batch goes
@@ -299,7 +299,7 @@ async fn edit_once(
                 .collect::<BTreeSet<_>>()
                 .into_iter()
                 .collect();
-            let locked = event_store::lock_for_changes(txn, &ids, &also).await?;
+            let locked = event_store::change_locks::lock_for_changes(txn, &ids, &also).await?;
             let versions = locked.versions;
             let memberships = Memberships::from_roles(locked.members);
             let events = locked.events;
@@ -385,7 +385,7 @@ async fn edit_once(
             if !batch.frames.is_empty() {
                 services.announce.deliver(batch.frames);
             }
-            event_store::confirm_members(txn, &versions)
+            event_store::change_locks::confirm_members(txn, &versions)
                 .await
                 .map_err(|err| {
                     if calendar_roles::is_too_slow(&err) {

@@ -1,0 +1,226 @@
+//! What a batch of edits locks and reads at its start ([`lock_for_changes`]), and the last
+//! statement that confirms it before the commit ([`confirm_members`]).
+
+use std::collections::HashMap;
+
+use entities::{calendar_events, calendar_members, calendars, events};
+use sea_orm::sea_query::{Alias, Condition, Expr, ExprTrait, LockType, Order, Query};
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, FromQueryResult, QueryFilter, QueryOrder,
+    QuerySelect, QueryTrait,
+};
+
+use super::calendar_roles;
+use crate::domain::ids::{CalendarId, EventId, UserId};
+use crate::domain::roles::Role;
+use crate::store::WriteTxn;
+
+/// The column the database raises on every change of a calendar's memberships (triggers;
+/// not in the entity, which no write sets it through).
+const MEMBERS_VERSION: &str = "members_version";
+
+/// What a batch of changes to events holds once [`lock_for_changes`] returns.
+#[derive(Debug)]
+pub struct ChangeLocks {
+    /// Each event found (deleted or not) with its links as they are under the locks.
+    pub events: HashMap<EventId, (events::Model, Vec<CalendarId>)>,
+    /// The members and roles of every calendar the batch may read or write: the events'
+    /// links and homes, and `also`.
+    pub members: HashMap<CalendarId, Vec<(UserId, Role)>>,
+    /// PostgreSQL: the `members_version` of each of those calendars that exists, as read,
+    /// for [`confirm_members`] before the commit. Empty on SQLite.
+    pub versions: HashMap<CalendarId, i64>,
+}
+
+/// Locks what a batch of changes to the events `ids` writes, in the one global order
+/// ([`crate::store::calendars::lock_in_order`]): first the calendars it touches (the
+/// events' links and `also`, such as a link's target, an update's new calendars or a
+/// creation's), by id, then the events' rows, by id. Then reads, under the locks, the
+/// events' links and the members of every calendar involved, and takes the transaction's
+/// stamp, in as few round trips as the backend allows ([`WriteTxn::read_together`]): on
+/// SQLite, whose one writer holds the database, one hand-off with the transaction's
+/// `BEGIN`; on PostgreSQL two (`BEGIN` with the locks and the reads, then the events' rows).
+///
+/// On PostgreSQL the calendars are locked `FOR KEY SHARE`, which the batches of two
+/// calendars' actors can hold together: changing an event or its links raises its
+/// calendars' `events_version` when the transaction commits (migration
+/// `m20261129_000025`), so the rows are written, and held against another batch, only from
+/// the batch's last statement, [`confirm_members`], which confirms the members read here
+/// (a change of memberships that takes its calendar `FOR NO KEY UPDATE` does not wait for
+/// this lock) and locks the calendars for the commit in the order of their ids.
+pub async fn lock_for_changes(
+    txn: &WriteTxn,
+    ids: &[EventId],
+    also: &[CalendarId],
+) -> Result<ChangeLocks, DbErr> {
+    let linked = || {
+        Query::select()
+            .column(calendar_events::Column::CalendarId)
+            .from(calendar_events::Entity)
+            .and_where(calendar_events::Column::EventId.is_in(ids.iter().copied()))
+            .to_owned()
+    };
+    let homes = || {
+        Query::select()
+            .column(events::Column::OriginCalendarId)
+            .from(events::Entity)
+            .and_where(events::Column::Id.is_in(ids.iter().copied()))
+            .and_where(events::Column::OriginCalendarId.is_not_null())
+            .to_owned()
+    };
+    // The links are read after the events' locks, on a snapshot of their own: what a writer
+    // that held one of the events committed meanwhile is read.
+    let links_read = calendar_events::Entity::find()
+        .filter(calendar_events::Column::EventId.is_in(ids.iter().copied()))
+        .order_by_asc(calendar_events::Column::CreatedAt)
+        .order_by_asc(calendar_events::Column::CalendarId)
+        .into_query();
+    let postgres = txn.get_database_backend() == sea_orm::DbBackend::Postgres;
+    let (found, mut sections) = if postgres {
+        // Two round trips: `BEGIN` with the calendars' and the events' locks (the events'
+        // ids) and the reads under them (the links; the members with their versions) with
+        // the stamp, then the events' rows. The rows
+        // travel apart, in the binary format: a stored time outside the text format's reach
+        // (a year past 9999, which no write path makes but an old import did) still reads,
+        // and is refused by the rules.
+        let calendars_locked = Query::select()
+            .column(calendars::Column::Id)
+            .from(calendars::Entity)
+            .cond_where(
+                Condition::any()
+                    .add(calendars::Column::Id.in_subquery(linked()))
+                    .add(calendars::Column::Id.is_in(also.iter().copied())),
+            )
+            .order_by(calendars::Column::Id, Order::Asc)
+            .lock(LockType::KeyShare)
+            .to_owned();
+        let ids_locked = Query::select()
+            .column(events::Column::Id)
+            .from(events::Entity)
+            .and_where(events::Column::Id.is_in(ids.iter().copied()))
+            .order_by(events::Column::Id, Order::Asc)
+            .lock(LockType::Update)
+            .to_owned();
+        // The members of every calendar involved and its `members_version`, one statement:
+        // every such calendar that exists gives a row, with or without members.
+        let calendar = || Expr::col((calendars::Entity, calendars::Column::Id));
+        let roles_read = Query::select()
+            .expr_as(calendar(), Alias::new("calendar_id"))
+            .column((calendar_members::Entity, calendar_members::Column::UserId))
+            .column((calendar_members::Entity, calendar_members::Column::Role))
+            .column((calendars::Entity, Alias::new(MEMBERS_VERSION)))
+            .from(calendars::Entity)
+            .left_join(
+                calendar_members::Entity,
+                Expr::col((
+                    calendar_members::Entity,
+                    calendar_members::Column::CalendarId,
+                ))
+                .equals((calendars::Entity, calendars::Column::Id)),
+            )
+            .cond_where(
+                Condition::any()
+                    .add(calendar().in_subquery(linked()))
+                    .add(calendar().in_subquery(homes()))
+                    .add(calendar().is_in(also.iter().copied())),
+            )
+            .to_owned();
+        let mut sections = txn
+            .read_together(
+                &[calendars_locked, ids_locked, links_read, roles_read],
+                true,
+            )
+            .await?
+            .into_iter();
+        sections.next();
+        sections.next();
+        let found = events::Entity::find()
+            .filter(events::Column::Id.is_in(ids.iter().copied()))
+            .all(txn)
+            .await?;
+        (found, sections)
+    } else {
+        let members_read = calendar_members::Entity::find()
+            .filter(
+                Condition::any()
+                    .add(calendar_members::Column::CalendarId.in_subquery(linked()))
+                    .add(calendar_members::Column::CalendarId.in_subquery(homes()))
+                    .add(calendar_members::Column::CalendarId.is_in(also.iter().copied())),
+            )
+            .into_query();
+        let events_locked = events::Entity::find()
+            .filter(events::Column::Id.is_in(ids.iter().copied()))
+            .order_by_asc(events::Column::Id)
+            .lock_exclusive()
+            .into_query();
+        let mut sections = txn
+            .read_together(&[events_locked, links_read, members_read], true)
+            .await?
+            .into_iter();
+        let found = sections
+            .next()
+            .unwrap_or_default()
+            .iter()
+            .map(|row| events::Model::from_query_result(row, ""))
+            .collect::<Result<Vec<_>, _>>()?;
+        (found, sections)
+    };
+    let mut section = || sections.next().unwrap_or_default();
+    let mut links: HashMap<EventId, Vec<CalendarId>> = HashMap::new();
+    for row in section() {
+        let link = calendar_events::Model::from_query_result(&row, "")?;
+        links
+            .entry(link.event_id)
+            .or_default()
+            .push(link.calendar_id);
+    }
+    let (members, versions) = if postgres {
+        calendar_roles::roles_and_versions(&section())?
+    } else {
+        let rows = section()
+            .iter()
+            .map(|row| calendar_members::Model::from_query_result(row, ""))
+            .collect::<Result<Vec<_>, _>>()?;
+        (
+            crate::store::members::roles_by_calendar(rows),
+            HashMap::new(),
+        )
+    };
+    Ok(ChangeLocks {
+        events: found
+            .into_iter()
+            .map(|event| {
+                let event_links = links.remove(&event.id).unwrap_or_default();
+                (event.id, (event, event_links))
+            })
+            .collect(),
+        members,
+        versions,
+    })
+}
+
+/// PostgreSQL: the last statement of a batch of [`lock_for_changes`] before its commit.
+/// It confirms that the memberships the batch read (`versions`, [`ChangeLocks::versions`])
+/// are current, locking their calendars in the order of their ids (the rows its commit
+/// raises `events_version` of: they are held from here to the commit), and sends the
+/// frames announced so far ([`WriteTxn::frames_insert`]), in one statement. It fails with
+/// the refusal of [`calendar_roles::is_members_changed`] if a membership changed since the
+/// read (the batch runs again), or with [`calendar_roles::is_too_slow`]'s if the locks took
+/// too long. Nothing on SQLite, whose one writer held the database all along.
+pub async fn confirm_members(
+    txn: &WriteTxn,
+    versions: &HashMap<CalendarId, i64>,
+) -> Result<(), DbErr> {
+    let backend = txn.get_database_backend();
+    if backend != sea_orm::DbBackend::Postgres {
+        return Ok(());
+    }
+    let Some(check) = calendar_roles::roles_unchanged_check(backend, versions) else {
+        return Ok(());
+    };
+    let inserts = std::iter::once(check).chain(txn.frames_insert()).collect();
+    match crate::store::one_statement(backend, inserts) {
+        Some(statement) => txn.execute_raw(statement).await.map(|_| ()),
+        None => Ok(()),
+    }
+}
