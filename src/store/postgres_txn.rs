@@ -109,6 +109,23 @@ impl PgTxn {
         sections_of(results, statements.len(), usize::from(begin))
     }
 
+    /// Runs the read `stmt` as an unnamed statement, planned for this execution alone: for a
+    /// read over tables that grow, whose cached plan, made while they were small (a new
+    /// database's, before its first `ANALYZE`), would scan them whole once they have grown.
+    pub(crate) async fn query_all_planned_now(
+        &self,
+        stmt: Statement,
+    ) -> Result<Vec<QueryResult>, DbErr> {
+        let mut held = self.held.lock().await;
+        let conn = held.begun_conn().await?;
+        bound(&stmt.sql, stmt.values)
+            .persistent(false)
+            .fetch_all(conn)
+            .await
+            .map(|rows| rows.into_iter().map(Into::into).collect())
+            .map_err(query_err)
+    }
+
     /// Commits (nothing was sent: nothing to commit).
     pub(crate) async fn commit(self) -> Result<(), DbErr> {
         self.end("COMMIT").await

@@ -168,6 +168,21 @@ impl WriteTxn {
         }
     }
 
+    /// Runs the read `select` planned for this execution alone. On PostgreSQL it is not kept
+    /// prepared: a read by a list of keys over a table that grows must not reuse a plan made
+    /// while the table was small (a new database's, before its first `ANALYZE`), which
+    /// scans it whole once it has grown. SQLite plans every statement by its indexes.
+    pub async fn read_planned_now(
+        &self,
+        select: &SelectStatement,
+    ) -> Result<Vec<QueryResult>, DbErr> {
+        let statement = self.get_database_backend().build(select);
+        match &self.txn {
+            Txn::Sqlite(txn) => txn.conn().query_all_raw(statement).await,
+            Txn::Postgres(txn) => txn.query_all_planned_now(statement).await,
+        }
+    }
+
     /// Runs `write`, a write whose outcome (its count of rows, rows it returns) nobody
     /// reads, in its turn among the transaction's statements. On SQLite it waits for the
     /// transaction's next statement, or its commit, and goes in the same text: a run of such

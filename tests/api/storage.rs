@@ -491,6 +491,65 @@ async fn deferred_writes_run_in_order_before_the_next_statement_and_fail_it() {
     db.close().await.expect("close");
 }
 
+/// How many statements the connection `conn` runs on keeps prepared (PostgreSQL).
+async fn prepared_statements(conn: &impl ConnectionTrait) -> i64 {
+    conn.query_one_raw(sea_orm::Statement::from_string(
+        conn.get_database_backend(),
+        "SELECT count(*) FROM pg_prepared_statements",
+    ))
+    .await
+    .expect("count")
+    .expect("a row")
+    .try_get_by_index(0)
+    .expect("a number")
+}
+
+#[tokio::test]
+async fn a_read_planned_now_is_not_kept_prepared() {
+    use sea_orm::sea_query::{Alias, Expr, ExprTrait, Query};
+    let (_test_db, db) = probe_database().await;
+    let txn = db.begin_write().await.expect("begin");
+    insert_probe(&txn, 2).await.expect("insert 2");
+    let read = |at_least: i64| {
+        Query::select()
+            .column(Alias::new("n"))
+            .from(Alias::new("write_probe"))
+            .and_where(Expr::col(Alias::new("n")).gte(at_least))
+            .order_by(Alias::new("n"), sea_orm::sea_query::Order::Asc)
+            .to_owned()
+    };
+    let numbers = |rows: Vec<sea_orm::QueryResult>| -> Vec<i64> {
+        rows.iter()
+            .map(|row| row.try_get_by_index::<i64>(0).expect("n"))
+            .collect()
+    };
+    // It reads what the transaction wrote, like any read of it.
+    let rows = txn.read_planned_now(&read(1)).await.expect("read");
+    assert_eq!(numbers(rows), vec![1, 2]);
+    if db.backend() == Backend::Postgres {
+        // PostgreSQL keeps a prepared statement's plan, made while its tables were small, until
+        // they are next analyzed: this read is planned for its run alone, and kept nowhere.
+        let before = prepared_statements(&txn).await;
+        let rows = txn.read_planned_now(&read(2)).await.expect("read");
+        assert_eq!(numbers(rows), vec![2]);
+        assert_eq!(
+            prepared_statements(&txn).await,
+            before,
+            "nothing kept prepared"
+        );
+        // The same read as an ordinary statement is kept (what the count would show).
+        let kept = sea_orm::DbBackend::Postgres.build(&read(2));
+        txn.query_all_raw(kept).await.expect("read");
+        assert_eq!(
+            prepared_statements(&txn).await,
+            before + 1,
+            "the ordinary read is kept"
+        );
+    }
+    txn.commit().await.expect("commit");
+    db.close().await.expect("close");
+}
+
 /// `PRAGMA temp_store` as `conn` sees it (2: memory).
 async fn temp_store(conn: &impl ConnectionTrait) -> i64 {
     conn.query_one_raw(sea_orm::Statement::from_string(

@@ -134,10 +134,17 @@ pub async fn lock_for_changes(
             .into_iter();
         sections.next();
         sections.next();
-        let found = events::Entity::find()
+        // Planned anew each time: the events table grows, and a plan cached while it was
+        // small scans it whole.
+        let rows_read = events::Entity::find()
             .filter(events::Column::Id.is_in(ids.iter().copied()))
-            .all(txn)
-            .await?;
+            .into_query();
+        let found = txn
+            .read_planned_now(&rows_read)
+            .await?
+            .iter()
+            .map(|row| events::Model::from_query_result(row, ""))
+            .collect::<Result<Vec<_>, _>>()?;
         (found, sections)
     } else {
         let members_read = calendar_members::Entity::find()
