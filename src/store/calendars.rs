@@ -90,11 +90,11 @@ pub async fn lock(
 /// `events_version` rises when the transaction commits (migration `m20261129_000025`),
 /// which takes its row `FOR NO KEY UPDATE` in the order of the ids then, so the lock a
 /// write takes first need not be that one: a batch of edits
-/// ([`super::events::change_locks::lock_for_changes`]) takes its calendars `FOR KEY SHARE`, which two
-/// batches can hold together and which lets neither's commit wait for the other's whole
-/// transaction, and confirms the members it read in its last statement
-/// ([`super::events::change_locks::confirm_members`]). The writers that change a calendar's memberships or
-/// its events wholesale take it `FOR UPDATE`, here, and so wait for those batches at their
+/// ([`super::events::change_locks::lock_for_changes`]) takes its calendars `FOR KEY SHARE`,
+/// which two batches can hold together and which lets neither's commit wait for the
+/// other's whole transaction, and confirms the members it read in its last statement
+/// ([`super::events::change_locks::confirm_members`]). The writers that change a calendar's
+/// memberships or its events wholesale take it `FOR UPDATE`, here, and so wait for those batches at their
 /// start rather than in the middle: [`lock_for_membership_loss`] (leave, remove),
 /// [`lock_for_deletion`] (calendar deletion). The batch of creations
 /// ([`super::events::calendar_roles::lock_with_roles`]) locks its calendars in the same

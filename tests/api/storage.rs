@@ -491,17 +491,22 @@ async fn deferred_writes_run_in_order_before_the_next_statement_and_fail_it() {
     db.close().await.expect("close");
 }
 
-/// How many statements the connection `conn` runs on keeps prepared (PostgreSQL).
-async fn prepared_statements(conn: &impl ConnectionTrait) -> i64 {
+/// The one number `sql` reads on `conn`.
+async fn number(conn: &impl ConnectionTrait, sql: &str) -> i64 {
     conn.query_one_raw(sea_orm::Statement::from_string(
         conn.get_database_backend(),
-        "SELECT count(*) FROM pg_prepared_statements",
+        sql,
     ))
     .await
-    .expect("count")
+    .expect("read")
     .expect("a row")
     .try_get_by_index(0)
     .expect("a number")
+}
+
+/// How many statements the connection `conn` runs on keeps prepared (PostgreSQL).
+async fn prepared_statements(conn: &impl ConnectionTrait) -> i64 {
+    number(conn, "SELECT count(*) FROM pg_prepared_statements").await
 }
 
 #[tokio::test]
@@ -552,15 +557,7 @@ async fn a_read_planned_now_is_not_kept_prepared() {
 
 /// `PRAGMA temp_store` as `conn` sees it (2: memory).
 async fn temp_store(conn: &impl ConnectionTrait) -> i64 {
-    conn.query_one_raw(sea_orm::Statement::from_string(
-        conn.get_database_backend(),
-        "PRAGMA temp_store",
-    ))
-    .await
-    .expect("pragma")
-    .expect("a row")
-    .try_get_by_index(0)
-    .expect("a number")
+    number(conn, "PRAGMA temp_store").await
 }
 
 #[tokio::test]

@@ -7,12 +7,13 @@
 //!
 //! A batch reads what its edits need once, at its start: the events, locked by id, their
 //! links, and the members and roles of every calendar involved ([`Memberships`],
-//! [`event_store::change_locks::lock_for_changes`]), which its last statement confirms are still current
-//! ([`event_store::change_locks::confirm_members`]; on PostgreSQL the calendars are locked from there to
-//! the commit only). Each edit then checks its rules against that state ([`EditBatch`]),
-//! which also carries what the edits before it in the batch wrote, and writes its rows. Every refusal comes before the edit's
-//! first write, so a refused edit leaves the transaction as it found it and the batch goes
-//! on. The frames leave in one block per user after the commit, in the edits' order.
+//! [`event_store::change_locks::lock_for_changes`]), which its last statement confirms are
+//! still current ([`event_store::change_locks::confirm_members`]; on PostgreSQL the
+//! calendars are locked from there to the commit only). Each edit then checks its rules
+//! against that state ([`EditBatch`]), which also carries what the edits before it in the
+//! batch wrote, and writes its rows. Every refusal comes before the edit's first write, so
+//! a refused edit leaves the transaction as it found it and the batch goes on. The frames
+//! leave in one block per user after the commit, in the edits' order.
 //!
 //! A batch that fails as a whole (the database refused a row, a race was lost) runs again
 //! one edit at a time, so one edit's failure is not its neighbours'.

@@ -32,7 +32,7 @@ const MEMBERS_CHANGED: (&str, &str) = ("calendar_members_changed", "BW001");
 const WRITE_TOO_SLOW: (&str, &str) = ("event_write_too_slow", "BW002");
 
 /// Each calendar's members with their roles.
-pub(super) type MembersByCalendar = HashMap<CalendarId, Vec<(UserId, Role)>>;
+pub type MembersByCalendar = HashMap<CalendarId, Vec<(UserId, Role)>>;
 
 /// The members and roles of the calendars of a batch.
 #[derive(Debug, Clone, Default)]

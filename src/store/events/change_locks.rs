@@ -10,9 +10,8 @@ use sea_orm::{
     QuerySelect, QueryTrait,
 };
 
-use super::calendar_roles;
-use crate::domain::ids::{CalendarId, EventId, UserId};
-use crate::domain::roles::Role;
+use super::calendar_roles::{self, MembersByCalendar};
+use crate::domain::ids::{CalendarId, EventId};
 use crate::store::WriteTxn;
 
 /// The column the database raises on every change of a calendar's memberships (triggers;
@@ -26,7 +25,7 @@ pub struct ChangeLocks {
     pub events: HashMap<EventId, (events::Model, Vec<CalendarId>)>,
     /// The members and roles of every calendar the batch may read or write: the events'
     /// links and homes, and `also`.
-    pub members: HashMap<CalendarId, Vec<(UserId, Role)>>,
+    pub members: MembersByCalendar,
     /// PostgreSQL: the `members_version` of each of those calendars that exists, as read,
     /// for [`confirm_members`] before the commit. Empty on SQLite.
     pub versions: HashMap<CalendarId, i64>,
