@@ -22,7 +22,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
@@ -49,17 +49,21 @@ const FIRST_RETRY: Duration = Duration::from_millis(500);
 const LONGEST_RETRY: Duration = Duration::from_secs(5);
 /// How far ahead of its due time an occurrence may start: a rule fires at most 28 days
 /// before a timed event, or 30 days and a day's minutes before an all-day one.
-const LOOKAHEAD: chrono::TimeDelta = chrono::TimeDelta::days(31);
+const LOOKAHEAD: TimeDelta = TimeDelta::days(31);
 /// How far before its due time an occurrence may start: an all-day event is stored at UTC
 /// midnight, and its reminder on a clock west of UTC can fall due after that.
-const LOOKBEHIND: chrono::TimeDelta = chrono::TimeDelta::days(2);
+const LOOKBEHIND: TimeDelta = TimeDelta::days(2);
+/// The precision of due times and of the cursor: both databases keep timestamps to the
+/// microsecond, so a window starting one microsecond after the cursor leaves no due time
+/// between it and the window before.
+const PRECISION: TimeDelta = TimeDelta::microseconds(1);
 /// How far back skipped reminders are counted.
-const SKIPPED_COUNTED: chrono::TimeDelta = chrono::TimeDelta::days(1);
+const SKIPPED_COUNTED: TimeDelta = TimeDelta::days(1);
 /// The shortest and longest time a push service keeps a message.
 const MIN_TTL: Duration = Duration::from_secs(60);
 const MAX_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 /// A reminder for something starting this soon is urgent.
-const URGENT_WITHIN: chrono::TimeDelta = chrono::TimeDelta::minutes(15);
+const URGENT_WITHIN: TimeDelta = TimeDelta::minutes(15);
 
 /// The due times one pass dispatches (both bounds included), and the older ones it skips.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,7 +78,8 @@ pub struct Window {
 
 /// The window after `cursor` (everything due up to it was dispatched; `None`: nothing
 /// ever was) up to `now`, or to `settled` (the write horizon: every write that began before
-/// it has committed) if that is earlier, reaching back `max_catchup` at most. A first pass,
+/// it has committed) if that is earlier, to the microsecond (so the cursor stored is the
+/// window's end exactly), reaching back `max_catchup` at most. A first pass,
 /// or a cursor after `now` (a clock that went back), looks back `max_catchup` and skips
 /// nothing. `None` when the cursor is at or after `settled` but not after `now`: a write
 /// that began before the cursor is still in flight, and nothing is dispatched until it ends.
@@ -84,8 +89,9 @@ pub fn dispatch_window(
     settled: DateTime<Utc>,
     max_catchup: Duration,
 ) -> Option<Window> {
-    let reach = chrono::TimeDelta::from_std(max_catchup).unwrap_or(chrono::TimeDelta::MAX);
+    let reach = TimeDelta::from_std(max_catchup).unwrap_or(TimeDelta::MAX);
     let to = now.min(settled);
+    let to = to.duration_trunc(PRECISION).unwrap_or(to);
     let earliest = to
         .checked_sub_signed(reach)
         .unwrap_or(DateTime::<Utc>::MIN_UTC);
@@ -100,7 +106,7 @@ pub fn dispatch_window(
     if cursor >= to {
         return None;
     }
-    let next = cursor + chrono::TimeDelta::milliseconds(1);
+    let next = cursor + PRECISION;
     Some(if next < earliest {
         Window {
             skipped_after: Some(cursor),
@@ -155,8 +161,7 @@ struct Message {
 impl Dispatcher<'_> {
     /// Runs one pass at `now`.
     pub async fn pass(&self, now: DateTime<Utc>) -> Result<PassReport, crate::error::AppError> {
-        let until =
-            now + chrono::TimeDelta::from_std(self.lease).unwrap_or(chrono::TimeDelta::seconds(60));
+        let until = now + TimeDelta::from_std(self.lease).unwrap_or(TimeDelta::seconds(60));
         let Some(cursor) = push_store::claim(self.db, DISPATCHER, self.holder, now, until).await?
         else {
             return Ok(PassReport::default());
@@ -317,8 +322,8 @@ impl Dispatcher<'_> {
             let events = &context.events;
             let due = due_reminders(events, &context.context, window.from, window.to);
             let skipped = earliest_counted.map_or(0, |after| {
-                let before = window.from - chrono::TimeDelta::milliseconds(1);
-                let first = after + chrono::TimeDelta::milliseconds(1);
+                let before = window.from - PRECISION;
+                let first = after + PRECISION;
                 due_reminders(events, &context.context, first, before)
                     .reminders
                     .len() as u64
@@ -442,7 +447,7 @@ mod tests {
         assert_eq!(first.from, at("2026-11-28T11:45:00Z"));
         assert_eq!(first.skipped_after, None);
         let recent = window(Some("2026-11-28T11:59:30Z"));
-        assert_eq!(recent.from, at("2026-11-28T11:59:30.001Z"));
+        assert_eq!(recent.from, at("2026-11-28T11:59:30.000001Z"));
         assert_eq!(recent.to, now);
         let outage = window(Some("2026-11-28T09:00:00Z"));
         assert_eq!(outage.from, at("2026-11-28T11:45:00Z"));
@@ -459,7 +464,7 @@ mod tests {
         let settled = at("2026-11-28T11:59:58Z");
         let cursor = Some(at("2026-11-28T11:59:50Z"));
         let window = dispatch_window(cursor, now, settled, fifteen).expect("a window");
-        assert_eq!(window.from, at("2026-11-28T11:59:50.001Z"));
+        assert_eq!(window.from, at("2026-11-28T11:59:50.000001Z"));
         assert_eq!(window.to, settled, "not past a write still in flight");
         let behind = Some(at("2026-11-28T11:59:59Z"));
         assert_eq!(dispatch_window(behind, now, settled, fifteen), None);
@@ -467,5 +472,25 @@ mod tests {
         let first = dispatch_window(None, now, settled, fifteen).expect("a window");
         assert_eq!(first.from, at("2026-11-28T11:44:58Z"));
         assert_eq!(first.to, settled);
+    }
+
+    #[test]
+    fn consecutive_windows_leave_no_due_time_between_them() {
+        let fifteen = Duration::from_secs(15 * 60);
+        // A pass at a moment between two milliseconds (clocks give nanoseconds).
+        let first_now = at("2026-11-28T12:00:00.000500300Z");
+        let first = dispatch_window(None, first_now, first_now, fifteen).expect("a window");
+        assert_eq!(
+            first.to,
+            at("2026-11-28T12:00:00.000500Z"),
+            "kept to the microsecond"
+        );
+        let second_now = at("2026-11-28T12:00:00.100Z");
+        let second =
+            dispatch_window(Some(first.to), second_now, second_now, fifteen).expect("a window");
+        assert_eq!(second.from, first.to + TimeDelta::microseconds(1));
+        // A reminder due on the next millisecond falls in the second window.
+        let due = at("2026-11-28T12:00:00.001Z");
+        assert!(first.to < due && second.from <= due && due <= second.to);
     }
 }
