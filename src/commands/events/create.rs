@@ -131,12 +131,17 @@ async fn commit(
     let mirrors = outbox::targets(&services.db, &services.db, &calendars)
         .await
         .map_err(|err| BatchError::Failed(err.into()))?;
+    let write = BatchWrite {
+        home,
+        batch,
+        remembered,
+        calendars: &calendars,
+        mirrors: &mirrors,
+        unheard,
+    };
     let mut stale = false;
     let created = loop {
-        let once = commit_once(
-            services, home, batch, remembered, &calendars, &mirrors, unheard,
-        );
-        match once.await {
+        match commit_once(services, &write).await {
             Err(CommitError::MembersChanged) if !stale => {
                 stale = true;
                 remembered.forget();
@@ -166,16 +171,35 @@ async fn commit(
         .collect())
 }
 
+/// What each try of [`commit`] writes, and what it holds for it.
+struct BatchWrite<'a> {
+    /// The calendar whose actor commits the batch.
+    home: CalendarId,
+    /// The creations, in arrival order.
+    batch: &'a [PendingCreate],
+    /// The roles the actor remembers of the batch's calendars.
+    remembered: &'a RememberedRoles,
+    /// Every calendar the creations name, in order.
+    calendars: &'a [CalendarId],
+    /// The provider mirrors of those calendars.
+    mirrors: &'a MirrorTargets,
+    /// Where the commit leaves its frame notices for the answers to wait for.
+    unheard: &'a Unheard,
+}
+
 /// [`commit`], once: each command's row or refusal.
 async fn commit_once(
     services: &Services,
-    home: CalendarId,
-    batch: &[PendingCreate],
-    remembered: &RememberedRoles,
-    calendars: &[CalendarId],
-    mirrors: &MirrorTargets,
-    unheard: &Unheard,
+    write: &BatchWrite<'_>,
 ) -> Result<Vec<Result<events::Model, AppError>>, CommitError> {
+    let BatchWrite {
+        home,
+        batch,
+        remembered,
+        calendars,
+        mirrors,
+        unheard,
+    } = *write;
     let write = match creations::begin(&services.db, home, calendars, remembered).await? {
         Some(write) => write,
         // No home calendar: nobody may create in it.
