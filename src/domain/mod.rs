@@ -19,6 +19,7 @@ pub mod profile;
 pub mod providers;
 pub mod recurrence;
 pub mod reminder_schedule;
+pub mod reminder_window;
 pub mod reminders;
 pub mod roles;
 pub mod settings;

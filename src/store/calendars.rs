@@ -94,9 +94,9 @@ pub async fn lock(
 /// which two batches can hold together and which lets neither's commit wait for the
 /// other's whole transaction, and confirms the members it read in its last statement
 /// ([`super::events::change_locks::confirm_members`]). The writers that change a calendar's
-/// memberships or its events wholesale take it `FOR UPDATE`, here, and so wait for those batches at their
-/// start rather than in the middle: [`lock_for_membership_loss`] (leave, remove),
-/// [`lock_for_deletion`] (calendar deletion). The batch of creations
+/// memberships or its events wholesale take it `FOR UPDATE`, here, and so wait for those
+/// batches at their start rather than in the middle: [`lock_for_membership_loss`] (leave,
+/// remove), [`lock_for_deletion`] (calendar deletion). The batch of creations
 /// ([`super::events::calendar_roles::lock_with_roles`]) locks its calendars in the same
 /// order. A lock taken out of order anyway (a link added in between) can still deadlock;
 /// the database breaks it and the command runs again, counted in

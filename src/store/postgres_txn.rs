@@ -116,10 +116,19 @@ impl PgTxn {
         &self,
         stmt: Statement,
     ) -> Result<Vec<QueryResult>, DbErr> {
+        self.fetch_all(stmt, false).await
+    }
+
+    /// The rows of `stmt`, kept prepared on the connection or not (`persistent`).
+    async fn fetch_all(
+        &self,
+        stmt: Statement,
+        persistent: bool,
+    ) -> Result<Vec<QueryResult>, DbErr> {
         let mut held = self.held.lock().await;
         let conn = held.begun_conn().await?;
         bound(&stmt.sql, stmt.values)
-            .persistent(false)
+            .persistent(persistent)
             .fetch_all(conn)
             .await
             .map(|rows| rows.into_iter().map(Into::into).collect())
@@ -212,12 +221,6 @@ impl ConnectionTrait for PgTxn {
     }
 
     async fn query_all_raw(&self, stmt: Statement) -> Result<Vec<QueryResult>, DbErr> {
-        let mut held = self.held.lock().await;
-        let conn = held.begun_conn().await?;
-        bound(&stmt.sql, stmt.values)
-            .fetch_all(conn)
-            .await
-            .map(|rows| rows.into_iter().map(Into::into).collect())
-            .map_err(query_err)
+        self.fetch_all(stmt, true).await
     }
 }
