@@ -202,13 +202,26 @@ impl Model {
         Self::pick(&self.events, self.linked.get_mut(calendar)?, roll)
     }
 
+    /// Picks among the newest `HOT_EVENTS` live events of `list`. Dead entries (deleted,
+    /// tainted) leave the list only as the walk back from its end meets them, so a pick
+    /// costs what the hot end holds, not every event the run has created (the walk used to
+    /// cover the whole list, under the model's lock, at every pick).
     fn pick(
         events: &HashMap<Uuid, EventState>,
         list: &mut Vec<Uuid>,
         roll: u64,
     ) -> Option<(Uuid, Arc<RwLock<()>>)> {
-        list.retain(|id| events.get(id).is_some_and(|e| !e.deleted && !e.tainted));
-        let hot = list.len().min(HOT_EVENTS);
+        let live = |id: &Uuid| events.get(id).is_some_and(|e| !e.deleted && !e.tainted);
+        let mut hot = 0;
+        let mut at = list.len();
+        while at > 0 && hot < HOT_EVENTS {
+            at -= 1;
+            if list.get(at).is_some_and(live) {
+                hot += 1;
+            } else {
+                list.remove(at);
+            }
+        }
         let offset = usize::try_from(roll % u64::try_from(hot).ok()?.max(1)).ok()?;
         let id = *list.get(list.len().checked_sub(1 + offset)?)?;
         events.get(&id).map(|e| (id, e.lock.clone()))
@@ -431,6 +444,31 @@ mod tests {
             model.pick_homed(0, 0).is_none(),
             "deleted events are not picked"
         );
+    }
+
+    #[test]
+    fn writers_pick_among_the_newest_live_events_of_a_calendar() {
+        let mut model = model();
+        let ids: Vec<Uuid> = (0..HOT_EVENTS + 8).map(|_| Uuid::new_v4()).collect();
+        for id in &ids {
+            model.created(*id, 0, "a".into(), Mark::Revision(1), now());
+        }
+        // The newest two and one in the middle of the hot end go.
+        let newest = ids.len() - 1;
+        for gone in [newest, newest - 1, newest - 10] {
+            model.deleted(ids[gone], now());
+        }
+        model.taint(ids[newest - 2]);
+        let live: Vec<Uuid> = ids[..newest - 2]
+            .iter()
+            .copied()
+            .filter(|id| *id != ids[newest - 10])
+            .collect();
+        let hot: BTreeSet<Uuid> = live[live.len() - HOT_EVENTS..].iter().copied().collect();
+        let picked: BTreeSet<Uuid> = (0..2 * HOT_EVENTS as u64)
+            .filter_map(|roll| model.pick_homed(0, roll).map(|(id, _)| id))
+            .collect();
+        assert_eq!(picked, hot);
     }
 
     #[test]
