@@ -16,7 +16,7 @@ use tokio::task::JoinHandle;
 use crate::actors::announcer::{Announcer, InstanceListener};
 use crate::actors::root::{RootActor, RootArgs, RootMsg};
 use crate::actors::scheduler::{TaskSpec, builtin_tasks};
-use crate::actors::{ActorKind, Actors, Shared};
+use crate::actors::{ActorKind, Actors, EventHomes, Shared};
 use crate::auth::Auth;
 use crate::commands::Services;
 use crate::commands::mirrors::{Mirrors, OAuthApps, OutboxPolicy};
@@ -176,6 +176,7 @@ impl ApplicationBuilder {
             mirrors,
             federation,
             push,
+            event_homes: EventHomes::default(),
         });
         let ctx: Ctx = Arc::new(AppContext {
             capabilities: Capabilities::new(&shared.settings, shared.mail.deliverable()),

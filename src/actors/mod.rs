@@ -20,6 +20,7 @@
 pub mod announcer;
 pub mod calendar;
 pub mod calendars;
+mod event_homes;
 pub mod keyed;
 pub mod mailer;
 pub mod provider_sync;
@@ -41,6 +42,7 @@ use ractor::{ActorRef, Message, RpcReplyPort};
 use crate::error::AppError;
 use crate::metrics::Metrics;
 
+pub use event_homes::EventHomes;
 pub use shared::Shared;
 pub use supervision::SupervisionStats;
 

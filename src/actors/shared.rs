@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use super::Actors;
 use super::calendar::{CalendarMsg, Reply};
+use super::{Actors, EventHomes};
 use crate::commands::Services;
 use crate::commands::mirrors::Mirrors;
 use crate::config::Settings;
@@ -18,7 +18,7 @@ use crate::push::send::PushSender;
 use crate::rate_limit::RateLimiter;
 use crate::shutdown::Shutdown;
 use crate::store::Database;
-use crate::store::events as event_store;
+use crate::store::events::{self as event_store, EventHome};
 
 /// What one server's actors share.
 #[derive(Debug)]
@@ -50,6 +50,8 @@ pub struct Shared {
     pub federation: Federation,
     /// The web push sender, when VAPID keys are configured.
     pub push: Option<PushSender>,
+    /// The homes of recently written events, by which edits are routed to their actors.
+    pub event_homes: EventHomes,
 }
 
 impl Shared {
@@ -74,8 +76,12 @@ impl Shared {
     }
 
     /// Asks the actor of the calendar that serializes changes to `event` (its home, or with
-    /// the home deleted the first calendar it is still in), as [`Self::ask_calendar`]; an
-    /// event that does not exist or is deleted is a 404.
+    /// no home recorded the first calendar it is in), as [`Self::ask_calendar`]; an event
+    /// that does not exist or is deleted is a 404.
+    ///
+    /// A recorded home never changes, so it is remembered ([`EventHomes`]: from the event's
+    /// creation here, or from its first read) and later commands skip the read. An event
+    /// deleted since is refused by the actor as it would have been here.
     pub async fn ask_event_home<T, C>(
         &self,
         event: EventId,
@@ -85,9 +91,17 @@ impl Shared {
         T: Send + 'static,
         C: Into<CalendarMsg>,
     {
-        let home = event_store::home_calendar(&self.db, event)
-            .await?
-            .ok_or_else(|| AppError::not_found("Event not found..."))?;
+        let home = match self.event_homes.get(event) {
+            Some(home) => home,
+            None => match event_store::home_calendar(&self.db, event).await? {
+                Some(EventHome::Recorded(home)) => {
+                    self.event_homes.remember(event, home);
+                    home
+                }
+                Some(home) => home.calendar(),
+                None => return Err(AppError::not_found("Event not found...")),
+            },
+        };
         self.ask_calendar(home, build).await
     }
 }

@@ -113,7 +113,7 @@ async fn create_event_handler(
 ) -> Result<Response, AppError> {
     let input = EventInput::try_from(body)?;
     let home = input.home_for_create()?;
-    let actor = user.id().clone();
+    let (actor, event) = (user.id().clone(), input.id);
     let view = ctx
         .ask_calendar(home, |reply| EventCommand::Create {
             by: actor,
@@ -121,6 +121,8 @@ async fn create_event_handler(
             reply,
         })
         .await?;
+    // Its edits go to the same actor without reading its home first.
+    ctx.event_homes.remember(event, home);
     Ok(warp::reply::with_status(warp::reply::json(&view), StatusCode::CREATED).into_response())
 }
 
@@ -258,6 +260,9 @@ async fn delete_event_handler(
             reply,
         })
         .await?;
+    if deleted.removed {
+        ctx.event_homes.forget(event);
+    }
     Ok(warp::reply::json(&deleted).into_response())
 }
 

@@ -2,12 +2,16 @@
 //! reaches the others at once (on PostgreSQL through the database's own notifications; two
 //! servers in one process on one SQLite file share what the process knows), and an
 //! instance that lost its listening connection closes its streams (their clients re-read),
-//! listens again and trusts no cached session.
+//! listens again and trusts no cached session; an event another instance deleted is gone
+//! for an instance that remembers where its edits go.
 
 use reqwest::{Method, StatusCode};
 use sea_orm::{ConnectionTrait, Statement};
+use serde_json::json;
 
-use crate::helpers::{event_body, eventually, spawn_app_sharing_database, spawn_app_with};
+use crate::helpers::{
+    event_body, eventually, spawn_app, spawn_app_sharing_database, spawn_app_with,
+};
 
 /// Sessions found by token are kept a minute: longer than any wait of these tests, so only
 /// the other instance's notice can end them in time.
@@ -104,4 +108,61 @@ async fn an_instance_that_lost_its_listening_connection_listens_again() {
     let frame = reopened.next_frame().await;
     assert_eq!(frame["type"], "event_created");
     assert_eq!(frame["payload"]["id"], created["id"]);
+}
+
+#[tokio::test]
+async fn an_event_deleted_on_another_instance_is_gone_for_the_instance_that_created_it() {
+    let a = spawn_app().await;
+    let b = spawn_app_sharing_database(&a).await;
+    let owner = a.sign_up("instances-homes@example.com").await;
+    let calendar = a.create_calendar(&owner, "Shared").await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let mut body = a
+        .create_event(&owner, &event_body(&[&calendar], "Planning", 9))
+        .await;
+    let id = body["id"].as_str().expect("id").to_owned();
+    // A created the event and edits it: it knows where the event's edits go.
+    body["title"] = json!("Edited");
+    let (status, answer) = a
+        .call(Method::PUT, "/api/v1/events", &owner, Some(&body))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["revision"], 2);
+
+    let (status, answer) = b
+        .call(
+            Method::DELETE,
+            "/api/v1/events",
+            &owner,
+            Some(&json!({ "id": id })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["removed"], true);
+
+    // On A every command about it is refused as for any deleted event, and writes nothing.
+    body["title"] = json!("Too late");
+    body["revision"] = json!(3);
+    let refusals = [
+        (Method::PUT, "/api/v1/events".to_owned(), body.clone()),
+        (
+            Method::PUT,
+            format!("/api/v1/events/{id}/attendance"),
+            json!({ "status": "going" }),
+        ),
+        (
+            Method::DELETE,
+            "/api/v1/events".to_owned(),
+            json!({ "id": id }),
+        ),
+    ];
+    for (method, path, request) in refusals {
+        let (status, answer) = a.call(method.clone(), &path, &owner, Some(&request)).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{method} {path}: {answer}");
+        assert_eq!(answer["error"], "Event not found...");
+    }
+    let read = a.read_events(&owner, "").await;
+    assert_eq!(read["events"], json!([]), "{read}");
 }

@@ -75,13 +75,32 @@ pub async fn find(db: &impl ConnectionTrait, id: EventId) -> Result<Option<event
     events::Entity::find_by_id(id).unique(db).await
 }
 
-/// The calendar whose actor serializes changes to the event `id`: its home, or (home
-/// deleted) the first calendar it is still in; `None` when the event does not exist, is
-/// deleted or is in no calendar.
+/// The calendar whose actor serializes changes to an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventHome {
+    /// The home calendar recorded when the event was created. It never changes (no write
+    /// sets `origin_calendar_id` after the insert), so it may be remembered.
+    Recorded(CalendarId),
+    /// No home recorded: the first calendar the event is in, which its links can change.
+    FirstLink(CalendarId),
+}
+
+impl EventHome {
+    /// The calendar.
+    pub fn calendar(self) -> CalendarId {
+        match self {
+            Self::Recorded(calendar) | Self::FirstLink(calendar) => calendar,
+        }
+    }
+}
+
+/// The calendar whose actor serializes changes to the event `id`: its recorded home, or
+/// with none the first calendar it is in; `None` when the event does not exist, is deleted
+/// or is in no calendar.
 pub async fn home_calendar(
     db: &impl ConnectionTrait,
     id: EventId,
-) -> Result<Option<CalendarId>, DbErr> {
+) -> Result<Option<EventHome>, DbErr> {
     let Some(event) = find(db, id)
         .await?
         .filter(|event| event.deleted_at.is_none())
@@ -89,9 +108,13 @@ pub async fn home_calendar(
         return Ok(None);
     };
     if let Some(home) = event.origin_calendar_id {
-        return Ok(Some(home));
+        return Ok(Some(EventHome::Recorded(home)));
     }
-    Ok(links(db, id).await?.first().copied())
+    Ok(links(db, id)
+        .await?
+        .first()
+        .copied()
+        .map(EventHome::FirstLink))
 }
 
 /// Locks the event row for the rest of the transaction. A write that changes events or
