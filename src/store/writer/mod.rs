@@ -23,9 +23,23 @@
 //! rolled back at once on a task that holds the connection until it is done, so no other
 //! write starts inside it; where no runtime is left to run that task, the next transaction
 //! rolls it back before it starts.
+//!
+//! Writes waiting for the writer share a commit (group commit). With `synchronous = FULL`
+//! every commit waits for the disk to sync the log: well under a millisecond on an idle
+//! local disk, several when other writes share the disk, and all that time the writer
+//! holds every other write back. A write that finishes while others wait to begin leaves
+//! its transaction open instead of committing, gives the connection to the next, and
+//! waits for the commit: the next joins the transaction under a savepoint (so its rollback
+//! undoes only its own statements), and the last of them, when none waits, commits for
+//! all in the text of its own last statements. A task queued behind the writes waiting
+//! when the transaction was left open commits it if they did not (they were cancelled, or
+//! failed). Nobody is answered before the commit that holds their write; if it fails, or
+//! the transaction ends rolled back, each write sharing it fails with that error, nothing
+//! of them written.
 
 use std::borrow::Cow;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use sea_orm::prelude::async_trait::async_trait;
 use sea_orm::sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
@@ -34,7 +48,7 @@ use sea_orm::{
     ConnectionTrait, DbBackend, DbErr, ExecResult, QueryResult, RuntimeErr, Statement, Values,
 };
 use sea_query_sqlx::SqlxValues;
-use tokio::sync::{Mutex, OwnedMutexGuard};
+use tokio::sync::{Mutex, OwnedMutexGuard, watch};
 
 /// The statement that opens a write transaction: it takes SQLite's write lock at once, so
 /// a transaction that reads before it writes never finds the database changed under it.
@@ -43,11 +57,19 @@ const BEGIN: &str = "BEGIN IMMEDIATE";
 const SQLITE_ERROR: &str = "1";
 /// The statement that ends one.
 const COMMIT: &str = "COMMIT";
+/// What a write joining a transaction left open writes under, and how it ends.
+const JOIN: &str = "SAVEPOINT joined";
+const RELEASE: &str = "RELEASE joined";
+const RELEASE_AND_COMMIT: &str = "RELEASE joined;\nCOMMIT";
+const UNDO_JOINED: &str = "ROLLBACK TO joined;\nRELEASE joined";
 
 /// SQLite's writer connection.
 #[derive(Debug, Clone)]
 pub(crate) struct SqliteWriter {
     slot: Arc<Mutex<Slot>>,
+    /// Write transactions waiting for the connection to begin: a write that finishes while
+    /// one waits leaves its transaction open for it.
+    opening: Arc<AtomicUsize>,
 }
 
 /// What the writer's lock guards.
@@ -56,7 +78,46 @@ struct Slot {
     /// `None` once closed.
     conn: Option<SqliteConnection>,
     /// A transaction was dropped open and its rollback has not run yet.
-    rollback_owed: bool,
+    rollback_owed: Option<Undo>,
+    /// The transaction left open by the writes before, whose commit they wait for.
+    open: Option<Group>,
+}
+
+/// What a dropped transaction's rollback undoes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Undo {
+    /// The whole transaction: it began it.
+    Transaction,
+    /// Its own statements, under the savepoint it joined an open transaction with.
+    Joined,
+}
+
+/// A transaction left open: where its commit's outcome is told to the writes that share it.
+#[derive(Debug)]
+struct Group {
+    outcome: watch::Sender<Option<Result<(), DbErr>>>,
+}
+
+impl Group {
+    fn new() -> Self {
+        Self {
+            outcome: watch::Sender::new(None),
+        }
+    }
+
+    fn tell(self, outcome: Result<(), DbErr>) {
+        self.outcome.send_replace(Some(outcome));
+    }
+}
+
+/// Waits for the commit of the transaction a write left open.
+async fn outcome_of(mut commit: watch::Receiver<Option<Result<(), DbErr>>>) -> Result<(), DbErr> {
+    match commit.wait_for(Option::is_some).await {
+        Ok(outcome) => outcome.clone().unwrap_or(Ok(())),
+        Err(_) => Err(DbErr::Conn(RuntimeErr::Internal(
+            "the writer closed before the transaction committed".into(),
+        ))),
+    }
 }
 
 impl Slot {
@@ -69,18 +130,56 @@ impl Slot {
     /// Runs the rollback a dropped transaction owes. A transaction whose first statement
     /// failed may never have begun, so "no transaction is active" is no error here: the
     /// plain `SQLITE_ERROR` a `ROLLBACK` answers then (its other failures, busy or locked,
-    /// have codes of their own).
+    /// have codes of their own). A write that joined an open transaction undoes its own
+    /// statements; if its savepoint is gone (the text that released it failed at its
+    /// `COMMIT`, or SQLite rolled the whole transaction back on an I/O error), the whole
+    /// transaction rolls back and the writes sharing it are told so.
     async fn settle(&mut self) -> Result<(), DbErr> {
-        if !self.rollback_owed {
+        let Some(undo) = self.rollback_owed else {
             return Ok(());
+        };
+        if undo == Undo::Joined {
+            match self.conn()?.execute(UNDO_JOINED).await {
+                Ok(_) => {
+                    self.rollback_owed = None;
+                    return Ok(());
+                }
+                Err(sqlx::Error::Database(err)) if err.code().as_deref() == Some(SQLITE_ERROR) => {}
+                Err(err) => return Err(exec_err(err)),
+            }
         }
         match self.conn()?.execute("ROLLBACK").await {
             Ok(_) => {}
             Err(sqlx::Error::Database(err)) if err.code().as_deref() == Some(SQLITE_ERROR) => {}
             Err(err) => return Err(exec_err(err)),
         }
-        self.rollback_owed = false;
+        self.rollback_owed = None;
+        if let Some(group) = self.open.take() {
+            group.tell(Err(DbErr::Custom(
+                "the transaction this write shared was rolled back".into(),
+            )));
+        }
         Ok(())
+    }
+
+    /// Commits the transaction left open, if one is, and tells the writes that share it.
+    async fn commit_open(&mut self) -> Result<(), DbErr> {
+        let Some(group) = self.open.take() else {
+            return Ok(());
+        };
+        let committed = self
+            .conn()?
+            .execute(COMMIT)
+            .await
+            .map(drop)
+            .map_err(exec_err);
+        if committed.is_err() {
+            // A failed `COMMIT` leaves the transaction open: it ends here, written by none.
+            self.rollback_owed = Some(Undo::Transaction);
+            self.settle().await?;
+        }
+        group.tell(committed.clone());
+        committed
     }
 }
 
@@ -93,32 +192,48 @@ impl SqliteWriter {
         Ok(Self {
             slot: Arc::new(Mutex::new(Slot {
                 conn: Some(conn),
-                rollback_owed: false,
+                rollback_owed: None,
+                open: None,
             })),
+            opening: Arc::new(AtomicUsize::new(0)),
         })
     }
 
-    /// The connection outside any transaction (for a checkpoint), once the transaction
-    /// before has finished.
+    /// The connection outside any transaction (for a checkpoint), once the transactions
+    /// before have finished and committed.
     pub(crate) async fn lock(&self) -> Result<Locked, DbErr> {
         let mut slot = self.slot.clone().lock_owned().await;
         slot.settle().await?;
+        slot.commit_open().await?;
         slot.conn()?;
-        Ok(Locked {
-            held: Mutex::new(Held {
-                slot: Some(slot),
-                begin_owed: false,
-                begun: false,
-                deferred: Deferred::default(),
-            }),
-        })
+        Ok(self.held(slot, None))
     }
 
-    /// Starts a write transaction (its `BEGIN` goes with its first statement).
+    fn held(&self, slot: OwnedMutexGuard<Slot>, opening: Option<&'static str>) -> Locked {
+        Locked {
+            held: Mutex::new(Held {
+                slot: Some(slot),
+                opening,
+                begun: false,
+                joined: false,
+                deferred: Deferred::default(),
+                waiting: self.opening.clone(),
+            }),
+        }
+    }
+
+    /// Starts a write transaction (its `BEGIN` goes with its first statement), or joins the
+    /// one the writes before left open.
     pub(crate) async fn begin(&self) -> Result<SqliteTxn, DbErr> {
-        let mut locked = self.lock().await?;
-        locked.held.get_mut().begin_owed = true;
-        Ok(SqliteTxn { locked })
+        let waiting = Waiting::new(self);
+        let mut slot = self.slot.clone().lock_owned().await;
+        drop(waiting);
+        slot.settle().await?;
+        slot.conn()?;
+        let opening = if slot.open.is_some() { JOIN } else { BEGIN };
+        Ok(SqliteTxn {
+            locked: self.held(slot, Some(opening)),
+        })
     }
 
     /// Whether a transaction (or a checkpoint) holds the connection now.
@@ -130,6 +245,7 @@ impl SqliteWriter {
     pub(crate) async fn close(&self) -> Result<(), DbErr> {
         let mut slot = self.slot.lock().await;
         slot.settle().await?;
+        slot.commit_open().await?;
         match slot.conn.take() {
             Some(conn) => conn
                 .close()
@@ -137,6 +253,40 @@ impl SqliteWriter {
                 .map_err(|err| DbErr::Conn(RuntimeErr::SqlxError(Arc::new(err)))),
             None => Ok(()),
         }
+    }
+}
+
+/// A write waiting to begin, counted in [`SqliteWriter::opening`] until it has the
+/// connection (or gave up waiting).
+struct Waiting(Arc<AtomicUsize>);
+
+impl Waiting {
+    fn new(writer: &SqliteWriter) -> Self {
+        writer.opening.fetch_add(1, Ordering::SeqCst);
+        Self(writer.opening.clone())
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Commits the transaction left open, if it still is, once the writes waiting now have had
+/// the connection (each joins it, and the last commits it unless it was cancelled or failed).
+fn commit_later(slot: Arc<Mutex<Slot>>) {
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        runtime.spawn(async move {
+            let mut slot = slot.lock_owned().await;
+            let settled = match slot.settle().await {
+                Ok(()) => slot.commit_open().await,
+                Err(err) => Err(err),
+            };
+            if let Err(err) = settled {
+                tracing::warn!(error = %err, "store.writer_commit_failed");
+            }
+        });
     }
 }
 
@@ -158,12 +308,17 @@ pub(crate) struct Locked {
 struct Held {
     /// `Some` until a dropped transaction hands it to its rollback.
     slot: Option<OwnedMutexGuard<Slot>>,
-    /// `BEGIN` is still to be sent, with the next statement.
-    begin_owed: bool,
-    /// `BEGIN` was sent (and may have run), and neither `COMMIT` nor `ROLLBACK` has.
+    /// What opens the transaction (`BEGIN`, or the savepoint of a write that joins a
+    /// transaction left open), still to be sent with the next statement.
+    opening: Option<&'static str>,
+    /// The opening was sent (and may have run), and neither its end nor a rollback has.
     begun: bool,
+    /// The opening was the savepoint of a write joining an open transaction.
+    joined: bool,
     /// Writes waiting for the next statement's text ([`super::WriteTxn::defer`]).
     deferred: Deferred,
+    /// The writer's count of writes waiting to begin.
+    waiting: Arc<AtomicUsize>,
 }
 
 /// Statements held back to go in front of the transaction's next one, in one text.
@@ -199,7 +354,7 @@ impl Text<'_> {
 
 impl Held {
     /// `sql` (with its `values`) with what must run before it in the same text: the
-    /// transaction's `BEGIN` if it is owed (marking it sent: whether it ran or not, the
+    /// transaction's opening if it is owed (marking it sent: whether it ran or not, the
     /// transaction must now end in a rollback unless it commits), then the deferred writes,
     /// in the order they came.
     fn prepare<'s>(
@@ -209,9 +364,10 @@ impl Held {
     ) -> Result<(&mut SqliteConnection, Text<'s>), DbErr> {
         let mut text = String::new();
         let mut leading = 0;
-        if std::mem::take(&mut self.begin_owed) {
+        if let Some(opening) = self.opening.take() {
             self.begun = true;
-            text.push_str(BEGIN);
+            self.joined = opening == JOIN;
+            text.push_str(opening);
             text.push_str(";\n");
             leading += 1;
         }
@@ -412,30 +568,23 @@ impl SqliteTxn {
         self.locked.read_together(sql, values, statements).await
     }
 
-    /// Commits, with whatever writes still wait.
+    /// Commits, with whatever writes still wait; or, when another write waits to begin,
+    /// leaves the transaction open for it and waits for the commit that ends it (see the
+    /// module documentation).
     pub(super) async fn commit(mut self) -> Result<(), DbErr> {
         let held = self.locked.held.get_mut();
         if !held.begun && held.deferred.statements == 0 {
-            // Nothing was sent or is waiting: there is no transaction to commit.
-            held.begin_owed = false;
+            // Nothing was sent or is waiting: this write has nothing to commit.
+            held.opening = None;
             return Ok(());
         }
-        let (conn, mut text) = held.prepare(COMMIT, None)?;
-        text.query().execute(conn).await.map_err(query_err)?;
-        // A failed `COMMIT` leaves `begun` set: dropping the transaction rolls it back.
-        held.begun = false;
-        Ok(())
+        held.end(None).await
     }
 
-    /// Runs `stmt` and commits, in one text ([`super::WriteTxn::commit_after`]).
+    /// Runs `stmt` and commits, in one text ([`super::WriteTxn::commit_after`]); or leaves
+    /// the transaction open, as [`Self::commit`] does.
     pub(super) async fn commit_after(mut self, stmt: Statement) -> Result<(), DbErr> {
-        let held = self.locked.held.get_mut();
-        let sql = format!("{};\n{COMMIT}", stmt.sql);
-        let (conn, mut text) = held.prepare(&sql, stmt.values)?;
-        text.query().execute(conn).await.map_err(exec_err)?;
-        // On an error, `begun` stays set: dropping the transaction rolls it back.
-        held.begun = false;
-        Ok(())
+        self.locked.held.get_mut().end(Some(stmt)).await
     }
 
     /// Holds `stmt` back for the transaction's next text ([`super::WriteTxn::defer`]).
@@ -449,12 +598,78 @@ impl SqliteTxn {
         let held = self.locked.held.get_mut();
         if held.begun {
             held.begun = false;
+            let undo = held.undo();
             if let Some(slot) = held.slot.as_mut() {
-                slot.rollback_owed = true;
+                slot.rollback_owed = Some(undo);
                 slot.settle().await?;
             }
         }
         Ok(())
+    }
+}
+
+impl Held {
+    /// What rolling this write back undoes.
+    fn undo(&self) -> Undo {
+        if self.joined {
+            Undo::Joined
+        } else {
+            Undo::Transaction
+        }
+    }
+
+    /// Ends the write: runs `last` and the deferred writes, then commits, in one text; or,
+    /// when another write waits to begin, runs them (releasing the savepoint of a write
+    /// that joined), leaves the transaction open, gives up the connection and waits for the
+    /// commit. A failure leaves `begun` set: dropping the transaction rolls it back.
+    async fn end(&mut self, last: Option<Statement>) -> Result<(), DbErr> {
+        let leave_open = self.waiting.load(Ordering::SeqCst) > 0;
+        let joins = self.joined || self.opening == Some(JOIN);
+        let mut sql = String::new();
+        let mut values = None;
+        if let Some(stmt) = last {
+            sql = stmt.sql;
+            values = stmt.values;
+        }
+        let ending = match (joins, leave_open) {
+            (false, false) => Some(COMMIT),
+            (true, false) => Some(RELEASE_AND_COMMIT),
+            (false, true) => None,
+            (true, true) => Some(RELEASE),
+        };
+        if let Some(ending) = ending {
+            if !sql.is_empty() {
+                sql.push_str(";\n");
+            }
+            sql.push_str(ending);
+        }
+        if !sql.is_empty() || self.opening.is_some() || self.deferred.statements > 0 {
+            let (conn, mut text) = self.prepare(&sql, values)?;
+            text.query().execute(conn).await.map_err(exec_err)?;
+        }
+        self.begun = false;
+        let slot = self
+            .slot
+            .as_mut()
+            .ok_or_else(|| DbErr::Conn(RuntimeErr::Internal("the writer was released".into())))?;
+        if !leave_open {
+            if let Some(group) = slot.open.take() {
+                group.tell(Ok(()));
+            }
+            return Ok(());
+        }
+        let commit = match &slot.open {
+            Some(group) => group.outcome.subscribe(),
+            None => {
+                let group = Group::new();
+                let commit = group.outcome.subscribe();
+                slot.open = Some(group);
+                commit_later(OwnedMutexGuard::mutex(slot).clone());
+                commit
+            }
+        };
+        drop(self.slot.take());
+        outcome_of(commit).await
     }
 }
 
@@ -464,10 +679,11 @@ impl Drop for SqliteTxn {
         if !held.begun {
             return;
         }
+        let undo = held.undo();
         let Some(mut slot) = held.slot.take() else {
             return;
         };
-        slot.rollback_owed = true;
+        slot.rollback_owed = Some(undo);
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
                 if let Err(err) = slot.settle().await {
@@ -477,3 +693,6 @@ impl Drop for SqliteTxn {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
