@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 
 use bytes::{Bytes, BytesMut};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::ids::UserId;
 
@@ -32,10 +32,23 @@ impl Frame {
     /// The frame as the stream writes it: `data: <json>` and a blank line. The JSON is
     /// compact (no line breaks), so one `data:` line carries the whole frame.
     pub fn block(&self) -> Bytes {
-        let json = json!({ "type": self.kind, "payload": self.payload }).to_string();
-        let mut block = Vec::with_capacity(json.len() + 8);
+        /// The frame as it is written, borrowing its payload.
+        #[derive(serde::Serialize)]
+        struct Wire<'a> {
+            #[serde(rename = "type")]
+            kind: &'a str,
+            payload: &'a Value,
+        }
+        let mut block = Vec::with_capacity(256);
         block.extend_from_slice(b"data: ");
-        block.extend_from_slice(json.as_bytes());
+        let wire = Wire {
+            kind: self.kind,
+            payload: &self.payload,
+        };
+        if let Err(err) = serde_json::to_writer(&mut block, &wire) {
+            // Writing a `Value` into memory cannot fail; were it to, the frame says so.
+            tracing::error!(error = %err, "frame.encode_failed");
+        }
         block.extend_from_slice(b"\n\n");
         Bytes::from(block)
     }
@@ -122,6 +135,7 @@ impl FrameBatch {
 #[allow(clippy::expect_used, clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn a_frame_is_one_spaced_data_line_with_type_then_payload() {

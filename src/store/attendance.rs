@@ -1,10 +1,13 @@
 //! Attendance answers (`none` is the absence of a row).
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, Utc};
 use entities::{event_attendees, users};
-use sea_orm::sea_query::{InsertStatement, OnConflict};
+use sea_orm::sea_query::{Expr, ExprTrait, InsertStatement, OnConflict, Query, SelectStatement};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryTrait,
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryResult,
+    QueryTrait,
 };
 
 use crate::domain::events::Attendance;
@@ -31,11 +34,6 @@ pub async fn list(db: &impl ConnectionTrait, event_id: EventId) -> Result<Vec<At
         .find_also_related(users::Entity)
         .all(db)
         .await?;
-    let rank = |status: &str| match status {
-        "going" => 0,
-        "maybe" => 1,
-        _ => 2,
-    };
     let mut attendees: Vec<Attendee> = rows
         .into_iter()
         .filter_map(|(row, user)| {
@@ -48,6 +46,18 @@ pub async fn list(db: &impl ConnectionTrait, event_id: EventId) -> Result<Vec<At
             })
         })
         .collect();
+    in_order(&mut attendees);
+    Ok(attendees)
+}
+
+/// Puts attendees in the order every list of them has: going, maybe, declined, then by name
+/// (case aside), then by id.
+fn in_order(attendees: &mut [Attendee]) {
+    let rank = |status: &str| match status {
+        "going" => 0,
+        "maybe" => 1,
+        _ => 2,
+    };
     attendees.sort_by(|a, b| {
         (rank(&a.status), a.name.to_lowercase(), &a.id).cmp(&(
             rank(&b.status),
@@ -55,7 +65,108 @@ pub async fn list(db: &impl ConnectionTrait, event_id: EventId) -> Result<Vec<At
             &b.id,
         ))
     });
-    Ok(attendees)
+}
+
+/// The attendee lists of the events a batch of edits answers for, read with its locks at
+/// its start ([`super::events::change_locks::lock_for_changes`]) and kept as its answers
+/// change them ([`AttendeeLists::answer`]): an answer costs the batch no read of its own.
+#[derive(Debug, Default)]
+pub struct AttendeeLists {
+    /// Each event read (an event the batch created is not): its attendees, in order.
+    lists: HashMap<EventId, Vec<Attendee>>,
+    /// Who answers: name and avatar.
+    people: HashMap<UserId, (String, Option<String>)>,
+}
+
+impl AttendeeLists {
+    /// The reads for the attendees of `events` and for the `people` who answer, in that
+    /// order; none when there is no event.
+    pub fn reads(events: &[EventId], people: &[UserId]) -> Vec<SelectStatement> {
+        if events.is_empty() {
+            return Vec::new();
+        }
+        let (events, people) = (super::padded_keys(events), super::padded_keys(people));
+        let attendees = Query::select()
+            .column((event_attendees::Entity, event_attendees::Column::EventId))
+            .column((event_attendees::Entity, event_attendees::Column::Status))
+            .column((users::Entity, users::Column::Id))
+            .column((users::Entity, users::Column::Name))
+            .column((users::Entity, users::Column::Image))
+            .from(event_attendees::Entity)
+            .inner_join(
+                users::Entity,
+                Expr::col((users::Entity, users::Column::Id))
+                    .equals((event_attendees::Entity, event_attendees::Column::UserId)),
+            )
+            .and_where(
+                Expr::col((event_attendees::Entity, event_attendees::Column::EventId))
+                    .is_in(events.iter().copied()),
+            )
+            .to_owned();
+        let who = Query::select()
+            .columns([users::Column::Id, users::Column::Name, users::Column::Image])
+            .from(users::Entity)
+            .and_where(users::Column::Id.is_in(people.iter().cloned()))
+            .to_owned();
+        vec![attendees, who]
+    }
+
+    /// The lists of `events` (those that exist) from what [`Self::reads`] answered.
+    pub fn from_rows(
+        events: impl IntoIterator<Item = EventId>,
+        attendees: &[QueryResult],
+        people: &[QueryResult],
+    ) -> Result<Self, DbErr> {
+        let mut lists: HashMap<EventId, Vec<Attendee>> =
+            events.into_iter().map(|id| (id, Vec::new())).collect();
+        for row in attendees {
+            let event: EventId = row.try_get("", "event_id")?;
+            if let Some(list) = lists.get_mut(&event) {
+                list.push(Attendee {
+                    id: row.try_get("", "id")?,
+                    name: row.try_get("", "name")?,
+                    image: row.try_get("", "image")?,
+                    status: row.try_get("", "status")?,
+                });
+            }
+        }
+        for list in lists.values_mut() {
+            in_order(list);
+        }
+        let people = people
+            .iter()
+            .map(|row| {
+                Ok((
+                    row.try_get("", "id")?,
+                    (row.try_get("", "name")?, row.try_get("", "image")?),
+                ))
+            })
+            .collect::<Result<_, DbErr>>()?;
+        Ok(Self { lists, people })
+    }
+
+    /// `who`'s answer to `event` applied to its list, as [`set`] writes it: the list now, or
+    /// `None` when the list was not read (the batch created the event) or `who` was not.
+    pub fn answer(
+        &mut self,
+        event: EventId,
+        who: &UserId,
+        answer: Attendance,
+    ) -> Option<Vec<Attendee>> {
+        let (name, image) = self.people.get(who)?;
+        let list = self.lists.get_mut(&event)?;
+        list.retain(|attendee| attendee.id != *who);
+        if answer != Attendance::None {
+            list.push(Attendee {
+                id: who.clone(),
+                name: name.clone(),
+                image: image.clone(),
+                status: answer.as_str().to_owned(),
+            });
+            in_order(list);
+        }
+        Some(list.clone())
+    }
 }
 
 /// Sets (or, for `none`, removes) `user_id`'s answer.

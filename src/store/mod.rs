@@ -540,6 +540,22 @@ pub(crate) fn placeholder(backend: DbBackend, n: usize) -> String {
     }
 }
 
+/// The keys of an `IN` list padded, by repeating the last, to the next power of four
+/// (1, 4, 16, 64, ...): the texts of a read by a list of keys then come in a few lengths,
+/// so SQLite's writer finds them among its prepared statements (it keeps 100) instead of
+/// preparing each batch's afresh. A repeated key changes nothing an `IN` list matches.
+pub(crate) fn padded_keys<T: Clone>(keys: &[T]) -> Vec<T> {
+    let mut bucket = 1;
+    while bucket < keys.len() {
+        bucket *= 4;
+    }
+    let mut padded = keys.to_vec();
+    if let Some(last) = keys.last() {
+        padded.resize(bucket, last.clone());
+    }
+    padded
+}
+
 /// Several inserts as one statement for `backend` (`None` for none): on SQLite one text of
 /// several statements, on PostgreSQL one statement whose first inserts are data-modifying
 /// `WITH` clauses (their foreign keys are checked at the end of the statement, so a later
@@ -637,5 +653,21 @@ impl ConnectionTrait for Database {
 
     async fn query_all_raw(&self, stmt: Statement) -> Result<Vec<sea_orm::QueryResult>, DbErr> {
         self.conn.query_all_raw(stmt).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::padded_keys;
+
+    #[test]
+    fn keys_pad_to_the_next_power_of_four_with_the_last() {
+        assert_eq!(padded_keys::<u8>(&[]), Vec::<u8>::new());
+        assert_eq!(padded_keys(&[7]), vec![7]);
+        assert_eq!(padded_keys(&[1, 2]), vec![1, 2, 2, 2]);
+        assert_eq!(padded_keys(&[1, 2, 3, 4]), vec![1, 2, 3, 4]);
+        let five = padded_keys(&[1, 2, 3, 4, 5]);
+        assert_eq!(five.len(), 16);
+        assert!(five[4..].iter().all(|key| *key == 5));
     }
 }

@@ -34,7 +34,9 @@ use crate::domain::events::{Attendance, EventInput};
 use crate::domain::frames::FrameBatch;
 use crate::domain::ids::{CalendarId, EventId, UserId};
 use crate::error::AppError;
+use crate::store::attendance::AttendeeLists;
 use crate::store::event_shares::PublishedPage;
+use crate::store::events::change_locks::Answering;
 use crate::store::events::inserts::NewEvent;
 use crate::store::events::{self as event_store, WriteDeadline, calendar_roles};
 use crate::views::events::{AttendeeView, DeletedEventView, EventView};
@@ -165,6 +167,8 @@ pub enum Edited {
 pub(super) struct EditBatch {
     /// Each event the batch edits (deleted or not) with its links.
     events: HashMap<EventId, (events::Model, Vec<CalendarId>)>,
+    /// The attendees of the events it answers attendance for, as its answers leave them.
+    pub(super) attendees: AttendeeLists,
     /// The members and roles of every calendar the batch reads or writes.
     pub(super) memberships: Memberships,
     /// The batch's `updated_at`.
@@ -300,13 +304,17 @@ async fn edit_once(
                 .collect::<BTreeSet<_>>()
                 .into_iter()
                 .collect();
-            let locked = event_store::change_locks::lock_for_changes(txn, &ids, &also).await?;
+            let answering = answering(edits);
+            let locked =
+                event_store::change_locks::lock_for_changes(txn, &ids, &also, &answering).await?;
             let versions = locked.versions;
+            let attendees = locked.attendees;
             let memberships = Memberships::from_roles(locked.members);
             let events = locked.events;
             let clock = WriteDeadline::start(txn).await?;
             let mut batch = EditBatch {
                 events,
+                attendees,
                 memberships,
                 now: clock.now,
                 frames: FrameBatch::default(),
@@ -399,6 +407,22 @@ async fn edit_once(
             Ok(outcomes)
         })
         .await
+}
+
+/// The events the batch answers attendance for, and who answers.
+fn answering(edits: &[Edit]) -> Answering {
+    let mut events = BTreeSet::new();
+    let mut people = BTreeSet::new();
+    for edit in edits {
+        if let Edit::SetAttendance { by, event, .. } = edit {
+            events.insert(*event);
+            people.insert(by.clone());
+        }
+    }
+    Answering {
+        events: events.into_iter().collect(),
+        people: people.into_iter().collect(),
+    }
 }
 
 /// Runs one edit of the batch.

@@ -228,11 +228,13 @@ pub(super) async fn set_attendance(
         }
     };
     attendance::set(txn, event_id, actor, answer, batch.now).await?;
-    let attendees: Vec<AttendeeView> = attendance::list(txn, event_id)
-        .await?
-        .into_iter()
-        .map(AttendeeView::from)
-        .collect();
+    // The list the batch read at its start, with this answer; read now for an event the
+    // batch created.
+    let attendees = match batch.attendees.answer(event_id, actor, answer) {
+        Some(list) => list,
+        None => attendance::list(txn, event_id).await?,
+    };
+    let attendees: Vec<AttendeeView> = attendees.into_iter().map(AttendeeView::from).collect();
     let readers = batch.memberships.readers(&links);
     let frame = crate::domain::frames::Frame::new(
         "attendance_changed",

@@ -11,8 +11,9 @@ use sea_orm::{
 };
 
 use super::calendar_roles::{self, MembersByCalendar};
-use crate::domain::ids::{CalendarId, EventId};
-use crate::store::WriteTxn;
+use crate::domain::ids::{CalendarId, EventId, UserId};
+use crate::store::attendance::AttendeeLists;
+use crate::store::{WriteTxn, padded_keys};
 
 /// The column the database raises on every change of a calendar's memberships (triggers;
 /// not in the entity, which no write sets it through).
@@ -29,6 +30,18 @@ pub struct ChangeLocks {
     /// PostgreSQL: the `members_version` of each of those calendars that exists, as read,
     /// for [`confirm_members`] before the commit. Empty on SQLite.
     pub versions: HashMap<CalendarId, i64>,
+    /// The attendees of the events the batch answers attendance for ([`Answering`]).
+    pub attendees: AttendeeLists,
+}
+
+/// The attendance answers of a batch: the events answered and who answers. Their attendee
+/// lists are read with the locks ([`ChangeLocks::attendees`]).
+#[derive(Debug, Default)]
+pub struct Answering {
+    /// The events answered, each once.
+    pub events: Vec<EventId>,
+    /// Who answers, each once.
+    pub people: Vec<UserId>,
 }
 
 /// Locks what a batch of changes to the events `ids` writes, in the one global order
@@ -36,7 +49,8 @@ pub struct ChangeLocks {
 /// events' links and `also`, such as a link's target, an update's new calendars or a
 /// creation's), by id, then the events' rows, by id. Then reads, under the locks, the
 /// events' links and the members of every calendar involved, and takes the transaction's
-/// stamp, in as few round trips as the backend allows ([`WriteTxn::read_together`]): on
+/// stamp, with the attendees of the events `answering` answers and who answers them, in as
+/// few round trips as the backend allows ([`WriteTxn::read_together`]): on
 /// SQLite, whose one writer holds the database, one hand-off with the transaction's
 /// `BEGIN`; on PostgreSQL two (`BEGIN` with the locks and the reads, then the events' rows).
 ///
@@ -51,7 +65,12 @@ pub async fn lock_for_changes(
     txn: &WriteTxn,
     ids: &[EventId],
     also: &[CalendarId],
+    answering: &Answering,
 ) -> Result<ChangeLocks, DbErr> {
+    // Padded, so the texts repeat from batch to batch ([`crate::store::padded_keys`]).
+    let (ids, also) = (&padded_keys(ids)[..], &padded_keys(also)[..]);
+    let attendees_read = AttendeeLists::reads(&answering.events, &answering.people);
+    let reads_attendees = !attendees_read.is_empty();
     let linked = || {
         Query::select()
             .column(calendar_events::Column::CalendarId)
@@ -124,13 +143,9 @@ pub async fn lock_for_changes(
                     .add(calendar().is_in(also.iter().copied())),
             )
             .to_owned();
-        let mut sections = txn
-            .read_together(
-                &[calendars_locked, ids_locked, links_read, roles_read],
-                true,
-            )
-            .await?
-            .into_iter();
+        let mut reads = vec![calendars_locked, ids_locked, links_read, roles_read];
+        reads.extend(attendees_read);
+        let mut sections = txn.read_together(&reads, true).await?.into_iter();
         sections.next();
         sections.next();
         // Planned anew each time: the events table grows, and a plan cached while it was
@@ -159,10 +174,9 @@ pub async fn lock_for_changes(
             .order_by_asc(events::Column::Id)
             .lock_exclusive()
             .into_query();
-        let mut sections = txn
-            .read_together(&[events_locked, links_read, members_read], true)
-            .await?
-            .into_iter();
+        let mut reads = vec![events_locked, links_read, members_read];
+        reads.extend(attendees_read);
+        let mut sections = txn.read_together(&reads, true).await?.into_iter();
         let found = sections
             .next()
             .unwrap_or_default()
@@ -192,6 +206,21 @@ pub async fn lock_for_changes(
             HashMap::new(),
         )
     };
+    let attendees = if !reads_attendees {
+        AttendeeLists::default()
+    } else {
+        let found_ids: std::collections::HashSet<EventId> =
+            found.iter().map(|event| event.id).collect();
+        AttendeeLists::from_rows(
+            answering
+                .events
+                .iter()
+                .copied()
+                .filter(|id| found_ids.contains(id)),
+            &section(),
+            &section(),
+        )?
+    };
     Ok(ChangeLocks {
         events: found
             .into_iter()
@@ -202,6 +231,7 @@ pub async fn lock_for_changes(
             .collect(),
         members,
         versions,
+        attendees,
     })
 }
 
