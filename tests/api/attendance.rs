@@ -174,23 +174,15 @@ async fn answers_answered_together_each_list_the_answers_before_them() {
             );
         }
     }
-    let all: Vec<Value> = app
-        .as_user(
-            Method::GET,
-            &format!("/api/v1/events/{id}/attendees"),
-            &s.owner,
-        )
-        .send()
-        .await
-        .expect("request")
-        .json()
-        .await
-        .expect("JSON");
+    let all = app
+        .get_json_as(&s.owner, &format!("/api/v1/events/{id}/attendees"))
+        .await;
+    let all = all.as_array().expect("array");
     assert_eq!(all.len(), people.len() + 1);
     let longest = answers
         .iter()
         .map(|(_, _, list)| list)
         .max_by_key(|list| list.len())
         .expect("answers");
-    assert_eq!(longest, &all, "the last answer lists what a read lists");
+    assert_eq!(longest, all, "the last answer lists what a read lists");
 }

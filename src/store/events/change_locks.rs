@@ -206,20 +206,17 @@ pub async fn lock_for_changes(
             HashMap::new(),
         )
     };
-    let attendees = if !reads_attendees {
-        AttendeeLists::default()
-    } else {
+    let attendees = if reads_attendees {
         let found_ids: std::collections::HashSet<EventId> =
             found.iter().map(|event| event.id).collect();
-        AttendeeLists::from_rows(
-            answering
-                .events
-                .iter()
-                .copied()
-                .filter(|id| found_ids.contains(id)),
-            &section(),
-            &section(),
-        )?
+        let existing = answering
+            .events
+            .iter()
+            .copied()
+            .filter(|id| found_ids.contains(id));
+        AttendeeLists::from_rows(existing, &section(), &section())?
+    } else {
+        AttendeeLists::default()
     };
     Ok(ChangeLocks {
         events: found
