@@ -252,8 +252,8 @@ pub fn announce_calendar(services: &Services, calendar: &calendars::Model, membe
 
 /// Sends one calendar document as a frame to one user.
 pub fn send_view(services: &Services, user_id: &UserId, kind: &'static str, view: &CalendarView) {
-    match serde_json::to_value(view) {
-        Ok(payload) => services.broadcast([user_id], &Frame::new(kind, payload)),
+    match Frame::of(kind, view) {
+        Ok(frame) => services.broadcast([user_id], &frame),
         Err(err) => tracing::error!(error = %err, "frame.encode_failed"),
     }
 }

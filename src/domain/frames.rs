@@ -10,47 +10,58 @@
 use std::collections::HashMap;
 
 use bytes::{Bytes, BytesMut};
+use serde::Serialize;
 use serde_json::Value;
 
 use super::ids::UserId;
 
-/// One frame of the `/api/stream` protocol.
+/// One frame of the `/api/stream` protocol, encoded once, as the stream writes it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Frame {
-    /// `event_created`, `calendar_updated`, `settings_updated`, ...
-    pub kind: &'static str,
-    /// The payload object.
-    pub payload: Value,
+    /// `data: {"type": …, "payload": …}` and a blank line.
+    block: Bytes,
 }
 
 impl Frame {
     /// A frame of `kind` carrying `payload`.
     pub fn new(kind: &'static str, payload: Value) -> Self {
-        Self { kind, payload }
+        Self::of(kind, &payload).unwrap_or_else(|err| {
+            // Writing a `Value` into memory cannot fail; were it to, the frame says so and
+            // writes nothing.
+            tracing::error!(error = %err, "frame.encode_failed");
+            Self {
+                block: Bytes::new(),
+            }
+        })
     }
 
-    /// The frame as the stream writes it: `data: <json>` and a blank line. The JSON is
-    /// compact (no line breaks), so one `data:` line carries the whole frame.
-    pub fn block(&self) -> Bytes {
+    /// A frame of `kind` carrying `payload` (an object), written straight from its type:
+    /// no JSON tree is built in between. The JSON is compact (no line breaks), so one
+    /// `data:` line carries the whole frame.
+    pub fn of<T: Serialize + ?Sized>(
+        kind: &'static str,
+        payload: &T,
+    ) -> Result<Self, serde_json::Error> {
         /// The frame as it is written, borrowing its payload.
-        #[derive(serde::Serialize)]
-        struct Wire<'a> {
+        #[derive(Serialize)]
+        struct Wire<'a, T: ?Sized> {
             #[serde(rename = "type")]
             kind: &'a str,
-            payload: &'a Value,
+            payload: &'a T,
         }
         let mut block = Vec::with_capacity(256);
         block.extend_from_slice(b"data: ");
-        let wire = Wire {
-            kind: self.kind,
-            payload: &self.payload,
-        };
-        if let Err(err) = serde_json::to_writer(&mut block, &wire) {
-            // Writing a `Value` into memory cannot fail; were it to, the frame says so.
-            tracing::error!(error = %err, "frame.encode_failed");
-        }
+        serde_json::to_writer(&mut block, &Wire { kind, payload })?;
         block.extend_from_slice(b"\n\n");
-        Bytes::from(block)
+        Ok(Self {
+            block: Bytes::from(block),
+        })
+    }
+
+    /// The frame as the stream writes it: `data: <json>` and a blank line (shared, not
+    /// copied).
+    pub fn block(&self) -> Bytes {
+        self.block.clone()
     }
 }
 
@@ -63,7 +74,8 @@ pub struct FrameBatch {
 impl FrameBatch {
     /// Adds `frame` for each user in `users`, once per user.
     pub fn add<'a>(&mut self, users: impl IntoIterator<Item = &'a UserId>, frame: &Frame) {
-        let block = frame.block();
+        // A block of its own: a frame added twice is delivered twice.
+        let block = Bytes::copy_from_slice(&frame.block);
         for user in users {
             let blocks = self.by_user.entry(user.clone()).or_default();
             // Users come once per frame, so a repeat is always the block just added.

@@ -8,6 +8,7 @@
 use futures::future::join_all;
 use reqwest::header::{CONTENT_LENGTH, ETAG, IF_NONE_MATCH};
 use reqwest::{Method, StatusCode};
+use sea_orm::ConnectionTrait;
 use serde_json::{Value, json};
 
 use crate::helpers::{
@@ -74,6 +75,21 @@ fn at_minute(minutes: i64) -> String {
     bowline::domain::time::format_timestamp((start + chrono::Duration::minutes(minutes)).into())
 }
 
+/// A server that streams reads of more than [`ABOVE`] events, three at a time, and one on
+/// the same database that renders every read whole.
+async fn streaming_and_whole() -> (TestApp, TestApp) {
+    let app = spawn_app_with(|s| {
+        s.storage.events_stream_above = ABOVE;
+        s.storage.events_stream_chunk = 3;
+    })
+    .await;
+    let whole = spawn_app_sharing_database_with(&app, |s| {
+        s.storage.events_stream_above = 1_000_000;
+    })
+    .await;
+    (app, whole)
+}
+
 fn ids(body: &Value) -> Vec<String> {
     body["events"]
         .as_array()
@@ -85,16 +101,7 @@ fn ids(body: &Value) -> Vec<String> {
 
 #[tokio::test]
 async fn a_big_read_is_streamed_as_the_text_a_small_read_renders() {
-    let app = spawn_app_with(|s| {
-        s.storage.events_stream_above = ABOVE;
-        s.storage.events_stream_chunk = 3;
-    })
-    .await;
-    // The same database read by a server that renders every read whole.
-    let whole = spawn_app_sharing_database_with(&app, |s| {
-        s.storage.events_stream_above = 1_000_000;
-    })
-    .await;
+    let (app, whole) = streaming_and_whole().await;
     let owner = app.sign_up("big-owner@example.com").await;
     let member = app.sign_up("big-member@example.com").await;
     let calendar = |name: &'static str| {
@@ -403,5 +410,69 @@ async fn one_readers_big_reads_wait_in_their_own_line_not_in_everyones() {
         assert_eq!(status, StatusCode::OK);
         let body: Value = serde_json::from_str(&body).expect("valid JSON");
         assert_eq!(ids(&body).len(), BIG_EVENTS);
+    }
+}
+
+/// `body`'s event titled `title`.
+fn titled<'b>(body: &'b Value, title: &str) -> Option<&'b Value> {
+    body["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .find(|e| e["title"] == title)
+}
+
+#[tokio::test]
+async fn an_event_stored_without_an_origin_calendar_is_read_with_a_null_origin() {
+    let (app, whole) = streaming_and_whole().await;
+    let owner = app.sign_up("originless@example.com").await;
+    let calendar = app.create_calendar(&owner, "Imported").await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    seed(&app, &owner, &calendar, ABOVE as usize, 0).await;
+    let homeless = app
+        .create_event(&owner, &event_body(&[&calendar], "Homeless", 7))
+        .await;
+    // The column allows no origin (rows written before origins were kept, or by hand).
+    let cleared = app
+        .db_connection()
+        .await
+        .execute_unprepared("UPDATE events SET origin_calendar_id = NULL WHERE title = 'Homeless'")
+        .await
+        .expect("clear the origin");
+    assert_eq!(cleared.rows_affected(), 1);
+
+    let (status, _, sized, streamed) = full_read(&app, &owner, None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(!sized, "streamed");
+    let (status, _, sized, rendered) = full_read(&whole, &owner, None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(sized, "rendered whole");
+    let range = app
+        .as_user(
+            Method::GET,
+            "/api/v1/events?start=2026-07-23T00:00:00Z&end=2026-07-24T00:00:00Z",
+            &owner,
+        )
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(range.status(), StatusCode::OK);
+    let range: Value = range.json().await.expect("JSON");
+    for (read, body) in [
+        ("streamed", serde_json::from_str(&streamed).expect("JSON")),
+        ("rendered", serde_json::from_str(&rendered).expect("JSON")),
+        ("range", range),
+    ] {
+        assert_eq!(
+            body["events"].as_array().expect("events").len(),
+            ABOVE as usize + 1,
+            "{read}: every event is listed"
+        );
+        let event = titled(&body, "Homeless").expect("the event without an origin is listed");
+        assert_eq!(event["id"], homeless["id"], "{read}");
+        assert_eq!(event["originCalendarID"], Value::Null, "{read}");
+        assert_eq!(event["calendars"], json!([calendar]), "{read}");
     }
 }

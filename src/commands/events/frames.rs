@@ -58,8 +58,8 @@ fn event_frames<'r>(
     by_view
         .into_iter()
         .filter_map(|(calendars, users)| {
-            match serde_json::to_value(EventView::new(event, calendars.clone())) {
-                Ok(payload) => Some((users, Frame::new(kind, payload))),
+            match Frame::of(kind, &EventView::new(event, calendars.clone())) {
+                Ok(frame) => Some((users, frame)),
                 Err(err) => {
                     tracing::error!(error = %err, "frame.encode_failed");
                     None

@@ -4,6 +4,7 @@
 //! target. Also here: attendance answers (an edit too) and the reads of who sees an event.
 
 use crate::store::{Connection, WriteTxn};
+use serde::Serialize;
 
 use super::edits::EditBatch;
 use super::readers::Memberships;
@@ -13,6 +14,7 @@ use crate::commands::Services;
 use crate::domain::event_content::{EventContent, event_content_of};
 use crate::domain::event_fields::event_fields;
 use crate::domain::events::{Attendance, EventInput};
+use crate::domain::frames::Frame;
 use crate::domain::ids::{CalendarId, EventId, UserId};
 use crate::domain::roles::Action;
 use crate::error::AppError;
@@ -205,6 +207,14 @@ async fn fork_once(
         .await
 }
 
+/// The payload of `attendance_changed`: the event's attendees after an answer.
+#[derive(Serialize)]
+struct AttendanceChanged<'a> {
+    #[serde(rename = "eventID")]
+    event_id: EventId,
+    attendees: &'a [AttendeeView],
+}
+
 /// Sets the actor's attendance (any member who sees the event, viewers included; or anyone
 /// answering through the event's live published `page`), as one edit of `batch`;
 /// `attendance_changed` to every reader.
@@ -236,10 +246,14 @@ pub(super) async fn set_attendance(
     };
     let attendees: Vec<AttendeeView> = attendees.into_iter().map(AttendeeView::from).collect();
     let readers = batch.memberships.readers(&links);
-    let frame = crate::domain::frames::Frame::new(
+    let frame = Frame::of(
         "attendance_changed",
-        serde_json::json!({ "eventID": event_id, "attendees": attendees }),
-    );
+        &AttendanceChanged {
+            event_id,
+            attendees: &attendees,
+        },
+    )
+    .map_err(AppError::internal)?;
     let connected = readers
         .keys()
         .filter(|user| services.announce.is_connected(user));

@@ -195,9 +195,7 @@ pub async fn visible(
         )
     } else {
         (
-            COLUMNS
-                .replace("e.id,", "hex(e.id),")
-                .replace("e.origin_calendar_id,", "hex(e.origin_calendar_id),"),
+            sqlite_columns(),
             "group_concat(hex(l.calendar_id), ',' ORDER BY l.created_at, l.calendar_id)",
             "json_array",
             "group_concat(r, ',' ORDER BY s, i)",
@@ -398,6 +396,15 @@ impl PackedEvents {
     pub fn rows(&self) -> Result<Vec<PackedEvent<'_>>, DbErr> {
         serde_json::from_str(&self.0).map_err(|err| DbErr::Type(format!("packed events: {err}")))
     }
+}
+
+/// [`COLUMNS`] as SQLite packs them: its UUIDs (16-byte blobs) as hex, and a missing origin
+/// calendar as `null` (SQLite's `hex` of NULL is an empty text, which no id reads as).
+pub(super) fn sqlite_columns() -> String {
+    COLUMNS.replace("e.id,", "hex(e.id),").replace(
+        "e.origin_calendar_id,",
+        "nullif(hex(e.origin_calendar_id), ''),",
+    )
 }
 
 /// Writes [`COLUMNS`] and [`PackedEvent`] with the content fields of [`event_fields!`], in

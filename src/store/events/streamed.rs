@@ -61,7 +61,7 @@ use sea_orm::{DbErr, RuntimeErr};
 use tokio::sync::{OwnedSemaphorePermit, mpsc};
 
 use super::read_cache::BigReader;
-use super::reads::{COLUMNS, PackedEvents, VERSIONS_POSTGRES, VERSIONS_SQLITE};
+use super::reads::{COLUMNS, PackedEvents, VERSIONS_POSTGRES, VERSIONS_SQLITE, sqlite_columns};
 use crate::domain::ids::UserId;
 use crate::store::{Backend, Database};
 
@@ -236,9 +236,7 @@ pub async fn all_visible(db: &Database, user_id: &UserId) -> Result<StreamedRead
 
 /// The statement of a streamed read on SQLite (see the module documentation for its shape).
 fn sqlite_statement() -> String {
-    let columns = COLUMNS
-        .replace("e.id,", "hex(e.id),")
-        .replace("e.origin_calendar_id,", "hex(e.origin_calendar_id),");
+    let columns = sqlite_columns();
     format!(
         "SELECT (SELECT json_array({columns}, \
            (SELECT group_concat(hex(l.calendar_id), ',' ORDER BY l.created_at, l.calendar_id) \

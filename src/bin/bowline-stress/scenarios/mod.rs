@@ -103,6 +103,9 @@ pub async fn settle(
     notes: &mut Vec<String>,
 ) -> Result<(), StressError> {
     let wire = hub.wire();
+    // Counted before the marks are created: a mark's frames may arrive before its answer,
+    // and a count taken after them would wait for frames that already came.
+    let frames_before = hub.total();
     let calendars = model.layout().calendars.clone();
     let owners = model.layout().owners.clone();
     let mut marks: Vec<(FrameKey, Vec<usize>)> = Vec::new();
@@ -139,7 +142,7 @@ pub async fn settle(
     };
     let deadline = Instant::now() + wait;
     let settled = hub
-        .wait_until(deadline, hub.total() + expected, || {
+        .wait_until(deadline, frames_before + expected, || {
             connections.iter().all(received)
         })
         .await;
