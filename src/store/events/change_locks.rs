@@ -38,7 +38,7 @@ pub struct ChangeLocks {
 /// lists are read with the locks ([`ChangeLocks::attendees`]).
 #[derive(Debug, Default)]
 pub struct Answering {
-    /// The events answered, each once.
+    /// The events answered, each once, in order.
     pub events: Vec<EventId>,
     /// Who answers, each once.
     pub people: Vec<UserId>,
@@ -207,13 +207,11 @@ pub async fn lock_for_changes(
         )
     };
     let attendees = if reads_attendees {
-        let found_ids: std::collections::HashSet<EventId> =
-            found.iter().map(|event| event.id).collect();
-        let existing = answering
-            .events
+        // The events answered that exist (`answering.events` is sorted).
+        let existing = found
             .iter()
-            .copied()
-            .filter(|id| found_ids.contains(id));
+            .map(|event| event.id)
+            .filter(|id| answering.events.binary_search(id).is_ok());
         AttendeeLists::from_rows(existing, &section(), &section())?
     } else {
         AttendeeLists::default()
