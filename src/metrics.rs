@@ -95,6 +95,16 @@ pub const DB_POOLS: [&str; 2] = ["main", "writer"];
 /// `write`): a pooled connection (PostgreSQL: with its `BEGIN`), or for an SQLite write,
 /// the writer connection. Statements outside transactions are not timed.
 pub const DB_POOL_ACQUIRE_SECONDS: &str = "svc_db_pool_acquire_seconds";
+/// Histogram: time a write transaction held its connection. On SQLite, the one writer
+/// connection, from obtaining it to handing it on (a checkpoint's hold too): the rate of
+/// its sum is the share of time the writer was busy, and at 1 writes queue. On PostgreSQL,
+/// a pooled connection from obtaining it to its `COMMIT` or `ROLLBACK`, the time its row
+/// locks are held.
+pub const DB_WRITE_HOLD_SECONDS: &str = "svc_db_write_hold_seconds";
+/// Histogram: SQLite write transactions committed by one `COMMIT` (writes waiting for the
+/// writer share the commit of the one before them). Not recorded on PostgreSQL, where each
+/// write transaction commits alone.
+pub const DB_COMMIT_WRITES: &str = "svc_db_commit_writes";
 /// Counter: `/api/stream` connections the server dropped, by `reason` (`slow`: its bounded
 /// queue was full when a frame came; `credentials`: its session or member token ended;
 /// `closed`: the server closed every stream of the user, e.g. at shutdown).
@@ -188,6 +198,12 @@ impl Metrics {
                     Matcher::Full(DB_POOL_ACQUIRE_SECONDS.into()),
                     WAIT_BUCKETS,
                 )
+            })
+            .and_then(|b| {
+                b.set_buckets_for_metric(Matcher::Full(DB_WRITE_HOLD_SECONDS.into()), WAIT_BUCKETS)
+            })
+            .and_then(|b| {
+                b.set_buckets_for_metric(Matcher::Full(DB_COMMIT_WRITES.into()), BATCH_BUCKETS)
             });
         // The bucket lists are non-empty constants, so the builder cannot refuse them.
         let recorder = builder
@@ -279,6 +295,15 @@ impl Metrics {
                 DB_POOL_ACQUIRE_SECONDS,
                 metrics::Unit::Seconds,
                 "Time to obtain the connection a transaction runs on."
+            );
+            describe_histogram!(
+                DB_WRITE_HOLD_SECONDS,
+                metrics::Unit::Seconds,
+                "Time a write transaction held its connection (SQLite: the one writer)."
+            );
+            describe_histogram!(
+                DB_COMMIT_WRITES,
+                "SQLite write transactions committed by one COMMIT."
             );
             describe_counter!(
                 SSE_DROPPED_TOTAL,
@@ -389,6 +414,8 @@ impl Metrics {
             for mode in ["read", "write"] {
                 let _ = histogram!(DB_POOL_ACQUIRE_SECONDS, "mode" => mode);
             }
+            let _ = histogram!(DB_WRITE_HOLD_SECONDS);
+            let _ = histogram!(DB_COMMIT_WRITES);
             gauge!(FEDERATED_UPSTREAM_STREAMS).increment(0.0);
             gauge!(PROVIDER_LEASES_HELD).increment(0.0);
             counter!(PUSH_SENT_TOTAL).increment(0);
@@ -564,6 +591,16 @@ impl Metrics {
         self.scoped(|| {
             histogram!(DB_POOL_ACQUIRE_SECONDS, "mode" => mode).record(elapsed.as_secs_f64());
         });
+    }
+
+    /// A write transaction held its connection for `held` ([`DB_WRITE_HOLD_SECONDS`]).
+    pub fn db_write_held(&self, held: Duration) {
+        self.scoped(|| histogram!(DB_WRITE_HOLD_SECONDS).record(held.as_secs_f64()));
+    }
+
+    /// One SQLite `COMMIT` committed `writes` write transactions ([`DB_COMMIT_WRITES`]).
+    pub fn db_committed(&self, writes: usize) {
+        self.scoped(|| histogram!(DB_COMMIT_WRITES).record(writes as f64));
     }
 
     /// The server dropped `count` stream connections for `reason` (one of

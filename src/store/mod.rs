@@ -310,9 +310,14 @@ impl Database {
     }
 
     /// Records in `metrics` how long each transaction waits for its connection
-    /// (`svc_db_pool_acquire_seconds`).
+    /// (`svc_db_pool_acquire_seconds`), how long each write holds it
+    /// (`svc_db_write_hold_seconds`) and, on SQLite, how many writes each commit commits
+    /// (`svc_db_commit_writes`).
     #[must_use]
     pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        if let Some(writer) = &self.writer {
+            writer.record_in(metrics.clone());
+        }
         self.metrics = Some(metrics);
         self
     }
@@ -379,7 +384,11 @@ impl Database {
         let txn = match &self.writer {
             Some(writer) => write_txn::Txn::Sqlite(writer.begin().await?),
             None => write_txn::Txn::Postgres(
-                postgres_txn::PgTxn::begin(self.conn.get_postgres_connection_pool()).await?,
+                postgres_txn::PgTxn::begin(
+                    self.conn.get_postgres_connection_pool(),
+                    self.metrics.clone(),
+                )
+                .await?,
             ),
         };
         self.acquired("write", started);

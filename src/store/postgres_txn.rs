@@ -11,6 +11,7 @@
 //! left, or the rollback fails, the connection is closed instead of going back to the pool.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use futures::TryStreamExt;
 use sea_orm::prelude::async_trait::async_trait;
@@ -24,11 +25,16 @@ use sea_query_sqlx::SqlxValues;
 use tokio::sync::Mutex;
 
 use super::writer::{exec_err, query_err, sections_of};
+use crate::metrics::Metrics;
 
 /// A PostgreSQL write transaction.
 #[derive(Debug)]
 pub(crate) struct PgTxn {
     held: Mutex<Held>,
+    /// Since the connection was obtained, and where its hold is recorded when it ends
+    /// (`svc_db_write_hold_seconds`).
+    since: Instant,
+    metrics: Option<Arc<Metrics>>,
 }
 
 #[derive(Debug)]
@@ -71,8 +77,8 @@ fn bound(sql: &str, values: Option<Values>) -> sqlx::query::Query<'_, Postgres, 
 
 impl PgTxn {
     /// Takes a connection from `pool` for a transaction (its `BEGIN` goes with its first
-    /// statement).
-    pub(crate) async fn begin(pool: &PgPool) -> Result<Self, DbErr> {
+    /// statement); how long the transaction holds it is recorded in `metrics`.
+    pub(crate) async fn begin(pool: &PgPool, metrics: Option<Arc<Metrics>>) -> Result<Self, DbErr> {
         let conn = pool
             .acquire()
             .await
@@ -83,6 +89,8 @@ impl PgTxn {
                 begin_owed: true,
                 begun: false,
             }),
+            since: Instant::now(),
+            metrics,
         })
     }
 
@@ -163,6 +171,10 @@ impl PgTxn {
 
 impl Drop for PgTxn {
     fn drop(&mut self) {
+        // Ended, or about to be rolled back (the rollback's round trip is not counted).
+        if let Some(metrics) = &self.metrics {
+            metrics.db_write_held(self.since.elapsed());
+        }
         let held = self.held.get_mut();
         if !held.begun {
             return;

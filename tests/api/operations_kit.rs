@@ -105,6 +105,8 @@ async fn every_metric_of_the_dashboard_and_the_alerts_is_exported() {
         "svc_mail_oldest_batch_age_seconds",
         "svc_db_pool_connections",
         "svc_db_pool_acquire_seconds",
+        "svc_db_write_hold_seconds",
+        "svc_db_commit_writes",
         "svc_sse_dropped_total",
         "svc_process_open_fds",
         "svc_process_max_fds",
@@ -131,6 +133,16 @@ async fn the_new_metrics_record_the_work_done() {
         assert!(value(&text, &series) >= 1.0, "{series}\n{text}");
     }
     assert!(value(&text, r#"svc_db_pool_acquire_seconds_count{mode="write"}"#) >= 1.0);
+    // Each write transaction's hold of its connection; on SQLite, its commits.
+    let holds = value(&text, "svc_db_write_hold_seconds_count");
+    assert!(holds >= 1.0, "{text}");
+    let commits = value(&text, "svc_db_commit_writes_count");
+    if app.ctx().db.backend() == bowline::store::Backend::Postgres {
+        assert_eq!(commits, 0.0, "not recorded on PostgreSQL\n{text}");
+    } else {
+        let committed = value(&text, "svc_db_commit_writes_sum");
+        assert!(commits >= 1.0 && committed >= commits, "{text}");
+    }
     assert!(value(&text, "svc_mail_batches_pending") >= 1.0);
     // The batch is due in ten minutes: nothing is overdue.
     assert_eq!(value(&text, "svc_mail_oldest_batch_age_seconds"), 0.0);

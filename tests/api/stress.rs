@@ -78,6 +78,17 @@ async fn mixed_writers_with_streams_lose_nothing() {
     for op in ["create", "update", "link", "attendance", "delete"] {
         assert!(ops.contains(&op), "{op} ran: {report:#}");
     }
+    // The server's write holds over the load, read from its metrics; on SQLite, its commits.
+    let writes = &report["writes"];
+    let held = writes["held_per_second"].as_f64().expect("held per second");
+    let hold_ms = writes["hold_ms"].as_f64().expect("hold per write");
+    assert!(held > 0.0 && hold_ms > 0.0, "{report:#}");
+    let per_commit = writes["writes_per_commit"].as_f64();
+    if app.ctx().db.backend() == bowline::store::Backend::Postgres {
+        assert!(per_commit.is_none(), "{report:#}");
+    } else {
+        assert!(per_commit.is_some_and(|n| n >= 1.0), "{report:#}");
+    }
     let frames = &report["broadcast"]["frames"];
     assert!(frames["received"].as_u64().expect("received") > 0);
     assert_eq!(frames["received"], frames["expected"], "{report:#}");

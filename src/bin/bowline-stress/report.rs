@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::options::{Op, Scenario};
+use super::server_metrics::WriteTotals;
 use super::stats::{Recorder, Summary};
 use super::verify::{Check, Coverage, FrameCounts};
 use super::wire::Wire;
@@ -40,6 +41,9 @@ pub struct Report {
     pub broadcast: Option<BroadcastFigures>,
     /// The server's resident memory, when `--metrics` was given.
     pub memory: Option<MemoryFigures>,
+    /// How long the server's writes held the database, when `--metrics` was given and
+    /// the server exports it.
+    pub writes: Option<WriteFigures>,
     /// Answers by status (`"0"`: transport error).
     pub statuses: BTreeMap<String, u64>,
     /// The checks.
@@ -144,6 +148,37 @@ pub struct MemoryFigures {
     pub end_mib: f64,
     /// Growth per open stream (fanout).
     pub per_stream_kib: Option<f64>,
+}
+
+/// How long the server's write transactions held their database connection over a run
+/// (`svc_db_write_hold_seconds`), and how many its SQLite commits carried.
+#[derive(Debug, Clone, Serialize)]
+pub struct WriteFigures {
+    /// Seconds held per second of the load: on SQLite, the share of the time its one writer
+    /// was busy (at 1 writes queue); on PostgreSQL, the mean count of write transactions open.
+    pub held_per_second: f64,
+    /// The mean hold of one write transaction.
+    pub hold_ms: f64,
+    /// Write transactions per commit (SQLite's shared commits; `None` on PostgreSQL).
+    pub writes_per_commit: Option<f64>,
+}
+
+impl WriteFigures {
+    /// The figures of the load between readings `before` and `after`, `load` long.
+    pub fn between(before: WriteTotals, after: WriteTotals, load: Duration) -> Option<Self> {
+        let writes = after.writes - before.writes;
+        if writes <= 0.0 {
+            return None;
+        }
+        let held = after.held_seconds - before.held_seconds;
+        let commits = after.commits - before.commits;
+        Some(Self {
+            held_per_second: held / load.as_secs_f64().max(f64::EPSILON),
+            hold_ms: held * 1000.0 / writes,
+            writes_per_commit: (commits > 0.0)
+                .then(|| (after.committed - before.committed) / commits),
+        })
+    }
 }
 
 impl Report {
@@ -279,6 +314,17 @@ impl Report {
             }
             out.push('\n');
         }
+        if let Some(w) = &self.writes {
+            let _ = write!(
+                out,
+                "database   writes held it {:.2} s per second, {:.2} ms each",
+                w.held_per_second, w.hold_ms
+            );
+            if let Some(per) = w.writes_per_commit {
+                let _ = write!(out, "; {per:.1} writes per commit");
+            }
+            out.push('\n');
+        }
         let statuses: Vec<String> = self
             .statuses
             .iter()
@@ -393,6 +439,21 @@ mod tests {
                 end_mib: 11.0,
                 per_stream_kib: None,
             }),
+            writes: WriteFigures::between(
+                WriteTotals {
+                    held_seconds: 1.0,
+                    writes: 100.0,
+                    committed: 100.0,
+                    commits: 50.0,
+                },
+                WriteTotals {
+                    held_seconds: 2.6,
+                    writes: 1100.0,
+                    committed: 1100.0,
+                    commits: 450.0,
+                },
+                Duration::from_secs(2),
+            ),
             statuses: BTreeMap::from([("201".into(), 10)]),
             checks: vec![Check {
                 name: "no 5xx answers".into(),
@@ -408,6 +469,12 @@ mod tests {
         assert!(table.contains("create"), "{table}");
         assert!(table.contains("3.25"), "{table}");
         assert!(table.contains("12.0 MiB peak"), "{table}");
+        assert!(
+            table.contains(
+                "database   writes held it 0.80 s per second, 1.60 ms each; 2.5 writes per commit"
+            ),
+            "{table}"
+        );
         assert!(table.contains("result: PASSED"), "{table}");
         assert!(
             table.contains("against http://127.0.0.1:7531, http://127.0.0.1:7532"),
@@ -457,6 +524,7 @@ mod tests {
             operations: Vec::new(),
             broadcast: None,
             memory: None,
+            writes: None,
             statuses: BTreeMap::new(),
             checks: vec![exact, weakened, skipped],
             notes: vec!["server memory not measured".into()],

@@ -1,6 +1,7 @@
 //! The server's own figures, read from its metrics listener (`--metrics`): resident memory
 //! (`svc_process_resident_memory_bytes`, or the original's `musubi_` one) before, during
-//! (sampled, the peak kept) and after the load, and the open stream count.
+//! (sampled, the peak kept) and after the load, the open stream count, and how long its
+//! write transactions held their database connection.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -39,6 +40,17 @@ pub async fn read_first(
     url: &str,
     names: &[&'static str],
 ) -> Result<(f64, &'static str), StressError> {
+    let text = exposition(http, url).await?;
+    names
+        .iter()
+        .find_map(|name| sample(&text, name).map(|value| (value, *name)))
+        .ok_or_else(|| {
+            StressError::Client(format!("reading {url}: no {} sample", names.join(" or ")))
+        })
+}
+
+/// The exposition text of the metrics listener at `url`.
+pub async fn exposition(http: &reqwest::Client, url: &str) -> Result<String, StressError> {
     let failed = |why: String| StressError::Client(format!("reading {url}: {why}"));
     let response = http
         .get(url)
@@ -49,14 +61,36 @@ pub async fn read_first(
     if !status.is_success() {
         return Err(failed(format!("HTTP {}", status.as_u16())));
     }
-    let text = response
+    response
         .text()
         .await
-        .map_err(|err| failed(error_chain(&err)))?;
-    names
-        .iter()
-        .find_map(|name| sample(&text, name).map(|value| (value, *name)))
-        .ok_or_else(|| failed(format!("no {} sample", names.join(" or "))))
+        .map_err(|err| failed(error_chain(&err)))
+}
+
+/// Bowline's totals of its write transactions' holds of their connection and of its SQLite
+/// commits (`svc_db_write_hold_seconds`, `svc_db_commit_writes`), at one reading.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WriteTotals {
+    /// Seconds held, summed.
+    pub held_seconds: f64,
+    /// Write transactions.
+    pub writes: f64,
+    /// Writes committed, summed over the commits (SQLite).
+    pub committed: f64,
+    /// Commits (SQLite; 0 on PostgreSQL, where they are not counted).
+    pub commits: f64,
+}
+
+impl WriteTotals {
+    /// The totals in `text`, if it has them (the original's listener does not).
+    pub fn read(text: &str) -> Option<Self> {
+        Some(Self {
+            held_seconds: sample(text, "svc_db_write_hold_seconds_sum")?,
+            writes: sample(text, "svc_db_write_hold_seconds_count")?,
+            committed: sample(text, "svc_db_commit_writes_sum").unwrap_or(0.0),
+            commits: sample(text, "svc_db_commit_writes_count").unwrap_or(0.0),
+        })
+    }
 }
 
 /// Samples resident memory periodically and keeps the peak.
@@ -119,5 +153,24 @@ mod tests {
         assert_eq!(sample(text, SSE_CONNECTIONS), Some(1000.0));
         assert_eq!(sample(text, "svc_missing"), None);
         assert_eq!(mib(31_457_280.0), 30.0);
+    }
+
+    #[test]
+    fn write_totals_need_the_hold_and_take_commits_where_counted() {
+        let sqlite = "svc_db_write_hold_seconds_sum 1.5\n\
+                      svc_db_write_hold_seconds_count 1000\n\
+                      svc_db_commit_writes_sum 1000\nsvc_db_commit_writes_count 400\n";
+        assert_eq!(
+            WriteTotals::read(sqlite),
+            Some(WriteTotals {
+                held_seconds: 1.5,
+                writes: 1000.0,
+                committed: 1000.0,
+                commits: 400.0,
+            })
+        );
+        let postgres = "svc_db_write_hold_seconds_sum 2\nsvc_db_write_hold_seconds_count 10\n";
+        assert_eq!(WriteTotals::read(postgres).map(|t| t.commits), Some(0.0));
+        assert_eq!(WriteTotals::read("musubi_x 1\n"), None);
     }
 }

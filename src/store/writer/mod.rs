@@ -38,8 +38,9 @@
 //! of them written.
 
 use std::borrow::Cow;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 
 use sea_orm::prelude::async_trait::async_trait;
 use sea_orm::sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
@@ -49,6 +50,8 @@ use sea_orm::{
 };
 use sea_query_sqlx::SqlxValues;
 use tokio::sync::{Mutex, OwnedMutexGuard, watch};
+
+use crate::metrics::Metrics;
 
 /// The statement that opens a write transaction: it takes SQLite's write lock at once, so
 /// a transaction that reads before it writes never finds the database changed under it.
@@ -70,6 +73,81 @@ pub(crate) struct SqliteWriter {
     /// Write transactions waiting for the connection to begin: a write that finishes while
     /// one waits leaves its transaction open for it.
     opening: Arc<AtomicUsize>,
+    /// Where each hold of the connection and each commit are recorded, once attached.
+    metrics: Arc<OnceLock<Arc<Metrics>>>,
+}
+
+/// The writer's lock, held; how long is recorded when it is let go
+/// (`svc_db_write_hold_seconds`).
+#[derive(Debug)]
+struct HeldSlot {
+    guard: OwnedMutexGuard<Slot>,
+    since: Instant,
+    metrics: Arc<OnceLock<Arc<Metrics>>>,
+}
+
+impl HeldSlot {
+    async fn take(slot: Arc<Mutex<Slot>>, metrics: Arc<OnceLock<Arc<Metrics>>>) -> Self {
+        Self::held(slot.lock_owned().await, metrics)
+    }
+
+    fn held(guard: OwnedMutexGuard<Slot>, metrics: Arc<OnceLock<Arc<Metrics>>>) -> Self {
+        Self {
+            guard,
+            since: Instant::now(),
+            metrics,
+        }
+    }
+
+    /// Records that one `COMMIT` committed `writes` write transactions.
+    fn committed(&self, writes: usize) {
+        if let Some(metrics) = self.metrics.get() {
+            metrics.db_committed(writes);
+        }
+    }
+
+    /// Commits the transaction left open, if one is, and tells the writes that share it.
+    async fn commit_open(&mut self) -> Result<(), DbErr> {
+        let Some(group) = self.open.take() else {
+            return Ok(());
+        };
+        let committed = self
+            .conn()?
+            .execute(COMMIT)
+            .await
+            .map(drop)
+            .map_err(exec_err);
+        if committed.is_ok() {
+            self.committed(group.writes);
+        } else {
+            // A failed `COMMIT` leaves the transaction open: it ends here, written by none.
+            self.rollback_owed = Some(Undo::Transaction);
+            self.settle().await?;
+        }
+        group.tell(committed.clone());
+        committed
+    }
+}
+
+impl std::ops::Deref for HeldSlot {
+    type Target = Slot;
+    fn deref(&self) -> &Slot {
+        &self.guard
+    }
+}
+
+impl std::ops::DerefMut for HeldSlot {
+    fn deref_mut(&mut self) -> &mut Slot {
+        &mut self.guard
+    }
+}
+
+impl Drop for HeldSlot {
+    fn drop(&mut self) {
+        if let Some(metrics) = self.metrics.get() {
+            metrics.db_write_held(self.since.elapsed());
+        }
+    }
 }
 
 /// What the writer's lock guards.
@@ -96,12 +174,16 @@ enum Undo {
 #[derive(Debug)]
 struct Group {
     outcome: watch::Sender<Option<Result<(), DbErr>>>,
+    /// The writes that left it open, waiting for its commit.
+    writes: usize,
 }
 
 impl Group {
+    /// Left open by one write.
     fn new() -> Self {
         Self {
             outcome: watch::Sender::new(None),
+            writes: 1,
         }
     }
 
@@ -161,26 +243,6 @@ impl Slot {
         }
         Ok(())
     }
-
-    /// Commits the transaction left open, if one is, and tells the writes that share it.
-    async fn commit_open(&mut self) -> Result<(), DbErr> {
-        let Some(group) = self.open.take() else {
-            return Ok(());
-        };
-        let committed = self
-            .conn()?
-            .execute(COMMIT)
-            .await
-            .map(drop)
-            .map_err(exec_err);
-        if committed.is_err() {
-            // A failed `COMMIT` leaves the transaction open: it ends here, written by none.
-            self.rollback_owed = Some(Undo::Transaction);
-            self.settle().await?;
-        }
-        group.tell(committed.clone());
-        committed
-    }
 }
 
 impl SqliteWriter {
@@ -196,20 +258,30 @@ impl SqliteWriter {
                 open: None,
             })),
             opening: Arc::new(AtomicUsize::new(0)),
+            metrics: Arc::new(OnceLock::new()),
         })
+    }
+
+    /// Records each hold of the connection and each commit in `metrics` from now on.
+    pub(crate) fn record_in(&self, metrics: Arc<Metrics>) {
+        let _ = self.metrics.set(metrics);
+    }
+
+    async fn hold(&self) -> HeldSlot {
+        HeldSlot::take(self.slot.clone(), self.metrics.clone()).await
     }
 
     /// The connection outside any transaction (for a checkpoint), once the transactions
     /// before have finished and committed.
     pub(crate) async fn lock(&self) -> Result<Locked, DbErr> {
-        let mut slot = self.slot.clone().lock_owned().await;
+        let mut slot = self.hold().await;
         slot.settle().await?;
         slot.commit_open().await?;
         slot.conn()?;
         Ok(self.held(slot, None))
     }
 
-    fn held(&self, slot: OwnedMutexGuard<Slot>, opening: Option<&'static str>) -> Locked {
+    fn held(&self, slot: HeldSlot, opening: Option<&'static str>) -> Locked {
         Locked {
             held: Mutex::new(Held {
                 slot: Some(slot),
@@ -225,9 +297,18 @@ impl SqliteWriter {
     /// Starts a write transaction (its `BEGIN` goes with its first statement), or joins the
     /// one the writes before left open.
     pub(crate) async fn begin(&self) -> Result<SqliteTxn, DbErr> {
-        let waiting = Waiting::new(self);
-        let mut slot = self.slot.clone().lock_owned().await;
-        drop(waiting);
+        // Counted as waiting only once queued on the lock (its first poll queues it), so a
+        // write that leaves its transaction open for it finds it ahead of the task that
+        // would commit the transaction without it.
+        let mut acquire = std::pin::pin!(self.slot.clone().lock_owned());
+        let guard = match futures::poll!(acquire.as_mut()) {
+            std::task::Poll::Ready(guard) => guard,
+            std::task::Poll::Pending => {
+                let _waiting = Waiting::new(self);
+                acquire.await
+            }
+        };
+        let mut slot = HeldSlot::held(guard, self.metrics.clone());
         slot.settle().await?;
         slot.conn()?;
         let opening = if slot.open.is_some() { JOIN } else { BEGIN };
@@ -243,7 +324,7 @@ impl SqliteWriter {
 
     /// Closes the connection, waiting for the transaction in progress, if any.
     pub(crate) async fn close(&self) -> Result<(), DbErr> {
-        let mut slot = self.slot.lock().await;
+        let mut slot = self.hold().await;
         slot.settle().await?;
         slot.commit_open().await?;
         match slot.conn.take() {
@@ -256,8 +337,8 @@ impl SqliteWriter {
     }
 }
 
-/// A write waiting to begin, counted in [`SqliteWriter::opening`] until it has the
-/// connection (or gave up waiting).
+/// A write queued for the connection, counted in [`SqliteWriter::opening`] until it has it
+/// (or gave up waiting).
 struct Waiting(Arc<AtomicUsize>);
 
 impl Waiting {
@@ -275,10 +356,10 @@ impl Drop for Waiting {
 
 /// Commits the transaction left open, if it still is, once the writes waiting now have had
 /// the connection (each joins it, and the last commits it unless it was cancelled or failed).
-fn commit_later(slot: Arc<Mutex<Slot>>) {
+fn commit_later(slot: Arc<Mutex<Slot>>, metrics: Arc<OnceLock<Arc<Metrics>>>) {
     if let Ok(runtime) = tokio::runtime::Handle::try_current() {
         runtime.spawn(async move {
-            let mut slot = slot.lock_owned().await;
+            let mut slot = HeldSlot::take(slot, metrics).await;
             let settled = match slot.settle().await {
                 Ok(()) => slot.commit_open().await,
                 Err(err) => Err(err),
@@ -307,7 +388,7 @@ pub(crate) struct Locked {
 #[derive(Debug)]
 struct Held {
     /// `Some` until a dropped transaction hands it to its rollback.
-    slot: Option<OwnedMutexGuard<Slot>>,
+    slot: Option<HeldSlot>,
     /// What opens the transaction (`BEGIN`, or the savepoint of a write that joins a
     /// transaction left open), still to be sent with the next statement.
     opening: Option<&'static str>,
@@ -653,18 +734,26 @@ impl Held {
             .as_mut()
             .ok_or_else(|| DbErr::Conn(RuntimeErr::Internal("the writer was released".into())))?;
         if !leave_open {
-            if let Some(group) = slot.open.take() {
+            let group = slot.open.take();
+            slot.committed(1 + group.as_ref().map_or(0, |group| group.writes));
+            if let Some(group) = group {
                 group.tell(Ok(()));
             }
             return Ok(());
         }
-        let commit = match &slot.open {
-            Some(group) => group.outcome.subscribe(),
+        let commit = match &mut slot.open {
+            Some(group) => {
+                group.writes += 1;
+                group.outcome.subscribe()
+            }
             None => {
                 let group = Group::new();
                 let commit = group.outcome.subscribe();
                 slot.open = Some(group);
-                commit_later(OwnedMutexGuard::mutex(slot).clone());
+                commit_later(
+                    OwnedMutexGuard::mutex(&slot.guard).clone(),
+                    slot.metrics.clone(),
+                );
                 commit
             }
         };

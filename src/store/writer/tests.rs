@@ -1,11 +1,12 @@
 //! The writer's shared commits, on a real SQLite file: a write that finishes while another
 //! waits is committed with it, a joined write's failure undoes only its own statements, a
 //! failed commit fails every write that shared it, and a transaction left open for a write
-//! that gave up waiting is still committed.
+//! that gave up waiting is still committed; each commit records how many writes it carried.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sea_orm::ConnectionTrait;
@@ -14,6 +15,7 @@ use sea_orm::sqlx::{Connection, SqliteConnection};
 use tokio::sync::oneshot;
 
 use super::{SqliteTxn, SqliteWriter};
+use crate::metrics::Metrics;
 
 /// Longest wait for a state the test waits for.
 const PATIENCE: Duration = Duration::from_secs(10);
@@ -22,6 +24,7 @@ struct Fixture {
     _dir: tempfile::TempDir,
     options: SqliteConnectOptions,
     writer: SqliteWriter,
+    metrics: Arc<Metrics>,
 }
 
 async fn fixture() -> Fixture {
@@ -45,10 +48,13 @@ async fn fixture() -> Fixture {
         )
         .await
         .unwrap();
+    let metrics = Arc::new(Metrics::new());
+    writer.record_in(metrics.clone());
     Fixture {
         _dir: dir,
         options,
         writer,
+        metrics,
     }
 }
 
@@ -61,6 +67,20 @@ impl Fixture {
             .await
             .unwrap();
         ids.into_iter().map(|(id,)| id).collect()
+    }
+
+    /// The commits recorded so far, and the writes they carried in all.
+    fn commits_recorded(&self) -> (f64, f64) {
+        let text = self.metrics.render();
+        let read = |name: &str| {
+            text.lines()
+                .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+                .unwrap_or(0.0)
+        };
+        (
+            read("svc_db_commit_writes_count"),
+            read("svc_db_commit_writes_sum"),
+        )
     }
 
     /// Waits until `count` writes wait to begin.
@@ -156,6 +176,8 @@ async fn a_write_that_finishes_while_another_waits_commits_with_it() {
     second.await.unwrap().unwrap().unwrap();
     first_commit.await.unwrap();
     assert_eq!(db.committed().await, vec![1, 2]);
+    // One commit carried both writes.
+    assert_eq!(db.commits_recorded(), (1.0, 2.0));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -180,6 +202,9 @@ async fn a_joined_write_that_fails_undoes_only_its_own_statements() {
     insert(&third, "INSERT INTO rows (id) VALUES (3)").await;
     third.commit().await.unwrap();
     assert_eq!(db.committed().await, vec![1, 3]);
+    // The first write's commit carried it alone (the joined one undid its own), as did the
+    // third's.
+    assert_eq!(db.commits_recorded(), (2.0, 2.0));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

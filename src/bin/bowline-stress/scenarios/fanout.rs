@@ -134,9 +134,12 @@ pub async fn run(options: &Options) -> Result<Report, StressError> {
     }
     let elapsed = started.elapsed();
     progress.stop();
-    let memory = match memory {
-        Some(memory) => Some(memory.finish(growth).await),
-        None => None,
+    let (memory, writes) = match memory {
+        Some(memory) => {
+            let (memory, writes) = memory.finish(growth, elapsed).await;
+            (Some(memory), writes)
+        }
+        None => (None, None),
     };
 
     let mut latency = FrameLatency::default();
@@ -172,6 +175,7 @@ pub async fn run(options: &Options) -> Result<Report, StressError> {
             last_connection_from_request: Some(last.from_request.summary()),
         }),
         memory,
+        writes,
         statuses: Report::statuses(&record),
         checks,
         notes,

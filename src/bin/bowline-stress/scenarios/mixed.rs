@@ -130,9 +130,12 @@ pub async fn run(options: &Options) -> Result<Report, StressError> {
         })
         .await;
     }
-    let memory = match memory {
-        Some(memory) => Some(memory.finish(None).await),
-        None => None,
+    let (memory, writes) = match memory {
+        Some(memory) => {
+            let (memory, writes) = memory.finish(None, elapsed).await;
+            (Some(memory), writes)
+        }
+        None => (None, None),
     };
 
     console.note("verifying");
@@ -176,6 +179,7 @@ pub async fn run(options: &Options) -> Result<Report, StressError> {
         operations: Report::operations(&record, elapsed),
         broadcast,
         memory,
+        writes,
         statuses: Report::statuses(&everything),
         checks,
         notes,

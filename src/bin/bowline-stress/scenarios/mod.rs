@@ -17,8 +17,8 @@ use reqwest::{Method, StatusCode};
 use super::StressError;
 use super::client::{Bases, Client, User};
 use super::model::Model;
-use super::report::MemoryFigures;
-use super::server_metrics::{self, Sampler, mib};
+use super::report::{MemoryFigures, WriteFigures};
+use super::server_metrics::{self, Sampler, WriteTotals, mib};
 use super::sse::{Connection, FrameKey, Hub};
 use super::wire::Wire;
 use super::writers::event_body;
@@ -170,6 +170,8 @@ pub struct MemoryProbe {
     name: &'static str,
     baseline: f64,
     sampler: Option<Sampler>,
+    /// The server's write totals at the baseline (Bowline's listener has them).
+    writes: Option<WriteTotals>,
 }
 
 impl MemoryProbe {
@@ -195,12 +197,18 @@ impl MemoryProbe {
             }
             Err(err) => return Err(err),
         };
+        let writes = server_metrics::exposition(&http, url)
+            .await
+            .ok()
+            .as_deref()
+            .and_then(WriteTotals::read);
         Ok(Some(Self {
             http,
             url: url.to_owned(),
             name,
             baseline,
             sampler: None,
+            writes,
         }))
     }
 
@@ -219,18 +227,34 @@ impl MemoryProbe {
         server_metrics::read(&self.http, &self.url, self.name).await
     }
 
-    /// Ends the probe: baseline, peak, end, and the growth per stream of `growth`.
-    pub async fn finish(self, growth: Option<StreamGrowth>) -> MemoryFigures {
+    /// Ends the probe: baseline, peak, end, and the growth per stream of `growth`; and how
+    /// long the server's writes held the database over the `load` (from the baseline, so
+    /// writes before or after the load but since the baseline count too).
+    pub async fn finish(
+        self,
+        growth: Option<StreamGrowth>,
+        load: Duration,
+    ) -> (MemoryFigures, Option<WriteFigures>) {
         let end = self.now().await.unwrap_or(0.0);
+        let writes = match self.writes {
+            Some(before) => server_metrics::exposition(&self.http, &self.url)
+                .await
+                .ok()
+                .as_deref()
+                .and_then(WriteTotals::read)
+                .and_then(|after| WriteFigures::between(before, after, load)),
+            None => None,
+        };
         let peak = self.sampler.map_or(0.0, Sampler::stop).max(end);
-        MemoryFigures {
+        let memory = MemoryFigures {
             baseline_mib: mib(self.baseline),
             peak_mib: mib(peak),
             end_mib: mib(end),
             per_stream_kib: growth
                 .filter(|growth| growth.streams > 0)
                 .map(|growth| (growth.after - growth.before) / 1024.0 / growth.streams as f64),
-        }
+        };
+        (memory, writes)
     }
 }
 

@@ -123,9 +123,12 @@ pub async fn run(options: &Options) -> Result<Report, StressError> {
     }
     let elapsed = started.elapsed();
     progress.stop();
-    let memory = match memory {
-        Some(memory) => Some(memory.finish(None).await),
-        None => None,
+    let (memory, writes) = match memory {
+        Some(memory) => {
+            let (memory, writes) = memory.finish(None, elapsed).await;
+            (Some(memory), writes)
+        }
+        None => (None, None),
     };
 
     console.note("verifying");
@@ -153,6 +156,7 @@ pub async fn run(options: &Options) -> Result<Report, StressError> {
         operations: Report::operations(&record, elapsed),
         broadcast: None,
         memory,
+        writes,
         statuses: Report::statuses(&record),
         checks,
         notes,
