@@ -36,22 +36,25 @@
 //! failed). Nobody is answered before the commit that holds their write; if it fails, or
 //! the transaction ends rolled back, each write sharing it fails with that error, nothing
 //! of them written.
+//!
+//! Each hold of the connection (`svc_db_write_hold_seconds`) and each commit, with the
+//! writes it carried (`svc_db_commit_writes`), is recorded once metrics are attached.
 
-use std::borrow::Cow;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use sea_orm::prelude::async_trait::async_trait;
 use sea_orm::sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
 use sea_orm::sqlx::{self, Connection, Executor};
-use sea_orm::{
-    ConnectionTrait, DbBackend, DbErr, ExecResult, QueryResult, RuntimeErr, Statement, Values,
-};
-use sea_query_sqlx::SqlxValues;
+use sea_orm::{DbErr, QueryResult, RuntimeErr, Statement, Values};
 use tokio::sync::{Mutex, OwnedMutexGuard, watch};
 
 use crate::metrics::Metrics;
+
+mod texts;
+
+use texts::{Deferred, Held};
+pub(crate) use texts::{Locked, sections_of};
 
 /// The statement that opens a write transaction: it takes SQLite's write lock at once, so
 /// a transaction that reads before it writes never finds the database changed under it.
@@ -377,253 +380,6 @@ pub(super) fn exec_err(err: sqlx::Error) -> DbErr {
 
 pub(super) fn query_err(err: sqlx::Error) -> DbErr {
     DbErr::Query(RuntimeErr::SqlxError(Arc::new(err)))
-}
-
-/// The writer connection, held: no other write can start until it is dropped.
-#[derive(Debug)]
-pub(crate) struct Locked {
-    held: Mutex<Held>,
-}
-
-#[derive(Debug)]
-struct Held {
-    /// `Some` until a dropped transaction hands it to its rollback.
-    slot: Option<HeldSlot>,
-    /// What opens the transaction (`BEGIN`, or the savepoint of a write that joins a
-    /// transaction left open), still to be sent with the next statement.
-    opening: Option<&'static str>,
-    /// The opening was sent (and may have run), and neither its end nor a rollback has.
-    begun: bool,
-    /// The opening was the savepoint of a write joining an open transaction.
-    joined: bool,
-    /// Writes waiting for the next statement's text ([`super::WriteTxn::defer`]).
-    deferred: Deferred,
-    /// The writer's count of writes waiting to begin.
-    waiting: Arc<AtomicUsize>,
-}
-
-/// Statements held back to go in front of the transaction's next one, in one text.
-#[derive(Debug, Default)]
-struct Deferred {
-    /// Each statement followed by `;`.
-    sql: String,
-    values: Vec<sea_orm::Value>,
-    statements: usize,
-}
-
-/// A statement as it goes to SQLite's thread: with whatever must run before it in the
-/// same text.
-struct Text<'s> {
-    /// The caller's own text when nothing goes in front of it.
-    sql: Cow<'s, str>,
-    values: Option<Values>,
-    /// How many statements come before the caller's (a `BEGIN`, deferred writes).
-    leading: usize,
-    /// Whether the text is kept prepared: not with deferred writes in front, whose mix
-    /// rarely repeats (it would push texts that do out of sqlx's cache of prepared ones).
-    persistent: bool,
-}
-
-impl Text<'_> {
-    /// The text as a query, its values bound the way sea-orm's own SQLite driver binds them.
-    fn query(&mut self) -> sqlx::query::Query<'_, sqlx::Sqlite, SqlxValues> {
-        let values = self.values.take().unwrap_or(Values(Vec::new()));
-        sqlx::query_with(sqlx::AssertSqlSafe(&*self.sql), SqlxValues(values))
-            .persistent(self.persistent)
-    }
-}
-
-impl Held {
-    /// `sql` (with its `values`) with what must run before it in the same text: the
-    /// transaction's opening if it is owed (marking it sent: whether it ran or not, the
-    /// transaction must now end in a rollback unless it commits), then the deferred writes,
-    /// in the order they came.
-    fn prepare<'s>(
-        &mut self,
-        sql: &'s str,
-        values: Option<Values>,
-    ) -> Result<(&mut SqliteConnection, Text<'s>), DbErr> {
-        let mut text = String::new();
-        let mut leading = 0;
-        if let Some(opening) = self.opening.take() {
-            self.begun = true;
-            self.joined = opening == JOIN;
-            text.push_str(opening);
-            text.push_str(";\n");
-            leading += 1;
-        }
-        let deferred = std::mem::take(&mut self.deferred);
-        let values = if deferred.statements == 0 {
-            values
-        } else {
-            text.push_str(&deferred.sql);
-            leading += deferred.statements;
-            let mut all = deferred.values;
-            all.extend(values.map(|Values(more)| more).unwrap_or_default());
-            Some(Values(all))
-        };
-        let sql = if text.is_empty() {
-            Cow::Borrowed(sql)
-        } else {
-            text.push_str(sql);
-            Cow::Owned(text)
-        };
-        let text = Text {
-            sql,
-            values,
-            leading,
-            persistent: deferred.statements == 0,
-        };
-        Ok((self.conn()?, text))
-    }
-
-    /// Holds `stmt` (one statement) back for the next text.
-    fn defer(&mut self, stmt: Statement) {
-        let deferred = &mut self.deferred;
-        deferred.sql.push_str(&stmt.sql);
-        deferred.sql.push_str(";\n");
-        deferred
-            .values
-            .extend(stmt.values.map(|Values(values)| values).unwrap_or_default());
-        deferred.statements += 1;
-    }
-
-    fn conn(&mut self) -> Result<&mut SqliteConnection, DbErr> {
-        self.slot
-            .as_mut()
-            .ok_or_else(|| DbErr::Conn(RuntimeErr::Internal("the writer was released".into())))?
-            .conn()
-    }
-}
-
-impl Locked {
-    /// Runs `sql`, several statements with their `values` in order, in one hand-off (with
-    /// `BEGIN` in front if it is owed): the rows of each statement, in order.
-    async fn read_together(
-        &self,
-        sql: &str,
-        values: Values,
-        statements: usize,
-    ) -> Result<Vec<Vec<QueryResult>>, DbErr> {
-        use futures::TryStreamExt;
-        let mut held = self.held.lock().await;
-        let (conn, mut text) = held.prepare(sql, Some(values))?;
-        #[expect(
-            deprecated,
-            reason = "SQLite's driver runs a text of several statements with their values bound \
-                      in turn, as every multi-statement text of the writer does; fetch_many \
-                      is what tells their rows apart"
-        )]
-        let results: Vec<sqlx::Either<_, _>> = text
-            .query()
-            .fetch_many(conn)
-            .try_collect()
-            .await
-            .map_err(query_err)?;
-        sections_of(results, statements, text.leading)
-    }
-}
-
-/// The rows of each of `statements` statements, from what a text of them answered (a
-/// statement's end, or one of its rows, in order), after `leading` statements whose results
-/// are not the caller's (a `BEGIN`, deferred writes).
-pub(super) fn sections_of<Done, Row: Into<QueryResult>>(
-    results: Vec<sqlx::Either<Done, Row>>,
-    statements: usize,
-    leading: usize,
-) -> Result<Vec<Vec<QueryResult>>, DbErr> {
-    let mut sections = Vec::with_capacity(statements + leading);
-    let mut rows = Vec::new();
-    for result in results {
-        match result {
-            sqlx::Either::Left(_) => sections.push(std::mem::take(&mut rows)),
-            sqlx::Either::Right(row) => rows.push(row.into()),
-        }
-    }
-    if sections.len() == statements + leading {
-        sections.drain(..leading);
-    }
-    if sections.len() != statements {
-        return Err(DbErr::Custom(format!(
-            "{statements} statements answered {} results",
-            sections.len()
-        )));
-    }
-    Ok(sections)
-}
-
-#[async_trait]
-impl ConnectionTrait for Locked {
-    fn get_database_backend(&self) -> DbBackend {
-        DbBackend::Sqlite
-    }
-
-    async fn execute_raw(&self, stmt: Statement) -> Result<ExecResult, DbErr> {
-        use futures::TryStreamExt;
-        let mut held = self.held.lock().await;
-        let (conn, mut text) = held.prepare(&stmt.sql, stmt.values)?;
-        let leading = text.leading;
-        let query = text.query();
-        if leading == 0 {
-            return query.execute(conn).await.map(Into::into).map_err(exec_err);
-        }
-        // The count of changed rows is the caller's statement's own, the last one's (sqlx
-        // would add up every statement's, and SQLite leaves a `BEGIN` the count of the
-        // change before it).
-        #[expect(
-            deprecated,
-            reason = "SQLite's driver runs a text of several statements with their values bound \
-                      in turn; fetch_many is what tells their counts apart"
-        )]
-        let results: Vec<sqlx::Either<_, _>> = query
-            .fetch_many(conn)
-            .try_collect()
-            .await
-            .map_err(exec_err)?;
-        results
-            .into_iter()
-            .filter_map(sqlx::Either::left)
-            .last()
-            .map(Into::into)
-            .ok_or_else(|| DbErr::Custom("a statement answered no result".into()))
-    }
-
-    async fn execute_unprepared(&self, sql: &str) -> Result<ExecResult, DbErr> {
-        let mut held = self.held.lock().await;
-        let (conn, mut text) = held.prepare(sql, None)?;
-        if text.leading == 0 {
-            return conn
-                .execute(sqlx::AssertSqlSafe(text.sql.into_owned()))
-                .await
-                .map(Into::into)
-                .map_err(exec_err);
-        }
-        text.query()
-            .execute(conn)
-            .await
-            .map(Into::into)
-            .map_err(exec_err)
-    }
-
-    async fn query_one_raw(&self, stmt: Statement) -> Result<Option<QueryResult>, DbErr> {
-        let mut held = self.held.lock().await;
-        let (conn, mut text) = held.prepare(&stmt.sql, stmt.values)?;
-        text.query()
-            .fetch_optional(conn)
-            .await
-            .map(|row| row.map(Into::into))
-            .map_err(query_err)
-    }
-
-    async fn query_all_raw(&self, stmt: Statement) -> Result<Vec<QueryResult>, DbErr> {
-        let mut held = self.held.lock().await;
-        let (conn, mut text) = held.prepare(&stmt.sql, stmt.values)?;
-        text.query()
-            .fetch_all(conn)
-            .await
-            .map(|rows| rows.into_iter().map(Into::into).collect())
-            .map_err(query_err)
-    }
 }
 
 /// A write transaction on SQLite's writer connection.

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use reqwest::{Method, StatusCode};
 use uuid::Uuid;
 
-use super::{MemoryProbe, StreamGrowth, open_streams, run_tag, settle};
+use super::{ServerProbe, StreamGrowth, open_streams, run_tag, settle};
 use crate::client::{Bases, Pool};
 use crate::model::Model;
 use crate::options::{Op, Options};
@@ -54,7 +54,7 @@ pub async fn run(options: &Options) -> Result<Report, StressError> {
         .ok_or_else(|| StressError::Invalid("no users".into()))?;
     let mut notes = Vec::new();
     let metrics = options.metrics.as_deref();
-    let mut memory = MemoryProbe::start(&client, metrics, options.wire, &mut notes).await?;
+    let mut memory = ServerProbe::start(&client, metrics, options.wire, &mut notes).await?;
     if let Some(memory) = &mut memory {
         memory.sample();
     }

@@ -16,7 +16,7 @@ use parking_lot::Mutex;
 use reqwest::{Method, StatusCode};
 use uuid::Uuid;
 
-use super::{MemoryProbe, open_streams, run_tag, settle, since_marks};
+use super::{ServerProbe, open_streams, run_tag, settle, since_marks};
 use crate::client::{Bases, Client, Pool, User};
 use crate::model::Model;
 use crate::options::{Op, Options};
@@ -72,7 +72,7 @@ pub async fn run(options: &Options) -> Result<Report, StressError> {
         .await?;
     }
     let metrics = options.metrics.as_deref();
-    let mut memory = MemoryProbe::start(&client, metrics, options.wire, &mut notes).await?;
+    let mut memory = ServerProbe::start(&client, metrics, options.wire, &mut notes).await?;
     let model = Arc::new(Mutex::new(model));
     let seed = options.seed.unwrap_or_else(rand::random);
     console.note(&format!(

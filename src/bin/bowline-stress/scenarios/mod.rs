@@ -161,9 +161,10 @@ pub async fn settle(
     Ok(())
 }
 
-/// Reads the server's resident memory before, during and after a load.
+/// Reads the server's metrics around a load: its resident memory before, during and after,
+/// and its write totals before and after.
 #[derive(Debug)]
-pub struct MemoryProbe {
+pub struct ServerProbe {
     http: reqwest::Client,
     url: String,
     /// The sample the listener has (the wire's names are tried in order).
@@ -174,7 +175,7 @@ pub struct MemoryProbe {
     writes: Option<WriteTotals>,
 }
 
-impl MemoryProbe {
+impl ServerProbe {
     /// Takes the baseline from `url` (when given). On Bowline's wire a listener that cannot
     /// be read fails the run; on the original's, whose listener may be absent or name its
     /// samples otherwise, the memory is left unmeasured and `notes` says why.

@@ -14,7 +14,7 @@ use futures::{StreamExt, TryStreamExt, stream};
 use reqwest::{Method, StatusCode};
 use uuid::Uuid;
 
-use super::{MemoryProbe, run_tag};
+use super::{ServerProbe, run_tag};
 use crate::StressError;
 use crate::client::{Bases, Client, Pool, User};
 use crate::options::{Op, Options, Scenario};
@@ -74,7 +74,7 @@ pub async fn run(options: &Options) -> Result<Report, StressError> {
     }
     let mut notes = Vec::new();
     let metrics = options.metrics.as_deref();
-    let mut memory = MemoryProbe::start(&client, metrics, options.wire, &mut notes).await?;
+    let mut memory = ServerProbe::start(&client, metrics, options.wire, &mut notes).await?;
     let live = Arc::new(Live::default());
     let started = Instant::now();
     let started_at = bowline::domain::time::format_timestamp(chrono::Utc::now());
