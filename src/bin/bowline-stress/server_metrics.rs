@@ -31,19 +31,20 @@ pub async fn read(
     url: &str,
     name: &'static str,
 ) -> Result<f64, StressError> {
-    read_first(http, url, &[name]).await.map(|(value, _)| value)
+    let text = exposition(http, url).await?;
+    first_sample(&text, url, &[name]).map(|(value, _)| value)
 }
 
-/// Reads the first of `names` the metrics listener at `url` has, and which one it was.
-pub async fn read_first(
-    http: &reqwest::Client,
+/// The first of `names` that `text`, read from the listener at `url`, has, and which one
+/// it was.
+pub fn first_sample(
+    text: &str,
     url: &str,
     names: &[&'static str],
 ) -> Result<(f64, &'static str), StressError> {
-    let text = exposition(http, url).await?;
     names
         .iter()
-        .find_map(|name| sample(&text, name).map(|value| (value, *name)))
+        .find_map(|name| sample(text, name).map(|value| (value, *name)))
         .ok_or_else(|| {
             StressError::Client(format!("reading {url}: no {} sample", names.join(" or ")))
         })

@@ -190,7 +190,13 @@ impl ServerProbe {
         };
         let http = client.http().clone();
         let names = wire.resident_memory_samples();
-        let (baseline, name) = match server_metrics::read_first(&http, url, names).await {
+        let read = server_metrics::exposition(&http, url)
+            .await
+            .and_then(|text| {
+                let (baseline, name) = server_metrics::first_sample(&text, url, names)?;
+                Ok((baseline, name, WriteTotals::read(&text)))
+            });
+        let (baseline, name, writes) = match read {
             Ok(found) => found,
             Err(err) if !wire.requires_metrics() => {
                 notes.push(format!("server memory not measured: {err}"));
@@ -198,11 +204,6 @@ impl ServerProbe {
             }
             Err(err) => return Err(err),
         };
-        let writes = server_metrics::exposition(&http, url)
-            .await
-            .ok()
-            .as_deref()
-            .and_then(WriteTotals::read);
         Ok(Some(Self {
             http,
             url: url.to_owned(),
@@ -236,16 +237,15 @@ impl ServerProbe {
         growth: Option<StreamGrowth>,
         load: Duration,
     ) -> (MemoryFigures, Option<WriteFigures>) {
-        let end = self.now().await.unwrap_or(0.0);
-        let writes = match self.writes {
-            Some(before) => server_metrics::exposition(&self.http, &self.url)
-                .await
-                .ok()
-                .as_deref()
-                .and_then(WriteTotals::read)
-                .and_then(|after| WriteFigures::between(before, after, load)),
-            None => None,
-        };
+        let text = server_metrics::exposition(&self.http, &self.url).await.ok();
+        let end = text
+            .as_deref()
+            .and_then(|text| server_metrics::sample(text, self.name))
+            .unwrap_or(0.0);
+        let writes = self
+            .writes
+            .zip(text.as_deref().and_then(WriteTotals::read))
+            .and_then(|(before, after)| WriteFigures::between(before, after, load));
         let peak = self.sampler.map_or(0.0, Sampler::stop).max(end);
         let memory = MemoryFigures {
             baseline_mib: mib(self.baseline),
