@@ -34,6 +34,7 @@ pub mod outbox;
 mod outgoing;
 pub mod pages;
 pub mod polls;
+mod postgres_text;
 mod postgres_txn;
 pub mod provider_leases;
 pub mod push;

@@ -6,6 +6,11 @@
 //! statements (the simple protocol): [`PgTxn::read_together`] sends `BEGIN` in front of the
 //! reads a write starts with, so beginning, locking and reading are one round trip.
 //!
+//! Writes whose outcome nobody reads are deferred ([`PgTxn::defer`]): written out as text
+//! ([`super::postgres_text`]), they wait for the transaction's next statement, or its
+//! `COMMIT`, and travel in the same round trip, so a transaction's run of writes and its
+//! commit cost one round trip.
+//!
 //! A transaction dropped before it ended (an error, a refusal, a cancelled request) is
 //! rolled back on a task that holds the connection until it is done; where no runtime is
 //! left, or the rollback fails, the connection is closed instead of going back to the pool.
@@ -45,6 +50,8 @@ struct Held {
     begin_owed: bool,
     /// `BEGIN` was sent, and neither `COMMIT` nor `ROLLBACK` has been.
     begun: bool,
+    /// Deferred writes, as texts, to send before anything else.
+    deferred: Vec<String>,
 }
 
 impl Held {
@@ -54,16 +61,37 @@ impl Held {
             .ok_or_else(|| DbErr::Conn(RuntimeErr::Internal("the transaction has ended".into())))
     }
 
-    /// The connection, with `BEGIN` sent first if it is owed.
+    /// The connection, with `BEGIN` (if it is owed) and the deferred writes sent first, in
+    /// one round trip.
     async fn begun_conn(&mut self) -> Result<&mut PgConnection, DbErr> {
-        if std::mem::take(&mut self.begin_owed) {
-            self.begun = true;
-            sqlx::raw_sql("BEGIN")
+        let leading = self.leading_text();
+        if !leading.is_empty() {
+            sqlx::raw_sql(sqlx::AssertSqlSafe(leading))
                 .execute(self.conn()?)
                 .await
                 .map_err(exec_err)?;
         }
         self.conn()
+    }
+
+    /// What goes in front of the next text sent: `BEGIN` if it is owed (the transaction is
+    /// then begun) and the deferred writes (then no longer deferred), each ended by `;`.
+    fn leading_text(&mut self) -> String {
+        let mut text = String::new();
+        if std::mem::take(&mut self.begin_owed) {
+            self.begun = true;
+            text.push_str("BEGIN;\n");
+        }
+        for write in self.deferred.drain(..) {
+            text.push_str(&write);
+            text.push_str(";\n");
+        }
+        text
+    }
+
+    /// How many statements [`Self::leading_text`] would send.
+    fn leading(&self) -> usize {
+        usize::from(self.begin_owed) + self.deferred.len()
     }
 }
 
@@ -88,6 +116,7 @@ impl PgTxn {
                 conn: Some(conn),
                 begin_owed: true,
                 begun: false,
+                deferred: Vec::new(),
             }),
             since: Instant::now(),
             metrics,
@@ -95,26 +124,46 @@ impl PgTxn {
     }
 
     /// Runs `statements` (texts without bound values; what they hold is the caller's to make
-    /// safe) in one round trip, with `BEGIN` in front if it is owed: the rows of each, in
-    /// order. Each runs on a snapshot of its own, so a read after a lock sees what committed
-    /// while the lock was awaited.
+    /// safe) in one round trip, with `BEGIN` and the deferred writes in front: the rows of
+    /// each, in order. Each runs on a snapshot of its own, so a read after a lock sees what
+    /// committed while the lock was awaited.
     pub(crate) async fn read_together(
         &self,
         statements: &[String],
     ) -> Result<Vec<Vec<QueryResult>>, DbErr> {
         let mut held = self.held.lock().await;
-        let begin = std::mem::take(&mut held.begin_owed);
-        if begin {
-            held.begun = true;
-        }
-        let mut text = String::from(if begin { "BEGIN;\n" } else { "" });
+        let leading = held.leading();
+        let mut text = held.leading_text();
         text.push_str(&statements.join(";\n"));
         let results: Vec<Either<_, _>> = sqlx::raw_sql(sqlx::AssertSqlSafe(text))
             .fetch_many(held.conn()?)
             .try_collect()
             .await
             .map_err(query_err)?;
-        sections_of(results, statements.len(), usize::from(begin))
+        sections_of(results, statements.len(), leading)
+    }
+
+    /// Runs the write `stmt`, whose outcome nobody reads, with the transaction's next
+    /// statement or its commit, in the same round trip: written out as text
+    /// ([`super::postgres_text::inline`]), or, if its values cannot be, bound and now (after
+    /// the writes deferred before it). A deferred write that fails fails the text it goes
+    /// in, as on SQLite ([`super::WriteTxn::defer`]).
+    pub(crate) async fn defer(&self, stmt: Statement) -> Result<(), DbErr> {
+        let mut held = self.held.lock().await;
+        match super::postgres_text::inline(&stmt) {
+            Some(text) => {
+                held.deferred.push(text);
+                Ok(())
+            }
+            None => {
+                let conn = held.begun_conn().await?;
+                bound(&stmt.sql, stmt.values)
+                    .execute(conn)
+                    .await
+                    .map(|_| ())
+                    .map_err(exec_err)
+            }
+        }
     }
 
     /// Runs the read `stmt` as an unnamed statement, planned for this execution alone: for a
@@ -155,15 +204,23 @@ impl PgTxn {
 
     async fn end(mut self, statement: &'static str) -> Result<(), DbErr> {
         let held = self.held.get_mut();
-        held.begin_owed = false;
-        if !held.begun {
+        if statement != "COMMIT" {
+            held.deferred.clear();
+        }
+        if held.deferred.is_empty() {
+            held.begin_owed = false;
+        }
+        if !held.begun && !held.begin_owed {
             return Ok(());
         }
-        sqlx::raw_sql(statement)
+        // The deferred writes go with the commit, `BEGIN` in front if nothing was sent yet.
+        let mut text = held.leading_text();
+        text.push_str(statement);
+        sqlx::raw_sql(sqlx::AssertSqlSafe(text))
             .execute(held.conn()?)
             .await
             .map_err(exec_err)?;
-        // A failed `COMMIT` leaves `begun` set: dropping the transaction rolls it back.
+        // A failed text leaves `begun` set: dropping the transaction rolls it back.
         held.begun = false;
         Ok(())
     }

@@ -184,26 +184,32 @@ impl WriteTxn {
     }
 
     /// Runs `write`, a write whose outcome (its count of rows, rows it returns) nobody
-    /// reads, in its turn among the transaction's statements. On SQLite it waits for the
-    /// transaction's next statement, or its commit, and goes in the same text: a run of such
-    /// writes costs no hand-off to SQLite's thread of its own. On PostgreSQL it runs now.
+    /// reads, in its turn among the transaction's statements: it waits for the
+    /// transaction's next statement, or its commit, and goes in the same text (on SQLite
+    /// no hand-off to SQLite's thread of its own, on PostgreSQL no round trip of its own,
+    /// [`PgTxn::defer`]).
     ///
     /// A deferred write that fails fails the statement it went with, so only a transaction
     /// that gives up on any database error may defer: it must not take that failure for its
     /// own statement's and go on.
     pub async fn defer(&self, write: impl StatementBuilder) -> Result<(), DbErr> {
-        let statement = self.get_database_backend().build(&write);
+        self.defer_statement(self.get_database_backend().build(&write))
+            .await
+    }
+
+    /// [`Self::defer`] of a statement built already.
+    pub async fn defer_statement(&self, statement: Statement) -> Result<(), DbErr> {
         match &self.txn {
             Txn::Sqlite(txn) => {
                 txn.defer(statement).await;
                 Ok(())
             }
-            Txn::Postgres(txn) => txn.execute_raw(statement).await.map(|_| ()),
+            Txn::Postgres(txn) => txn.defer(statement).await,
         }
     }
 
-    /// [`Self::defer`] for `inserts`, in order: on PostgreSQL they run now as one statement
-    /// ([`super::one_statement`]).
+    /// [`Self::defer`] for `inserts`, in order (on PostgreSQL as one statement,
+    /// [`super::one_statement`]).
     pub async fn defer_inserts(&self, inserts: Vec<InsertStatement>) -> Result<(), DbErr> {
         match &self.txn {
             Txn::Sqlite(_) => {
@@ -213,7 +219,7 @@ impl WriteTxn {
                 Ok(())
             }
             Txn::Postgres(txn) => match super::one_statement(DbBackend::Postgres, inserts) {
-                Some(statement) => txn.execute_raw(statement).await.map(|_| ()),
+                Some(statement) => txn.defer(statement).await,
                 None => Ok(()),
             },
         }
@@ -267,16 +273,16 @@ impl WriteTxn {
         Ok(())
     }
 
-    /// Runs `stmt`, the transaction's last, and commits. On SQLite the commit goes in the
-    /// same text, after it (one hand-off to SQLite's thread instead of two; if the statement
-    /// fails, nothing after it runs and the transaction rolls back when dropped); on
-    /// PostgreSQL the two go one after the other.
+    /// Runs `stmt`, the transaction's last, and commits: the commit goes in the same text,
+    /// after it (on SQLite one hand-off to SQLite's thread instead of two, on PostgreSQL one
+    /// round trip, [`PgTxn::defer`]; if the statement fails, nothing after it runs and the
+    /// transaction rolls back when dropped).
     pub async fn commit_after(self, stmt: Statement) -> Result<(), DbErr> {
         let (txn, mut announce) = self.split();
         match txn {
             Txn::Sqlite(txn) => txn.commit_after(stmt).await?,
             Txn::Postgres(txn) => {
-                txn.execute_raw(stmt).await?;
+                txn.defer(stmt).await?;
                 announce.commit_postgres(txn).await?;
             }
         }
@@ -329,7 +335,8 @@ struct Announcement {
 
 impl Announcement {
     /// PostgreSQL: puts the transaction's frames into it, as the notice the database sends
-    /// every instance when it commits, and commits; then waits until this instance heard
+    /// every instance when it commits, and commits (the two in one round trip, with the
+    /// writes deferred before them); then waits until this instance heard
     /// its frame notices (that one, and one sent in an earlier statement), or leaves them to
     /// whoever waits on [`WriteTxn::hear_later`]'s `Unheard`.
     async fn commit_postgres(&mut self, txn: PgTxn) -> Result<(), DbErr> {
@@ -341,7 +348,7 @@ impl Announcement {
             .and_then(|bus| bus.frames_statement(self.outgoing.take_frames()));
         let sent = match notice {
             Some((statement, own)) => {
-                txn.execute_raw(statement).await?;
+                txn.defer(statement).await?;
                 Some(own)
             }
             None => None,

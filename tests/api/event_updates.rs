@@ -200,3 +200,67 @@ async fn times_are_validated_before_anything_is_written() {
         .await;
     assert_eq!(delta["events"].as_array().expect("events").len(), 2);
 }
+
+/// Text a client sends is stored, streamed and read back exactly, whatever it holds:
+/// quotes, backslashes, dollar signs (PostgreSQL's dollar quotes, in which the writes of a
+/// transaction travel with its commit), control characters, SQL and emoji; created,
+/// updated, and linked into a second calendar in the same batch as an update.
+#[tokio::test]
+async fn text_with_quotes_dollars_and_control_characters_is_kept_exactly() {
+    let app = spawn_app().await;
+    let owner = app.sign_up("quotes@example.com").await;
+    let calendar = app.create_calendar(&owner, "Quotes").await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let other = app.create_calendar(&owner, "Other").await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let texts = [
+        "it's a \"quote\" \\' \\\\ ''",
+        "$$ $v$ $v0123456789abcdef$ $1 $tag$x$tag$",
+        "\u{1a}\u{1}\t\r\n end",
+        "'); COMMIT; DROP TABLE events; -- /* x */",
+        "E'\\x00' \\x41 𝄞 日本語 🎉",
+    ];
+    let mut body = event_body(&[&calendar], texts[0], 9);
+    body["description"] = json!(texts[1]);
+    body["location"] = json!(texts[2]);
+    let id = body["id"].as_str().expect("id").to_owned();
+    let created = app.event_request(Method::POST, &owner, &body).await;
+    assert_eq!(created.status(), StatusCode::CREATED);
+    let read = read_one(&app, &owner, &id).await.expect("created");
+    assert_eq!(
+        (&read["title"], &read["description"], &read["location"]),
+        (&json!(texts[0]), &json!(texts[1]), &json!(texts[2]))
+    );
+
+    let mut stream = app.stream(&owner).await;
+    let mut update = read.clone();
+    update["title"] = json!(texts[3]);
+    update["description"] = json!(texts[4]);
+    update["location"] = json!(texts[1]);
+    update["calendars"] = json!([calendar, other]);
+    let response = app.event_request(Method::PUT, &owner, &update).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let frame = stream.next_frame().await;
+    assert_eq!(frame["type"], "event_updated");
+    let read = read_one(&app, &owner, &id).await.expect("updated");
+    for event in [&frame["payload"], &read] {
+        assert_eq!(
+            (&event["title"], &event["description"], &event["location"]),
+            (&json!(texts[3]), &json!(texts[4]), &json!(texts[1]))
+        );
+        let mut calendars: Vec<&str> = event["calendars"]
+            .as_array()
+            .expect("calendars")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        calendars.sort_unstable();
+        let mut expected = [calendar.as_str(), other.as_str()];
+        expected.sort_unstable();
+        assert_eq!(calendars, expected);
+    }
+}

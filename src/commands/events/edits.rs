@@ -35,6 +35,7 @@ use crate::domain::frames::FrameBatch;
 use crate::domain::ids::{CalendarId, EventId, UserId};
 use crate::error::AppError;
 use crate::store::attendance::AttendeeLists;
+use crate::store::db_errors;
 use crate::store::event_shares::PublishedPage;
 use crate::store::events::change_locks::Answering;
 use crate::store::events::inserts::NewEvent;
@@ -394,19 +395,22 @@ async fn edit_once(
             if !batch.frames.is_empty() {
                 services.announce.deliver(batch.frames);
             }
-            event_store::change_locks::confirm_members(txn, &versions)
-                .await
-                .map_err(|err| {
-                    if calendar_roles::is_too_slow(&err) {
-                        WriteDeadline::exceeded()
-                    } else {
-                        err.into()
-                    }
-                })?;
+            event_store::change_locks::confirm_members(txn, &versions).await?;
             clock.check()?;
             Ok(outcomes)
         })
         .await
+        .map_err(too_slow_as_deadline)
+}
+
+/// The batch's locks took too long (the check that waits for them goes with the commit,
+/// [`event_store::change_locks::confirm_members`]): answered as a write past its time bound.
+fn too_slow_as_deadline(err: AppError) -> AppError {
+    if db_errors::database_cause(&err).is_some_and(calendar_roles::is_too_slow) {
+        WriteDeadline::exceeded()
+    } else {
+        err
+    }
 }
 
 /// The events the batch answers attendance for, and who answers.

@@ -234,7 +234,8 @@ pub async fn lock_for_changes(
 /// It confirms that the memberships the batch read (`versions`, [`ChangeLocks::versions`])
 /// are current, locking their calendars in the order of their ids (the rows its commit
 /// raises `events_version` of: they are held from here to the commit), and sends the
-/// frames announced so far ([`WriteTxn::frames_insert`]), in one statement. It fails with
+/// frames announced so far ([`WriteTxn::frames_insert`]), in one statement, deferred
+/// ([`WriteTxn::defer`]: it goes in the commit's round trip). The commit then fails with
 /// the refusal of [`calendar_roles::is_members_changed`] if a membership changed since the
 /// read (the batch runs again), or with [`calendar_roles::is_too_slow`]'s if the locks took
 /// too long. Nothing on SQLite, whose one writer held the database all along.
@@ -251,7 +252,7 @@ pub async fn confirm_members(
     };
     let inserts = std::iter::once(check).chain(txn.frames_insert()).collect();
     match crate::store::one_statement(backend, inserts) {
-        Some(statement) => txn.execute_raw(statement).await.map(|_| ()),
+        Some(statement) => txn.defer_statement(statement).await,
         None => Ok(()),
     }
 }

@@ -47,11 +47,11 @@ pub struct NewEvent<'a> {
 const INSERT_CHUNK: usize = 200;
 
 /// Inserts new events at revision 1 with their links and their creators' attendance (going),
-/// as deferred writes of `txn` ([`WriteTxn::defer_inserts`]: on SQLite they go with the
-/// transaction's next statement or its commit; on PostgreSQL one statement per
-/// [`INSERT_CHUNK`] events runs now). On PostgreSQL an id that exists fails it whole with
-/// [`InsertEventError::Duplicate`]; on SQLite, where the writer's lock keeps the ids the
-/// caller read in the transaction, it fails the statement the inserts go with.
+/// as deferred writes of `txn` ([`WriteTxn::defer_inserts`]: they go with the transaction's
+/// next statement or its commit; on PostgreSQL as one statement per [`INSERT_CHUNK`]
+/// events). An id that exists fails the statement the inserts go with (on SQLite the
+/// writer's lock keeps the ids the caller read in the transaction; on PostgreSQL another
+/// calendar's batch may take one meanwhile).
 pub async fn insert_many(
     txn: &WriteTxn,
     new: &[NewEvent<'_>],
