@@ -9,7 +9,11 @@
 //! Writes whose outcome nobody reads are deferred ([`PgTxn::defer`]): written out as text
 //! ([`super::postgres_text`]), they wait for the transaction's next statement, or its
 //! `COMMIT`, and travel in the same round trip, so a transaction's run of writes and its
-//! commit cost one round trip.
+//! commit cost one round trip. The writes waiting stay under [`DEFERRED_TEXT_LIMIT`]: sqlx
+//! does not set `TCP_NODELAY` on its sockets (libpq does), and a message larger than about
+//! half of what the server's side last offered to receive goes out in two pushes, the
+//! second held back (Nagle) until the server acknowledges the first, which it delays by up
+//! to 40 ms while it waits for the rest of the message.
 //!
 //! A transaction dropped before it ended (an error, a refusal, a cancelled request) is
 //! rolled back on a task that holds the connection until it is done; where no runtime is
@@ -52,7 +56,13 @@ struct Held {
     begun: bool,
     /// Deferred writes, as texts, to send before anything else.
     deferred: Vec<String>,
+    /// Their length together.
+    deferred_len: usize,
 }
+
+/// The most text of deferred writes sent in one message (bytes): a write longer runs bound
+/// and at once, and one that would take the waiting ones past it sends them first.
+const DEFERRED_TEXT_LIMIT: usize = 8 * 1024;
 
 impl Held {
     fn conn(&mut self) -> Result<&mut PgConnection, DbErr> {
@@ -82,6 +92,7 @@ impl Held {
             self.begun = true;
             text.push_str("BEGIN;\n");
         }
+        self.deferred_len = 0;
         for write in self.deferred.drain(..) {
             text.push_str(&write);
             text.push_str(";\n");
@@ -117,6 +128,7 @@ impl PgTxn {
                 begin_owed: true,
                 begun: false,
                 deferred: Vec::new(),
+                deferred_len: 0,
             }),
             since: Instant::now(),
             metrics,
@@ -145,13 +157,21 @@ impl PgTxn {
 
     /// Runs the write `stmt`, whose outcome nobody reads, with the transaction's next
     /// statement or its commit, in the same round trip: written out as text
-    /// ([`super::postgres_text::inline`]), or, if its values cannot be, bound and now (after
-    /// the writes deferred before it). A deferred write that fails fails the text it goes
-    /// in, as on SQLite ([`super::WriteTxn::defer`]).
+    /// ([`super::postgres_text::inline`]). If its values cannot be, or its text is longer
+    /// than [`DEFERRED_TEXT_LIMIT`], it runs bound and now (after the writes deferred before
+    /// it); if it would take the waiting writes past that limit, they are sent first. A
+    /// deferred write that fails fails the text it goes in, as on SQLite
+    /// ([`super::WriteTxn::defer`]).
     pub(crate) async fn defer(&self, stmt: Statement) -> Result<(), DbErr> {
         let mut held = self.held.lock().await;
-        match super::postgres_text::inline(&stmt) {
+        let text =
+            super::postgres_text::inline(&stmt).filter(|text| text.len() <= DEFERRED_TEXT_LIMIT);
+        match text {
             Some(text) => {
+                if held.deferred_len + text.len() > DEFERRED_TEXT_LIMIT {
+                    held.begun_conn().await?;
+                }
+                held.deferred_len += text.len();
                 held.deferred.push(text);
                 Ok(())
             }
@@ -206,6 +226,7 @@ impl PgTxn {
         let held = self.held.get_mut();
         if statement != "COMMIT" {
             held.deferred.clear();
+            held.deferred_len = 0;
         }
         if held.deferred.is_empty() {
             held.begin_owed = false;
