@@ -1,8 +1,8 @@
 //! The memberships a calendar actor's batch of creations is authorized by: read at the start
 //! of its write transaction, or taken from what the actor read for an earlier batch and
 //! checked inside the batch's own insert statement ([`roles_unchanged_check`]), which saves the batch a
-//! round trip (on SQLite, a hand-off to SQLite's thread; on PostgreSQL, the whole
-//! transaction around the inserts: the statement commits on its own).
+//! round trip (on SQLite, a hand-off to SQLite's thread; on PostgreSQL, the locks and reads
+//! at the transaction's start: the check travels with the inserts and the commit).
 //!
 //! The check rests on `calendars.members_version`, which the database's triggers raise on
 //! every change of a calendar's memberships (migrations `m20261123_000011` for SQLite and

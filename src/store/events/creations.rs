@@ -6,7 +6,7 @@
 //!
 //! The batch is authorized by the roles of its calendars. When the calendar's actor
 //! remembers them ([`RememberedRoles`]), the batch is one write of its inserts (on
-//! PostgreSQL one statement that commits on its own), and the versions the roles were read
+//! PostgreSQL one statement, sent with the commit), and the versions the roles were read
 //! at are checked in that same write ([`calendar_roles::roles_unchanged_check`]); if one moved, nothing
 //! is written, the memory is dropped, and the batch runs again reading the roles. Otherwise
 //! the roles are read (and on PostgreSQL the calendars locked) at the start of a write
@@ -192,7 +192,8 @@ impl PreparedCreations<'_> {
 
     /// Inserts the rows, their links, their creators' attendance, the outbox rows and the
     /// frames announced, with the remembered roles' check in front, and commits: one write
-    /// (on PostgreSQL one statement that commits on its own). Returns the rows written.
+    /// (on PostgreSQL one statement, in the commit's round trip when its text is short
+    /// enough, [`WriteTxn::defer`]). Returns the rows written.
     pub async fn commit(self) -> Result<Vec<events::Model>, CommitError> {
         let Self {
             write,
