@@ -214,17 +214,18 @@ impl PgTxn {
 
     /// Commits (nothing was sent: nothing to commit).
     pub(crate) async fn commit(self) -> Result<(), DbErr> {
-        self.end("COMMIT").await
+        self.end(true).await
     }
 
     /// Rolls back, waiting until it is done.
     pub(crate) async fn rollback(self) -> Result<(), DbErr> {
-        self.end("ROLLBACK").await
+        self.end(false).await
     }
 
-    async fn end(mut self, statement: &'static str) -> Result<(), DbErr> {
+    /// Commits (with the deferred writes in front) or rolls back (dropping them).
+    async fn end(mut self, commit: bool) -> Result<(), DbErr> {
         let held = self.held.get_mut();
-        if statement != "COMMIT" {
+        if !commit {
             held.deferred.clear();
             held.deferred_len = 0;
         }
@@ -236,7 +237,7 @@ impl PgTxn {
         }
         // The deferred writes go with the commit, `BEGIN` in front if nothing was sent yet.
         let mut text = held.leading_text();
-        text.push_str(statement);
+        text.push_str(if commit { "COMMIT" } else { "ROLLBACK" });
         sqlx::raw_sql(sqlx::AssertSqlSafe(text))
             .execute(held.conn()?)
             .await
