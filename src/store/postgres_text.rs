@@ -29,44 +29,11 @@ pub(crate) fn inline(statement: &Statement) -> Option<String> {
     let mut chars = sql.char_indices().peekable();
     while let Some((at, c)) = chars.next() {
         match c {
-            '\'' => {
-                // A string literal; `E'…'` takes backslash escapes.
-                let escapes = sql[..at]
-                    .chars()
-                    .next_back()
-                    .is_some_and(|p| p == 'E' || p == 'e')
-                    && !sql[..at]
-                        .chars()
-                        .rev()
-                        .nth(1)
-                        .is_some_and(|p| p.is_alphanumeric() || p == '_');
+            // A string literal (`E'…'` takes backslash escapes) or a quoted identifier.
+            '\'' | '"' => {
+                let escapes = c == '\'' && takes_escapes(&sql[..at]);
                 out.push(c);
-                loop {
-                    let (_, c) = chars.next()?;
-                    out.push(c);
-                    match c {
-                        '\\' if escapes => out.push(chars.next()?.1),
-                        '\'' if chars.peek().is_some_and(|(_, n)| *n == '\'') => {
-                            out.push(chars.next()?.1);
-                        }
-                        '\'' => break,
-                        _ => {}
-                    }
-                }
-            }
-            '"' => {
-                out.push(c);
-                loop {
-                    let (_, c) = chars.next()?;
-                    out.push(c);
-                    if c == '"' {
-                        if chars.peek().is_some_and(|(_, n)| *n == '"') {
-                            out.push(chars.next()?.1);
-                        } else {
-                            break;
-                        }
-                    }
-                }
+                copy_quoted(&mut chars, &mut out, c, escapes)?;
             }
             '$' => {
                 let mut n = 0usize;
@@ -87,6 +54,38 @@ pub(crate) fn inline(statement: &Statement) -> Option<String> {
         }
     }
     Some(out)
+}
+
+/// Copies the rest of a literal or identifier opened by `quote` (a doubled `quote` stands
+/// for one; with `escapes`, a backslash takes the next character); `None` if it is not
+/// closed.
+fn copy_quoted(
+    chars: &mut std::iter::Peekable<std::str::CharIndices<'_>>,
+    out: &mut String,
+    quote: char,
+    escapes: bool,
+) -> Option<()> {
+    loop {
+        let (_, c) = chars.next()?;
+        out.push(c);
+        if c == '\\' && escapes {
+            out.push(chars.next()?.1);
+        } else if c == quote {
+            if chars.peek().is_some_and(|(_, n)| *n == quote) {
+                out.push(chars.next()?.1);
+            } else {
+                return Some(());
+            }
+        }
+    }
+}
+
+/// Whether a string literal after `before` is an escape string: `E'…'`, the `E` not the
+/// end of a longer word.
+fn takes_escapes(before: &str) -> bool {
+    let mut back = before.chars().rev();
+    back.next().is_some_and(|p| p == 'E' || p == 'e')
+        && !back.next().is_some_and(|p| p.is_alphanumeric() || p == '_')
 }
 
 /// Writes `value` as a literal of the type sqlx binds it as; `None` if it cannot be written
