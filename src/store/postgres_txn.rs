@@ -9,11 +9,13 @@
 //! Writes whose outcome nobody reads are deferred ([`PgTxn::defer`]): written out as text
 //! ([`super::postgres_text`]), they wait for the transaction's next statement, or its
 //! `COMMIT`, and travel in the same round trip, so a transaction's run of writes and its
-//! commit cost one round trip. The writes waiting stay under [`DEFERRED_TEXT_LIMIT`]: sqlx
-//! does not set `TCP_NODELAY` on its sockets (libpq does), and a message larger than about
-//! half of what the server's side last offered to receive goes out in two pushes, the
-//! second held back (Nagle) until the server acknowledges the first, which it delays by up
-//! to 40 ms while it waits for the rest of the message.
+//! commit cost one round trip. The writes waiting stay under [`DEFERRED_TEXT_LIMIT`], on
+//! any connection, for two reasons. A long text (a batch of creations' inserts) costs
+//! PostgreSQL more to parse and plan than the round trip it saves: the bound statement runs
+//! from the connection's cache of prepared ones. And over TLS, sqlx writes each record of a
+//! message (16 KiB at most) in a push of its own without `TCP_NODELAY` (libpq sets it), so
+//! Nagle's algorithm holds a longer message's second record until PostgreSQL acknowledges
+//! the first, which it delays by up to 40 ms.
 //!
 //! A transaction dropped before it ended (an error, a refusal, a cancelled request) is
 //! rolled back on a task that holds the connection until it is done; where no runtime is
