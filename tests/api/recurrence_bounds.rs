@@ -78,6 +78,26 @@ async fn rules_that_repeat_without_bound_are_refused_on_create_update_and_import
             "FREQ=WEEKLY;BYDAY=M\u{b1}\u{4e8}\u{b1},FR;INTERVAL=2",
             "Bowline can read",
         ),
+        // Found by the fuzz target: a third instance in months that hold one, which the
+        // rrule crate looked for over 100,000 months.
+        (
+            "0751-05-11T02:31:16Z",
+            60,
+            "FREQ=MONTHLY;BYSETPOS=3;COUNT=20",
+            "selects no instance",
+        ),
+        (
+            "2026-07-01T09:00:00Z",
+            60,
+            "FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30",
+            "selects no instance",
+        ),
+        (
+            "2026-07-01T09:00:00Z",
+            60,
+            "RRULE:FREQ=DAILY\nRRULE:FREQ=WEEKLY\nRRULE:FREQ=MONTHLY\nRRULE:FREQ=YEARLY\nRRULE:FREQ=DAILY;INTERVAL=2",
+            "at most 4 RRULEs",
+        ),
     ];
     for (start, minutes, rule, expected) in refused {
         let body = recurring(calendar, start, minutes, rule);

@@ -38,6 +38,16 @@ impl Budget {
         self.spent
     }
 
+    /// Whether the deadline has not passed, by the clock now: asked before each walk of the
+    /// `rrule` crate, which may pass 100,000 empty periods before it yields an instance
+    /// (a step), so that a budget shared by many rules ends between their walks.
+    pub(super) fn has_time(&mut self) -> bool {
+        if !self.spent && Instant::now() >= self.deadline {
+            self.spent = true;
+        }
+        !self.spent
+    }
+
     /// Takes one step; `false` once the budget is spent.
     pub(super) fn step(&mut self) -> bool {
         if self.spent {
@@ -120,6 +130,10 @@ fn expand(
         );
     }
     for part in &parts {
+        if !budget.has_time() {
+            complete = false;
+            break;
+        }
         let mut taken = 0;
         for at in part {
             if !budget.step() {
@@ -169,6 +183,9 @@ fn count_instances(
     budget: &mut Budget,
 ) -> Option<u32> {
     let set = read(recurrence, start)?.limit();
+    if !set.get_rrule().is_empty() && !budget.has_time() {
+        return None;
+    }
     let mut count: u32 = 0;
     for at in &set {
         if at.with_timezone(&Utc) >= before {
@@ -344,6 +361,69 @@ mod tests {
         assert!(!found.complete);
         assert!(found.occurrences.is_empty());
         assert!(small.is_spent());
+    }
+
+    /// Found by the fuzz target: the `rrule` crate walked 100,000 months looking for a
+    /// third instance in periods that hold one. Such a rule is left out, not walked: a
+    /// budget without time (which stops any walk) still completes it.
+    #[test]
+    fn a_rule_that_selects_nothing_is_not_walked() {
+        let start = Utc
+            .with_ymd_and_hms(751, 5, 11, 2, 31, 16)
+            .single()
+            .unwrap();
+        let window = (
+            Utc.with_ymd_and_hms(9179, 9, 27, 19, 59, 30)
+                .single()
+                .unwrap(),
+            Utc.with_ymd_and_hms(9179, 10, 27, 19, 59, 30)
+                .single()
+                .unwrap(),
+        );
+        let timeless = || Budget::new(1_000, StdDuration::ZERO);
+        for rule in [
+            "FREQ=MONTHLY;BYSETPOS=3;COUNT=20",
+            "FREQ=MONTHLY;BYSETPOS=3",
+            "RRULE:FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30",
+        ] {
+            let found = occurrences(start, start, rule, window, 100, &mut timeless()).expect(rule);
+            assert!(found.complete, "{rule}");
+            assert!(found.occurrences.is_empty(), "{rule}");
+            assert_eq!(
+                count_before(start, rule, window.0, &mut timeless()),
+                Some(0)
+            );
+        }
+        // Beside an RDATE, which is still found.
+        let rule = "RRULE:FREQ=MONTHLY;BYSETPOS=3\nRDATE:91791001T000000Z";
+        let found = occurrences(start, start, rule, window, 100, &mut budget()).expect(rule);
+        assert_eq!(found.occurrences.len(), 1);
+        // A rule that selects something is walked, and a budget without time stops it.
+        let found = occurrences(start, start, "FREQ=MONTHLY", window, 100, &mut timeless());
+        assert!(!found.expect("readable").complete);
+    }
+
+    /// A budget's deadline ends it between walks, even when no walk yields an instance.
+    #[test]
+    fn a_spent_deadline_stops_before_the_next_walk() {
+        let mut spent = Budget::new(1_000, StdDuration::ZERO);
+        let found = occurrences(
+            at(1, 9),
+            at(1, 10),
+            "FREQ=DAILY",
+            (at(1, 0), at(31, 0)),
+            100,
+            &mut spent,
+        )
+        .expect("readable");
+        assert!(!found.complete);
+        assert!(found.occurrences.is_empty());
+        assert!(spent.is_spent());
+        let mut spent = Budget::new(1_000, StdDuration::ZERO);
+        assert_eq!(
+            count_before(at(1, 9), "FREQ=DAILY", at(31, 0), &mut spent),
+            None
+        );
     }
 
     #[test]

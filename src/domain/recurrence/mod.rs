@@ -6,7 +6,8 @@
 //! are ASCII, and every call into the crate is guarded: a panic of it (the fuzz target
 //! `tests/fuzz` looks for them) ends in a refusal.
 //!
-//! A rule is refused when it cannot be read, repeats every 0 periods, counts more than
+//! A rule is refused when it cannot be read, holds more than [`MAX_RULES`] RRULEs, selects
+//! nothing in any period ([`candidates`]), repeats every 0 periods, counts more than
 //! [`MAX_COUNT`] instances, lists more than [`MAX_DATES`] RDATE and EXDATE values, repeats
 //! more than [`MAX_PER_DAY`] times a day, when the event lasts longer than the rule takes
 //! to repeat (a 2-hour event every hour), as Google Calendar refuses it, or when an instance
@@ -14,6 +15,7 @@
 //! outside the years 1 to 9999. An open-ended rule goes on past any year; readers stop at
 //! the end of 9999.
 
+mod candidates;
 pub mod expansion;
 
 use expansion::Budget;
@@ -23,6 +25,9 @@ use rrule::{Frequency, RRule, RRuleSet};
 
 /// The most instances a rule's COUNT may ask for.
 pub const MAX_COUNT: u32 = 10_000;
+/// The most RRULEs a recurrence may hold (RFC 5545 asks for one; files carry up to three).
+/// Each is walked on its own, and a walk of the `rrule` crate cannot be stopped midway.
+pub const MAX_RULES: usize = 4;
 /// The most RDATE and EXDATE values a recurrence may list.
 pub const MAX_DATES: usize = 1_000;
 /// The most instances a rule may have in one day (one a minute on average).
@@ -33,6 +38,10 @@ pub const MAX_PER_DAY: u64 = 1_440;
 pub enum RuleProblem {
     /// Not a rule the `rrule` crate reads.
     Unreadable,
+    /// More than [`MAX_RULES`] RRULEs.
+    TooManyRules,
+    /// An RRULE whose periods can hold no instance.
+    SelectsNothing,
     /// `INTERVAL=0`.
     ZeroInterval,
     /// COUNT over [`MAX_COUNT`].
@@ -54,6 +63,10 @@ impl RuleProblem {
     pub fn message(self) -> String {
         match self {
             Self::Unreadable => "recurrence is not a recurrence rule Bowline can read.".into(),
+            Self::TooManyRules => format!("recurrence may hold at most {MAX_RULES} RRULEs."),
+            Self::SelectsNothing => {
+                "recurrence has an RRULE that selects no instance in any period.".into()
+            }
             Self::ZeroInterval => "recurrence INTERVAL must be at least 1.".into(),
             Self::CountTooLarge => format!("recurrence COUNT must be at most {MAX_COUNT}."),
             Self::TooManyDates => {
@@ -105,6 +118,12 @@ pub fn check_within(
 ) -> Result<(), RuleProblem> {
     if listed_dates(recurrence) > MAX_DATES {
         return Err(RuleProblem::TooManyDates);
+    }
+    if rule_values(recurrence).count() > MAX_RULES {
+        return Err(RuleProblem::TooManyRules);
+    }
+    if rule_values(recurrence).any(|rule| candidates::selects_nothing(rule, start)) {
+        return Err(RuleProblem::SelectsNothing);
     }
     let set = read(recurrence, start).ok_or(RuleProblem::Unreadable)?;
     for rule in set.get_rrule() {
@@ -162,6 +181,9 @@ fn ends_by_year_9999(
         let Some(count) = rule.get_count() else {
             continue;
         };
+        if !budget.has_time() {
+            return Err(RuleProblem::TooCostly);
+        }
         let walked = guarded(|| {
             let mut instances = RRuleSet::new(start).rrule(rule.clone()).limit().into_iter();
             let mut seen = 0_u32;
@@ -193,20 +215,48 @@ fn guarded<T>(work: impl FnOnce() -> T) -> Option<T> {
 
 /// The rule set of `recurrence` from `start`, as the `rrule` crate reads it. Rules are
 /// ASCII (RFC 5545's RRULE, RDATE and EXDATE values are); other text is unreadable before
-/// the crate sees it (it slices some values by bytes, and panics inside a character).
+/// the crate sees it (it slices some values by bytes, and panics inside a character), as
+/// is one with more than [`MAX_RULES`] RRULEs. An RRULE that selects nothing is left out
+/// (a row stored before [`check`] refused it expands without walking it).
 fn read(recurrence: &str, start: DateTime<Utc>) -> Option<RRuleSet> {
-    if !recurrence.is_ascii() {
+    if !recurrence.is_ascii() || rule_values(recurrence).count() > MAX_RULES {
         return None;
     }
     let mut text = format!("DTSTART:{}\n", start.format("%Y%m%dT%H%M%SZ"));
+    let (mut kept, mut left_out) = (0, 0);
     for line in recurrence.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if rule_value(line).is_some_and(|rule| candidates::selects_nothing(rule, start)) {
+            left_out += 1;
+            continue;
+        }
         if line.to_ascii_uppercase().starts_with("FREQ=") {
             text.push_str("RRULE:");
         }
         text.push_str(line);
         text.push('\n');
+        kept += 1;
+    }
+    if kept == 0 && left_out > 0 {
+        return Some(RRuleSet::new(start.with_timezone(&rrule::Tz::UTC)));
     }
     text.trim_end().parse().ok()
+}
+
+/// The RRULE values (`FREQ=…`) of `recurrence`, bare or on `RRULE:` lines.
+fn rule_values(recurrence: &str) -> impl Iterator<Item = &str> {
+    recurrence.lines().map(str::trim).filter_map(rule_value)
+}
+
+/// The RRULE value of one line of a recurrence, if it holds one.
+fn rule_value(line: &str) -> Option<&str> {
+    let head = line.get(..5).unwrap_or_default();
+    if head.eq_ignore_ascii_case("FREQ=") {
+        Some(line)
+    } else if head.eq_ignore_ascii_case("RRULE") {
+        line.split_once(':').map(|(_, value)| value)
+    } else {
+        None
+    }
 }
 
 /// How many RDATE and EXDATE values `recurrence` lists (counted before parsing).
@@ -299,6 +349,18 @@ mod tests {
                 RuleProblem::TooFrequent,
             ),
             ("FREQ=MINUTELY;INTERVAL=30", RuleProblem::LongerThanInterval),
+            (
+                "FREQ=MONTHLY;BYSETPOS=3;COUNT=20",
+                RuleProblem::SelectsNothing,
+            ),
+            (
+                "RRULE:FREQ=WEEKLY\nRRULE:FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30",
+                RuleProblem::SelectsNothing,
+            ),
+            (
+                "FREQ=DAILY\nFREQ=DAILY\nFREQ=DAILY\nFREQ=DAILY\nRRULE:FREQ=DAILY",
+                RuleProblem::TooManyRules,
+            ),
         ];
         for (rule, problem) in cases {
             assert_eq!(check(rule, start, hour), Err(problem), "{rule}");
