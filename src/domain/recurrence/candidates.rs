@@ -49,14 +49,20 @@ struct Parts {
 }
 
 impl Parts {
-    /// The parts of `rule`; `None` when a value is not a number or weekday the bound reads
-    /// (so that nothing the crate reads differently is bounded too tightly).
+    /// The parts of `rule`; `None` when a value is not a number or weekday the bound reads,
+    /// or lies outside RFC 5545's range (so that nothing the crate reads differently is
+    /// bounded too tightly: it refuses such a rule itself).
     fn read(rule: &str) -> Option<Self> {
         let mut parts = Self::default();
         let numbers = |list: &str| -> Option<Vec<i64>> {
             let mut values = list
                 .split(',')
-                .map(|v| v.trim().parse().ok())
+                .map(|v| {
+                    v.trim()
+                        .parse()
+                        .ok()
+                        .filter(|n: &i64| n.unsigned_abs() <= 366)
+                })
                 .collect::<Option<Vec<i64>>>()?;
             values.sort_unstable();
             values.dedup();
@@ -85,7 +91,10 @@ impl Parts {
                         if ordinal.is_empty() {
                             parts.weekdays += 1;
                         } else {
-                            parts.nth_weekdays.push(ordinal.parse().ok()?);
+                            let ordinal: i64 = ordinal.parse().ok()?;
+                            parts
+                                .nth_weekdays
+                                .push(Some(ordinal).filter(|n| n.unsigned_abs() <= 53)?);
                         }
                     }
                 }
@@ -282,6 +291,8 @@ mod tests {
             "FREQ=WEEKLY;BYHOUR=9,10;BYSETPOS=2",
             // Not a rule: refused when it is read, not here.
             "FREQ=SOMETIMES",
+            "FREQ=MONTHLY;BYMONTHDAY=1;BYDAY=9223372036854775807MO",
+            "FREQ=MONTHLY;BYMONTHDAY=-9223372036854775808;BYSETPOS=9223372036854775807",
         ] {
             assert!(!selects_nothing(rule, start()), "{rule}");
         }
