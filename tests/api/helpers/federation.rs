@@ -320,6 +320,18 @@ pub async fn rotate(app: &TestApp, bearer: Option<&str>) -> (StatusCode, Value) 
     json_answer(request).await
 }
 
+/// [`rotate`] with `bearer` from the client `address`, as a trusted proxy names it
+/// (`X-Forwarded-For`; the app must trust proxy headers): each address has its own count
+/// of rotations under the rate limit.
+pub async fn rotate_from(app: &TestApp, bearer: &str, address: &str) -> (StatusCode, Value) {
+    let request = app
+        .client
+        .post(app.url("/api/v1/federation/token/rotate"))
+        .bearer_auth(bearer)
+        .header("x-forwarded-for", address);
+    json_answer(request).await
+}
+
 /// `method path` on `app` with `bearer` (body as JSON when given): the status and the body as
 /// JSON (a JSON string when it is not JSON).
 pub async fn bearer_call(
