@@ -127,7 +127,7 @@ impl Parts {
 
     /// The most instances one period can hold.
     fn most_per_period(&self) -> Option<u64> {
-        let times = |n: usize| u64::try_from(n.max(1)).unwrap_or(u64::MAX);
+        let times = |n: usize| count(n.max(1));
         let (hours, minutes, seconds) =
             (times(self.hours), times(self.minutes), times(self.seconds));
         let (days, times) = match self.freq.as_str() {
@@ -146,7 +146,6 @@ impl Parts {
     /// The most days a period of `span` days can hold, where a weekday recurs at most
     /// `weeks` times and an ordinal weekday (the first Monday) names at most `months` days.
     fn most_days(&self, span: u64, weeks: u64, months: u64) -> u64 {
-        let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
         let mut most = span;
         if !self.month_days.is_empty() {
             most = most.min(self.month_days_that_exist(span));
@@ -194,7 +193,7 @@ impl Parts {
                 first <= to && from <= last
             })
         });
-        u64::try_from(reached.count()).unwrap_or(u64::MAX)
+        count(reached.count())
     }
 
     /// The BYMONTHDAY values some month the rule allows has (day 30 of February does not
@@ -217,7 +216,7 @@ impl Parts {
                 .iter()
                 .filter(|day| day.unsigned_abs() <= length.unsigned_abs())
                 .count();
-            u64::try_from(days).unwrap_or(u64::MAX)
+            count(days)
         };
         if span >= 366 {
             months.iter().map(in_month).sum()
@@ -225,6 +224,11 @@ impl Parts {
             months.iter().map(in_month).max().unwrap_or(0)
         }
     }
+}
+
+/// `n` as a count of instances.
+fn count(n: usize) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]
