@@ -52,7 +52,9 @@ pub struct Answering {
 /// stamp, with the attendees of the events `answering` answers and who answers them, in as
 /// few round trips as the backend allows ([`WriteTxn::read_together`]): on
 /// SQLite, whose one writer holds the database, one hand-off with the transaction's
-/// `BEGIN`; on PostgreSQL two (`BEGIN` with the locks and the reads, then the events' rows).
+/// `BEGIN`; on PostgreSQL one too (`BEGIN` with the locks, the events' rows and the reads),
+/// and a second for the events' rows alone when one holds a time the text format cannot
+/// carry.
 ///
 /// On PostgreSQL the calendars are locked `FOR KEY SHARE`, which the batches of two
 /// calendars' actors can hold together: changing an event or its links raises its
@@ -93,14 +95,18 @@ pub async fn lock_for_changes(
         .order_by_asc(calendar_events::Column::CreatedAt)
         .order_by_asc(calendar_events::Column::CalendarId)
         .into_query();
+    // The events' rows, locked in the order of their ids.
+    let events_locked = events::Entity::find()
+        .filter(events::Column::Id.is_in(ids.iter().copied()))
+        .order_by_asc(events::Column::Id)
+        .lock_exclusive()
+        .into_query();
     let postgres = txn.get_database_backend() == sea_orm::DbBackend::Postgres;
     let (found, mut sections) = if postgres {
-        // Two round trips: `BEGIN` with the calendars' and the events' locks (the events'
-        // ids) and the reads under them (the links; the members with their versions) with
-        // the stamp, then the events' rows. The rows
-        // travel apart, in the binary format: a stored time outside the text format's reach
-        // (a year past 9999, which no write path makes but an old import did) still reads,
-        // and is refused by the rules.
+        // One round trip: `BEGIN` with the calendars' locks, the events' rows locked, and the
+        // reads under them (the links; the members with their versions) with the stamp.
+        // Each statement of the text is planned for this execution: the events table grows,
+        // and a plan kept while it was small would scan it whole.
         let calendars_locked = Query::select()
             .column(calendars::Column::Id)
             .from(calendars::Entity)
@@ -111,13 +117,6 @@ pub async fn lock_for_changes(
             )
             .order_by(calendars::Column::Id, Order::Asc)
             .lock(LockType::KeyShare)
-            .to_owned();
-        let ids_locked = Query::select()
-            .column(events::Column::Id)
-            .from(events::Entity)
-            .and_where(events::Column::Id.is_in(ids.iter().copied()))
-            .order_by(events::Column::Id, Order::Asc)
-            .lock(LockType::Update)
             .to_owned();
         // The members of every calendar involved and its `members_version`, one statement:
         // every such calendar that exists gives a row, with or without members.
@@ -143,22 +142,32 @@ pub async fn lock_for_changes(
                     .add(calendar().is_in(also.iter().copied())),
             )
             .to_owned();
-        let mut reads = vec![calendars_locked, ids_locked, links_read, roles_read];
+        let mut reads = vec![
+            calendars_locked,
+            events_locked.clone(),
+            links_read,
+            roles_read,
+        ];
         reads.extend(attendees_read);
         let mut sections = txn.read_together(&reads, true).await?.into_iter();
         sections.next();
-        sections.next();
-        // Planned anew each time: the events table grows, and a plan cached while it was
-        // small scans it whole.
-        let rows_read = events::Entity::find()
-            .filter(events::Column::Id.is_in(ids.iter().copied()))
-            .into_query();
-        let found = txn
-            .read_planned_now(&rows_read)
-            .await?
+        let rows = sections.next().unwrap_or_default();
+        let found = match rows
             .iter()
             .map(|row| events::Model::from_query_result(row, ""))
-            .collect::<Result<Vec<_>, _>>()?;
+            .collect::<Result<Vec<_>, _>>()
+        {
+            Ok(found) => found,
+            // A stored time outside the text format's reach (a year past 9999, which no
+            // write path makes but an old import did): the rows, locked already, are read
+            // again in the binary format, and the rules refuse the time.
+            Err(_) => txn
+                .read_planned_now(&events_locked)
+                .await?
+                .iter()
+                .map(|row| events::Model::from_query_result(row, ""))
+                .collect::<Result<Vec<_>, _>>()?,
+        };
         (found, sections)
     } else {
         let members_read = calendar_members::Entity::find()
@@ -168,11 +177,6 @@ pub async fn lock_for_changes(
                     .add(calendar_members::Column::CalendarId.in_subquery(homes()))
                     .add(calendar_members::Column::CalendarId.is_in(also.iter().copied())),
             )
-            .into_query();
-        let events_locked = events::Entity::find()
-            .filter(events::Column::Id.is_in(ids.iter().copied()))
-            .order_by_asc(events::Column::Id)
-            .lock_exclusive()
             .into_query();
         let mut reads = vec![events_locked, links_read, members_read];
         reads.extend(attendees_read);
