@@ -29,29 +29,7 @@ impl Browser {
             "browser tests need Debian's chromium and chromium-driver (`.ci/run` installs them: \
              apt-get install -y chromium chromium-driver)"
         );
-        // Its own process group: the browsers it starts are ended with it.
-        let mut driver = Command::new(CHROMEDRIVER)
-            .arg("--port=0")
-            .process_group(0)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start chromedriver");
-        let stdout = driver.stdout.take().expect("chromedriver stdout");
-        let port = tokio::task::spawn_blocking(move || {
-            let mut lines = BufReader::new(stdout).lines();
-            let port = lines.find_map(|line| {
-                let line = line.ok()?;
-                let rest = line.split("started successfully on port ").nth(1)?;
-                rest.trim_end_matches('.').trim().parse::<u16>().ok()
-            });
-            // Keep draining so chromedriver never blocks on a full pipe.
-            std::thread::spawn(move || for _ in lines {});
-            port
-        })
-        .await
-        .expect("read chromedriver output")
-        .expect("chromedriver reports its port");
+        let (driver, port) = start_driver().await;
         let profile = tempfile::tempdir().expect("profile directory");
         let mut browser = Self {
             driver,
@@ -175,4 +153,59 @@ impl Drop for Browser {
         let _ = self.driver.kill();
         let _ = self.driver.wait();
     }
+}
+
+/// Starts chromedriver on a free port and reads the port it reports. A chromedriver that
+/// exits before reporting one (seen once in a full CI run, under load) is started again,
+/// up to three times; the last one's error output is the failure.
+async fn start_driver() -> (Child, u16) {
+    let mut last_error = String::new();
+    for _ in 0..3 {
+        // Its own process group: the browsers it starts are ended with it.
+        let mut driver = Command::new(CHROMEDRIVER)
+            .arg("--port=0")
+            .process_group(0)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start chromedriver");
+        let stdout = driver.stdout.take().expect("chromedriver stdout");
+        let stderr = driver.stderr.take().expect("chromedriver stderr");
+        // Kept draining so chromedriver never blocks on a full pipe; its first lines are kept.
+        let errors = std::thread::spawn(move || {
+            let mut kept = Vec::new();
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if kept.len() < 20 {
+                    kept.push(line);
+                }
+            }
+            kept.join("\n")
+        });
+        let port = tokio::task::spawn_blocking(move || {
+            let mut lines = BufReader::new(stdout).lines();
+            let port = lines.find_map(|line| {
+                let line = line.ok()?;
+                let rest = line.split("started successfully on port ").nth(1)?;
+                rest.trim_end_matches('.').trim().parse::<u16>().ok()
+            });
+            std::thread::spawn(move || for _ in lines {});
+            port
+        })
+        .await
+        .expect("read chromedriver output");
+        if let Some(port) = port {
+            return (driver, port);
+        }
+        // Its output ended without a port: it has exited, or is ended here.
+        let _ = driver.kill();
+        let status = driver.wait().expect("chromedriver's exit");
+        last_error = format!(
+            "{status}: {}",
+            tokio::task::spawn_blocking(move || errors.join())
+                .await
+                .expect("join")
+                .unwrap_or_default()
+        );
+    }
+    panic!("chromedriver reports no port: {last_error}");
 }
