@@ -7,7 +7,7 @@ use entities::{calendar_events, calendar_members, calendars, events};
 use sea_orm::sea_query::{Alias, Condition, Expr, ExprTrait, LockType, Order, Query};
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DbErr, EntityTrait, FromQueryResult, QueryFilter, QueryOrder,
-    QuerySelect, QueryTrait,
+    QueryResult, QuerySelect, QueryTrait,
 };
 
 use super::calendar_roles::{self, MembersByCalendar};
@@ -151,22 +151,12 @@ pub async fn lock_for_changes(
         reads.extend(attendees_read);
         let mut sections = txn.read_together(&reads, true).await?.into_iter();
         sections.next();
-        let rows = sections.next().unwrap_or_default();
-        let found = match rows
-            .iter()
-            .map(|row| events::Model::from_query_result(row, ""))
-            .collect::<Result<Vec<_>, _>>()
-        {
+        let found = match event_rows(&sections.next().unwrap_or_default()) {
             Ok(found) => found,
             // A stored time outside the text format's reach (a year past 9999, which no
             // write path makes but an old import did): the rows, locked already, are read
             // again in the binary format, and the rules refuse the time.
-            Err(_) => txn
-                .read_planned_now(&events_locked)
-                .await?
-                .iter()
-                .map(|row| events::Model::from_query_result(row, ""))
-                .collect::<Result<Vec<_>, _>>()?,
+            Err(_) => event_rows(&txn.read_planned_now(&events_locked).await?)?,
         };
         (found, sections)
     } else {
@@ -181,12 +171,7 @@ pub async fn lock_for_changes(
         let mut reads = vec![events_locked, links_read, members_read];
         reads.extend(attendees_read);
         let mut sections = txn.read_together(&reads, true).await?.into_iter();
-        let found = sections
-            .next()
-            .unwrap_or_default()
-            .iter()
-            .map(|row| events::Model::from_query_result(row, ""))
-            .collect::<Result<Vec<_>, _>>()?;
+        let found = event_rows(&sections.next().unwrap_or_default())?;
         (found, sections)
     };
     let mut section = || sections.next().unwrap_or_default();
@@ -232,6 +217,13 @@ pub async fn lock_for_changes(
         versions,
         attendees,
     })
+}
+
+/// The events' rows of a read.
+fn event_rows(rows: &[QueryResult]) -> Result<Vec<events::Model>, DbErr> {
+    rows.iter()
+        .map(|row| events::Model::from_query_result(row, ""))
+        .collect()
 }
 
 /// PostgreSQL: the last statement of a batch of [`lock_for_changes`] before its commit.

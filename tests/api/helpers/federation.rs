@@ -313,23 +313,23 @@ pub async fn accepted(app: &TestApp, invite: &str, email: &str, home: &str) -> A
 
 /// `POST /api/v1/federation/token/rotate` on `app` with `bearer` (none when `None`), no body.
 pub async fn rotate(app: &TestApp, bearer: Option<&str>) -> (StatusCode, Value) {
-    let mut request = app.client.post(app.url("/api/v1/federation/token/rotate"));
-    if let Some(bearer) = bearer {
-        request = request.bearer_auth(bearer);
+    json_answer(rotate_request(app, bearer)).await
+}
+
+/// The request of [`rotate`].
+fn rotate_request(app: &TestApp, bearer: Option<&str>) -> reqwest::RequestBuilder {
+    let request = app.client.post(app.url("/api/v1/federation/token/rotate"));
+    match bearer {
+        Some(bearer) => request.bearer_auth(bearer),
+        None => request,
     }
-    json_answer(request).await
 }
 
 /// [`rotate`] with `bearer` from the client `address`, as a trusted proxy names it
 /// (`X-Forwarded-For`; the app must trust proxy headers): each address has its own count
 /// of rotations under the rate limit.
 pub async fn rotate_from(app: &TestApp, bearer: &str, address: &str) -> (StatusCode, Value) {
-    let request = app
-        .client
-        .post(app.url("/api/v1/federation/token/rotate"))
-        .bearer_auth(bearer)
-        .header("x-forwarded-for", address);
-    json_answer(request).await
+    json_answer(rotate_request(app, Some(bearer)).header("x-forwarded-for", address)).await
 }
 
 /// `method path` on `app` with `bearer` (body as JSON when given): the status and the body as
