@@ -87,9 +87,9 @@ pub async fn lock(
 /// global order, so that no two can each hold what the other waits for: first every
 /// calendar it will write to or whose members it relies on, by id; then the events' rows,
 /// by id; then the rows hanging off them (links, attendees, history). A calendar's
-/// `events_version` rises when the transaction commits (migration `m20261129_000025`),
-/// which takes its row `FOR NO KEY UPDATE` in the order of the ids then, so the lock a
-/// write takes first need not be that one: a batch of edits
+/// events version rises when the transaction commits, in a row of its own beside the
+/// calendar's (migrations `m20261129_000025` and `m20261130_000026`), taken in the order of
+/// the ids then, so a write of events never takes a calendar's row for update: a batch of edits
 /// ([`super::events::change_locks::lock_for_changes`]) takes its calendars `FOR KEY SHARE`,
 /// which two batches can hold together and which lets neither's commit wait for the
 /// other's whole transaction, and confirms the members it read in its last statement

@@ -4,7 +4,8 @@
 //! removed, a linked calendar deleted — through the linked calendar's own actor or through
 //! another server on the same database — and refusals must follow them too. On PostgreSQL
 //! such a batch is one statement that takes its calendars' locks after its timestamp, so a
-//! lock held past the write's time bound must refuse it whole.
+//! lock held past the write's time bound must refuse it whole; and those locks share the
+//! calendar with its other writes of events, while a change of its memberships waits.
 
 use std::time::Duration;
 
@@ -239,4 +240,72 @@ async fn a_creation_held_by_a_lock_past_its_time_bound_is_refused_whole() {
         StatusCode::CREATED
     );
     assert_eq!(titles(&app, &s.owner).await, ["after", "first"]);
+}
+
+#[tokio::test]
+async fn writes_of_a_calendars_events_go_on_beside_each_other_and_a_membership_change_waits() {
+    let app = spawn_app().await;
+    if app.ctx().db.backend() != Backend::Postgres {
+        // SQLite's writes all go through the server's one writer connection: each holds the
+        // whole database, so no write goes on beside another there.
+        return;
+    }
+    let s = shared(&app, "batch-roles-beside").await;
+    let home = [s.calendar.as_str()];
+    assert_eq!(
+        create(&app, &s.editor, &home, "first").await,
+        StatusCode::CREATED
+    );
+    // The owner's full read, served from the cache until the calendar's events change.
+    assert_eq!(titles(&app, &s.owner).await, ["first"]);
+    let db = app.db_connection().await;
+    // Another write of the calendar's events holds its row as each batch's check of the
+    // memberships holds it, to its commit.
+    let holder = db.begin().await.expect("begin");
+    holder
+        .execute_unprepared(&format!(
+            "SELECT 1 FROM calendars WHERE id = '{}' FOR SHARE",
+            s.calendar
+        ))
+        .await
+        .expect("share the calendar");
+
+    // A batch of creations and a batch of edits commit beside it, without waiting for it
+    // (a wait would outlast their time bound and refuse them), and the calendar's events
+    // version still rises with each: the owner's next reads are not the cached one.
+    let beside = tokio::time::timeout(WAIT, create(&app, &s.editor, &home, "beside"))
+        .await
+        .expect("a creation beside another write of the calendar");
+    assert_eq!(beside, StatusCode::CREATED);
+    assert_eq!(titles(&app, &s.owner).await, ["beside", "first"]);
+    let mut first = app.read_events(&s.editor, "").await["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .find(|event| event["title"] == "first")
+        .expect("first")
+        .clone();
+    first["title"] = json!("edited beside");
+    let edited = tokio::time::timeout(WAIT, app.event_request(Method::PUT, &s.editor, &first))
+        .await
+        .expect("an edit beside another write of the calendar");
+    assert_eq!(edited.status(), StatusCode::OK);
+    assert_eq!(titles(&app, &s.owner).await, ["beside", "edited beside"]);
+
+    // A change of the calendar's memberships waits for the write that shares it.
+    let release = async {
+        tokio::time::timeout(WAIT, a_lock_waited_longer_than(&db, 0.3))
+            .await
+            .expect("the membership change waits for the write");
+        holder.rollback().await.expect("release");
+    };
+    tokio::join!(
+        remove_member(&app, &s.owner, &s.calendar, &s.editor),
+        release
+    );
+    assert_eq!(
+        create(&app, &s.editor, &home, "removed").await,
+        StatusCode::FORBIDDEN
+    );
+    assert_eq!(titles(&app, &s.owner).await, ["beside", "edited beside"]);
 }

@@ -9,8 +9,9 @@
 //! `m20261124_000012` for PostgreSQL): the view `calendar_members_seen` aborts the statement
 //! with [`MEMBERS_CHANGED`] unless every calendar it is given still exists at the version
 //! given. On SQLite it runs inside the write transaction, which holds the database until
-//! the commit; on PostgreSQL it locks each calendar as it checks it, so what it confirms
-//! holds until the commit there too.
+//! the commit; on PostgreSQL it locks each calendar as it checks it, `FOR SHARE` (migration
+//! `m20261130_000026`), so what it confirms holds until the commit there too, while other
+//! writes of the calendar's events go on beside it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -47,10 +48,10 @@ pub struct CalendarRoles {
 /// Reads the roles of every member of `calendar_ids` and the `members_version` of `home` and
 /// of `calendar_ids` (the calendars that exist), in one round trip: the start of a calendar
 /// actor's group commit. On PostgreSQL it also locks those calendars for the rest of the
-/// transaction (`FOR NO KEY UPDATE`, in the order of their ids, as [`roles_unchanged_check`]'s check
-/// does: the lock the transaction's inserts take anyway when they raise the calendars'
-/// `events_version`, taken first; SQLite's write transaction holds the database). `None`
-/// when `home` does not exist.
+/// transaction (`FOR SHARE`, in the order of their ids, as [`roles_unchanged_check`]'s check
+/// does: a change of their memberships waits for the commit, another batch of their events
+/// does not; SQLite's write transaction holds the database). `None` when `home` does not
+/// exist.
 pub async fn lock_with_roles(
     txn: &impl ConnectionTrait,
     home: CalendarId,
@@ -66,7 +67,7 @@ pub async fn lock_with_roles(
     }
     // Every listed calendar that exists gives its version, with or without members.
     let lock = if backend == DbBackend::Postgres {
-        " ORDER BY c.id FOR NO KEY UPDATE OF c"
+        " ORDER BY c.id FOR SHARE OF c"
     } else {
         ""
     };

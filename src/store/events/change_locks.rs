@@ -58,11 +58,11 @@ pub struct Answering {
 ///
 /// On PostgreSQL the calendars are locked `FOR KEY SHARE`, which the batches of two
 /// calendars' actors can hold together: changing an event or its links raises its
-/// calendars' `events_version` when the transaction commits (migration
-/// `m20261129_000025`), so the rows are written, and held against another batch, only from
-/// the batch's last statement, [`confirm_members`], which confirms the members read here
-/// (a change of memberships that takes its calendar `FOR NO KEY UPDATE` does not wait for
-/// this lock) and locks the calendars for the commit in the order of their ids.
+/// calendars' events version when the transaction commits, in a row of its own (migrations
+/// `m20261129_000025` and `m20261130_000026`), so the calendars' rows are never written by
+/// a batch. Its last statement, [`confirm_members`], confirms the members read here (a
+/// change of memberships that takes its calendar `FOR NO KEY UPDATE` does not wait for
+/// this lock) and holds them `FOR SHARE` to the commit, in the order of their ids.
 pub async fn lock_for_changes(
     txn: &WriteTxn,
     ids: &[EventId],
@@ -228,8 +228,8 @@ fn event_rows(rows: &[QueryResult]) -> Result<Vec<events::Model>, DbErr> {
 
 /// PostgreSQL: the last statement of a batch of [`lock_for_changes`] before its commit.
 /// It confirms that the memberships the batch read (`versions`, [`ChangeLocks::versions`])
-/// are current, locking their calendars in the order of their ids (the rows its commit
-/// raises `events_version` of: they are held from here to the commit), and sends the
+/// are current, locking their calendars `FOR SHARE` in the order of their ids (a change of
+/// their memberships waits for the commit from here; another batch does not), and sends the
 /// frames announced so far ([`WriteTxn::frames_insert`]), in one statement, deferred
 /// ([`WriteTxn::defer`]: it goes in the commit's round trip). The commit then fails with
 /// the refusal of [`calendar_roles::is_members_changed`] if a membership changed since the

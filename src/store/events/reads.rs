@@ -237,8 +237,11 @@ pub async fn changed_since(
 }
 
 /// [`versions`] on PostgreSQL.
-pub(super) const VERSIONS_POSTGRES: &str = "SELECT coalesce(string_agg(c.id::text || ':' || c.events_version, ',' ORDER BY c.id), '') \
+/// A calendar's events version there is its `events_version` plus the raises counted apart
+/// (migration `m20261130_000026`).
+pub(super) const VERSIONS_POSTGRES: &str = "SELECT coalesce(string_agg(c.id::text || ':' || (c.events_version + coalesce(r.raised, 0)), ',' ORDER BY c.id), '') \
      AS versions FROM calendar_members m JOIN calendars c ON c.id = m.calendar_id \
+     LEFT JOIN calendar_events_raised r ON r.calendar_id = c.id \
      WHERE m.user_id = $1";
 
 /// [`versions`] on SQLite.
@@ -247,7 +250,7 @@ pub(super) const VERSIONS_SQLITE: &str = "SELECT coalesce(group_concat(hex(c.id)
      WHERE m.user_id = ?1";
 
 /// What the events `user_id` can see depend on, as one comparable text: each calendar they
-/// are a member of with its `events_version` (raised by triggers whenever a link into it or
+/// are a member of with its events version (raised by triggers whenever a link into it or
 /// a linked event changes). Equal versions, read at two moments, mean the same events.
 pub async fn versions(db: &impl ConnectionTrait, user_id: &UserId) -> Result<String, DbErr> {
     let backend = db.get_database_backend();
@@ -282,8 +285,9 @@ pub struct FullRead {
 
 /// [`versions`] and how many live events the reader can see, counted up to `?2`, on
 /// PostgreSQL.
-const VERSIONS_AND_SIZE_POSTGRES: &str = "SELECT coalesce((SELECT string_agg(c.id::text || ':' || c.events_version, ',' ORDER BY c.id) \
-     FROM calendar_members m JOIN calendars c ON c.id = m.calendar_id WHERE m.user_id = $1), '') AS versions, \
+const VERSIONS_AND_SIZE_POSTGRES: &str = "SELECT coalesce((SELECT string_agg(c.id::text || ':' || (c.events_version + coalesce(r.raised, 0)), ',' ORDER BY c.id) \
+     FROM calendar_members m JOIN calendars c ON c.id = m.calendar_id \
+     LEFT JOIN calendar_events_raised r ON r.calendar_id = c.id WHERE m.user_id = $1), '') AS versions, \
      (SELECT count(*) FROM (SELECT 1 FROM events e WHERE e.deleted_at IS NULL AND e.id IN (\
      SELECT l.event_id FROM calendar_events l JOIN calendar_members m ON m.calendar_id = l.calendar_id \
      WHERE m.user_id = $1) LIMIT $2) AS counted) AS size";
