@@ -6,8 +6,8 @@ use chrono::{DateTime, Utc};
 use entities::{event_attendees, users};
 use sea_orm::sea_query::{Expr, ExprTrait, InsertStatement, OnConflict, Query, SelectStatement};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryResult,
-    QueryTrait,
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, QueryFilter,
+    QueryResult, QueryTrait,
 };
 
 use crate::domain::events::Attendance;
@@ -80,12 +80,20 @@ pub struct AttendeeLists {
 
 impl AttendeeLists {
     /// The reads for the attendees of `events` and for the `people` who answer, in that
-    /// order; none when there is no event.
-    pub fn reads(events: &[EventId], people: &[UserId]) -> Vec<SelectStatement> {
+    /// order, their keys as [`super::padded_keys`] gives them for `backend`; none when
+    /// there is no event.
+    pub fn reads(
+        backend: DbBackend,
+        events: &[EventId],
+        people: &[UserId],
+    ) -> Vec<SelectStatement> {
         if events.is_empty() {
             return Vec::new();
         }
-        let (events, people) = (super::padded_keys(events), super::padded_keys(people));
+        let (events, people) = (
+            super::padded_keys(backend, events),
+            super::padded_keys(backend, people),
+        );
         let attendees = Query::select()
             .column((event_attendees::Entity, event_attendees::Column::EventId))
             .column((event_attendees::Entity, event_attendees::Column::Status))

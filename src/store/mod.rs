@@ -550,11 +550,18 @@ pub(crate) fn placeholder(backend: DbBackend, n: usize) -> String {
     }
 }
 
-/// The keys of an `IN` list padded, by repeating the last, to the next power of four
-/// (1, 4, 16, 64, ...): the texts of a read by a list of keys then come in a few lengths,
-/// so SQLite's writer finds them among its prepared statements (it keeps 100) instead of
-/// preparing each batch's afresh. A repeated key changes nothing an `IN` list matches.
-pub(crate) fn padded_keys<T: Clone>(keys: &[T]) -> Vec<T> {
+/// The keys of an `IN` list for `backend`. On SQLite, padded by repeating the last to the
+/// next power of four (1, 4, 16, 64, ...): the texts of a read by a list of keys then come
+/// in a few lengths, so SQLite's writer finds them among its prepared statements (it keeps
+/// 100) instead of preparing each batch's afresh. A repeated key changes nothing an `IN`
+/// list matches. On PostgreSQL, which plans such a text for each execution, the keys as
+/// they are: padding would lengthen the text and have the planner expect a row for every
+/// key written (17 keys padded to 64 scanned a table of a few thousand events whole where
+/// its index found the 17).
+pub(crate) fn padded_keys<T: Clone>(backend: DbBackend, keys: &[T]) -> Vec<T> {
+    if backend == DbBackend::Postgres {
+        return keys.to_vec();
+    }
     let mut bucket = 1;
     while bucket < keys.len() {
         bucket *= 4;
@@ -669,15 +676,25 @@ impl ConnectionTrait for Database {
 #[cfg(test)]
 mod tests {
     use super::padded_keys;
+    use sea_orm::DbBackend;
+
+    const SQLITE: DbBackend = DbBackend::Sqlite;
+    const POSTGRES: DbBackend = DbBackend::Postgres;
 
     #[test]
-    fn keys_pad_to_the_next_power_of_four_with_the_last() {
-        assert_eq!(padded_keys::<u8>(&[]), Vec::<u8>::new());
-        assert_eq!(padded_keys(&[7]), vec![7]);
-        assert_eq!(padded_keys(&[1, 2]), vec![1, 2, 2, 2]);
-        assert_eq!(padded_keys(&[1, 2, 3, 4]), vec![1, 2, 3, 4]);
-        let five = padded_keys(&[1, 2, 3, 4, 5]);
+    fn keys_pad_to_the_next_power_of_four_with_the_last_on_sqlite() {
+        assert_eq!(padded_keys::<u8>(SQLITE, &[]), Vec::<u8>::new());
+        assert_eq!(padded_keys(SQLITE, &[7]), vec![7]);
+        assert_eq!(padded_keys(SQLITE, &[1, 2]), vec![1, 2, 2, 2]);
+        assert_eq!(padded_keys(SQLITE, &[1, 2, 3, 4]), vec![1, 2, 3, 4]);
+        let five = padded_keys(SQLITE, &[1, 2, 3, 4, 5]);
         assert_eq!(five.len(), 16);
         assert!(five[4..].iter().all(|key| *key == 5));
+    }
+
+    #[test]
+    fn keys_stay_as_they_are_on_postgres() {
+        assert_eq!(padded_keys(POSTGRES, &[1, 2]), vec![1, 2]);
+        assert_eq!(padded_keys(POSTGRES, &[1, 2, 3, 4, 5]), vec![1, 2, 3, 4, 5]);
     }
 }

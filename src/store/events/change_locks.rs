@@ -69,9 +69,13 @@ pub async fn lock_for_changes(
     also: &[CalendarId],
     answering: &Answering,
 ) -> Result<ChangeLocks, DbErr> {
-    // Padded, so the texts repeat from batch to batch ([`crate::store::padded_keys`]).
-    let (ids, also) = (&padded_keys(ids)[..], &padded_keys(also)[..]);
-    let attendees_read = AttendeeLists::reads(&answering.events, &answering.people);
+    // On SQLite padded, so the texts repeat from batch to batch ([`crate::store::padded_keys`]).
+    let backend = txn.get_database_backend();
+    let (ids, also) = (
+        &padded_keys(backend, ids)[..],
+        &padded_keys(backend, also)[..],
+    );
+    let attendees_read = AttendeeLists::reads(backend, &answering.events, &answering.people);
     let reads_attendees = !attendees_read.is_empty();
     let linked = || {
         Query::select()
