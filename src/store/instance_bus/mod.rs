@@ -10,7 +10,8 @@
 //! - a batch of change mails is due, and rows were queued in a provider account's outbox:
 //!   whichever instance holds that work wakes for it.
 //!
-//! A notice too large for a notification is stored and its id sent; rows older than
+//! Frames too many for one notification go as several notices, each user's in order; a
+//! notice still too large (one large frame) is stored and its id sent; rows older than
 //! [`KEEP_STORED`] are deleted. Each instance listens on a connection of its own. When that
 //! connection is lost, notices sent meanwhile are lost with it: the instance then forgets
 //! every cached session, has every stream's credential checked again, and closes every
@@ -39,7 +40,7 @@ use super::session_cache::SessionCache;
 use crate::domain::frames::FrameBatch;
 use crate::domain::ids::{AccountId, UserId};
 use listener::{Hearers, listen, listen_on};
-use notice::{Message, Notice, frames_notice};
+use notice::{Message, Notice, frames_notices};
 
 /// The channel every instance of one database listens on.
 pub(super) const CHANNEL: &str = "bowline_instances";
@@ -223,7 +224,7 @@ impl InstanceBus {
     /// Sends `frames` to the streams of every instance (this one too), outside any write
     /// transaction: after the notices asked for before it.
     pub(crate) fn publish_frames(&self, frames: FrameBatch) {
-        if let Some(notice) = frames_notice(frames) {
+        for notice in frames_notices(frames) {
             self.send(notice);
         }
     }
@@ -251,9 +252,21 @@ impl InstanceBus {
         ))
     }
 
-    /// [`Self::frames_statement`] as an insert, to go in a statement with others.
+    /// [`Self::frames_statement`] as an insert, to go in a statement with others: one row
+    /// per notice, so that each fits in a notification ([`frames_notices`]), inserted (and
+    /// so heard) in order. The notice waited for is the last, heard after the others.
     pub(crate) fn frames_insert(&self, frames: FrameBatch) -> Option<(InsertStatement, OwnNotice)> {
-        let (n, payload) = self.numbered_payload(frames_notice(frames)?)?;
+        let mut insert = Query::insert()
+            .into_table(Alias::new("instance_notices"))
+            .columns([Alias::new("payload")])
+            .to_owned();
+        let mut last = None;
+        for notice in frames_notices(frames) {
+            let (n, payload) = self.numbered_payload(notice)?;
+            insert.values_panic([payload.into()]);
+            last = Some(n);
+        }
+        let n = last?;
         let (tell, heard) = oneshot::channel();
         self.inner.waiting.lock().insert(n, tell);
         let own = OwnNotice {
@@ -261,11 +274,6 @@ impl InstanceBus {
             heard: Some(heard),
             waiting: self.inner.waiting.clone(),
         };
-        let insert = Query::insert()
-            .into_table(Alias::new("instance_notices"))
-            .columns([Alias::new("payload")])
-            .values_panic([payload.into()])
-            .to_owned();
         Some((insert, own))
     }
 

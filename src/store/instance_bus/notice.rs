@@ -1,6 +1,9 @@
 //! The notices of the instance bus as they travel: one JSON object per notice, naming its
 //! sender and numbered by it, or `{"stored": id}` for one kept in `instance_notices`; frames
-//! carry each distinct block once and each user's list of them.
+//! carry each distinct block once and each user's list of them, split into notices that
+//! each fit in a notification.
+
+use std::collections::HashMap;
 
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
@@ -46,17 +49,115 @@ pub(super) enum Heard {
     Message(Message),
 }
 
-/// The notice of `frames`: each distinct block once, and each user's list of them.
-pub(super) fn frames_notice(frames: FrameBatch) -> Option<Notice> {
+/// The longest payload sent in a notification itself: the trigger of `instance_notices`
+/// stores a longer one and sends its id, which every listener must then read back
+/// (migration `m20261126_000019`).
+const NOTIFY_LIMIT: usize = 7_900;
+/// What a frames notice's message holds besides its blocks and users' lists, at most: the
+/// sender (a UUID), its number, the kind and the punctuation around them.
+const ENVELOPE: usize = 200;
+
+/// The notices of `frames`, to be sent one after the other: each distinct block once per
+/// notice and each user's list of them. Frames that do not fit in one notification are
+/// split into several that do (one frame larger than that alone is one stored notice):
+/// each user's frames are cut into runs, in order, so that read in order the notices give
+/// every user their frames in order. None for no frames.
+pub(super) fn frames_notices(frames: FrameBatch) -> Vec<Notice> {
     if frames.is_empty() {
-        return None;
+        return Vec::new();
     }
     let (blocks, users) = frames.shared_blocks();
-    let blocks = blocks
+    let blocks: Vec<String> = blocks
         .iter()
         .map(|block| String::from_utf8_lossy(block).into_owned())
         .collect();
-    Some(Notice::Frames { blocks, users })
+    let room = NOTIFY_LIMIT - ENVELOPE;
+    let costs: Vec<usize> = blocks.iter().map(|block| json_len(block) + 1).collect();
+    let whole = costs.iter().sum::<usize>()
+        + users
+            .iter()
+            .map(|(user, indices)| user_len(user) + indices.len() * (digits(blocks.len()) + 1))
+            .sum::<usize>();
+    if whole <= room {
+        return vec![Notice::Frames { blocks, users }];
+    }
+    split(&blocks, &costs, &users, room)
+}
+
+/// `users`' frames in notices of at most `room` bytes each (but for a single block larger
+/// than that), `costs` being each block's length in a notice. A notice takes from each
+/// user in turn the next of their blocks while they fit, a block another user took into it
+/// already costing only its index.
+fn split(
+    blocks: &[String],
+    costs: &[usize],
+    users: &[(UserId, Vec<u32>)],
+    room: usize,
+) -> Vec<Notice> {
+    let mut taken = vec![0usize; users.len()];
+    let mut notices = Vec::new();
+    while taken
+        .iter()
+        .zip(users)
+        .any(|(taken, (_, indices))| *taken < indices.len())
+    {
+        let mut size = 0;
+        let mut renumbered: HashMap<u32, u32> = HashMap::new();
+        let mut part_blocks: Vec<String> = Vec::new();
+        let mut part_users: Vec<(UserId, Vec<u32>)> = Vec::new();
+        for ((user, indices), taken) in users.iter().zip(taken.iter_mut()) {
+            let mut runs = Vec::new();
+            for &index in &indices[*taken..] {
+                let (number, block_cost) = match renumbered.get(&index) {
+                    Some(&number) => (number, 0),
+                    None => (part_blocks.len() as u32, costs[index as usize]),
+                };
+                let user_cost = if runs.is_empty() { user_len(user) } else { 0 };
+                let cost = block_cost + user_cost + digits(number as usize) + 1;
+                if size + cost > room && !part_blocks.is_empty() {
+                    break;
+                }
+                if block_cost > 0 {
+                    renumbered.insert(index, number);
+                    part_blocks.push(blocks[index as usize].clone());
+                }
+                size += cost;
+                runs.push(number);
+            }
+            *taken += runs.len();
+            if !runs.is_empty() {
+                part_users.push((user.clone(), runs));
+            }
+        }
+        notices.push(Notice::Frames {
+            blocks: part_blocks,
+            users: part_users,
+        });
+    }
+    notices
+}
+
+/// The length of `text` as a JSON string: its quotes, and each character escaped as
+/// `serde_json` writes it.
+fn json_len(text: &str) -> usize {
+    2 + text
+        .bytes()
+        .map(|byte| match byte {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
+            0..0x20 => 6,
+            _ => 1,
+        })
+        .sum::<usize>()
+}
+
+/// The length of a user's entry in a notice's users, without its indices: `["id",[]],`.
+fn user_len(user: &UserId) -> usize {
+    json_len(user.as_str()) + 6
+}
+
+/// How many decimal digits `n` has.
+fn digits(n: usize) -> usize {
+    n.checked_ilog10().map_or(1, |log| log as usize + 1)
 }
 
 /// Each user's frames as one block, from the distinct `blocks` and the users' lists.
@@ -93,8 +194,9 @@ mod tests {
         let (ann, bob) = (UserId::new("ann"), UserId::new("bob"));
         batch.add([&ann, &bob], &Frame::new("a", json!({})));
         batch.add([&ann], &Frame::new("b", json!({"x": "é"})));
-        let Some(Notice::Frames { blocks, users }) = frames_notice(batch) else {
-            panic!("frames give a frames notice");
+        let Ok([Notice::Frames { blocks, users }]) = <[Notice; 1]>::try_from(frames_notices(batch))
+        else {
+            panic!("a few frames give one frames notice");
         };
         assert_eq!(blocks.len(), 2, "a block shared by two users is sent once");
         let mut delivered = user_blocks(&blocks, users);
@@ -114,7 +216,115 @@ mod tests {
                 ),
             ]
         );
-        assert!(frames_notice(FrameBatch::default()).is_none());
+        assert!(frames_notices(FrameBatch::default()).is_empty());
+    }
+
+    /// Each notice as sent by an instance, and each user's frames read back from all of them
+    /// in order.
+    fn sent_and_delivered(notices: Vec<Notice>) -> (Vec<String>, HashMap<UserId, Vec<u8>>) {
+        let mut sent = Vec::new();
+        let mut delivered: HashMap<UserId, Vec<u8>> = HashMap::new();
+        for (n, notice) in notices.into_iter().enumerate() {
+            let message = Message {
+                from: uuid::Uuid::new_v4().to_string(),
+                n: u64::MAX - n as u64,
+                notice,
+            };
+            sent.push(serde_json::to_string(&message).unwrap());
+            let Notice::Frames { blocks, users } = message.notice else {
+                panic!("frames notices only");
+            };
+            for (user, block) in user_blocks(&blocks, users) {
+                delivered.entry(user).or_default().extend_from_slice(&block);
+            }
+        }
+        (sent, delivered)
+    }
+
+    #[test]
+    fn frames_past_one_notification_are_split_each_users_in_order() {
+        let users: Vec<UserId> = (0..7).map(|n| UserId::new(format!("user-{n}"))).collect();
+        let batch = || {
+            let mut batch = FrameBatch::default();
+            for n in 0..60usize {
+                // Most frames go to everyone, some to a few, some to one; escapes count.
+                let to: Vec<&UserId> = match n % 5 {
+                    0 => users.iter().take(2).collect(),
+                    1 => vec![&users[n % 7]],
+                    _ => users.iter().collect(),
+                };
+                let text = format!("{n} \"quoted\" \\ é\n\u{1}").repeat(n % 9 * 10 + 1);
+                batch.add(
+                    to,
+                    &Frame::new("event_updated", json!({ "n": n, "text": text })),
+                );
+            }
+            batch
+        };
+        let expected: HashMap<UserId, Bytes> = batch().into_blocks().collect();
+
+        let batch = batch();
+        let notices = frames_notices(batch);
+        assert!(notices.len() > 3, "{} notices", notices.len());
+        let (sent, delivered) = sent_and_delivered(notices);
+        for text in &sent {
+            assert!(
+                text.len() < NOTIFY_LIMIT,
+                "a notice of {} bytes",
+                text.len()
+            );
+        }
+        assert_eq!(delivered.len(), expected.len());
+        for (user, frames) in expected {
+            assert_eq!(
+                delivered[&user],
+                frames.to_vec(),
+                "{user:?}'s frames, in order"
+            );
+        }
+    }
+
+    #[test]
+    fn a_frame_larger_than_a_notification_is_one_notice_between_the_others() {
+        let ann = UserId::new("ann");
+        let batch = || {
+            let mut batch = FrameBatch::default();
+            batch.add([&ann], &Frame::new("a", json!({"text": "small"})));
+            batch.add(
+                [&ann],
+                &Frame::new("b", json!({"text": "x".repeat(NOTIFY_LIMIT)})),
+            );
+            batch.add([&ann], &Frame::new("c", json!({"text": "small"})));
+            batch
+        };
+        let expected: HashMap<UserId, Bytes> = batch().into_blocks().collect();
+        let batch = batch();
+        let notices = frames_notices(batch);
+        assert_eq!(notices.len(), 3);
+        let (sent, delivered) = sent_and_delivered(notices);
+        assert!(sent[1].len() > NOTIFY_LIMIT, "the large frame is stored");
+        assert_eq!(delivered[&ann], expected[&ann].to_vec());
+    }
+
+    #[test]
+    fn a_strings_json_length_is_what_serde_json_writes() {
+        for text in [
+            "",
+            "plain",
+            "\"\\/",
+            "é\u{1}\u{1f}\u{7f}\n\r\t\u{8}\u{c}",
+            "data: {}\n\n",
+        ] {
+            assert_eq!(
+                json_len(text),
+                serde_json::to_string(text).unwrap().len(),
+                "{text:?}"
+            );
+        }
+        assert_eq!(
+            (digits(0), digits(9), digits(10), digits(12_345)),
+            (1, 1, 2, 5)
+        );
     }
 
     #[test]
