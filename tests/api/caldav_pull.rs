@@ -504,7 +504,8 @@ async fn ticks_during_a_hanging_pull_are_skipped_and_counted() {
     let app = spawn_app_with(|s| {
         s.caldav.enc_key = Some(bowline::config::Secret::new(CALDAV_KEY));
         s.caldav.sync_interval_ms = 200;
-        s.caldav.request_timeout_ms = 1_500;
+        // Time for Radicale to answer the connection on a loaded machine.
+        s.caldav.request_timeout_ms = 3_000;
     })
     .await;
     let ana = app.sign_up("ana@example.com").await;
