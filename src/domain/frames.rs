@@ -69,6 +69,8 @@ impl Frame {
 #[derive(Debug, Default)]
 pub struct FrameBatch {
     by_user: HashMap<UserId, Vec<Bytes>>,
+    /// Every block, once, in the order added (shared with `by_user`).
+    added: Vec<Bytes>,
 }
 
 impl FrameBatch {
@@ -76,6 +78,7 @@ impl FrameBatch {
     pub fn add<'a>(&mut self, users: impl IntoIterator<Item = &'a UserId>, frame: &Frame) {
         // A block of its own: a frame added twice is delivered twice.
         let block = Bytes::copy_from_slice(&frame.block);
+        self.added.push(block.clone());
         for user in users {
             let blocks = self.by_user.entry(user.clone()).or_default();
             // Users come once per frame, so a repeat is always the block just added.
@@ -93,28 +96,41 @@ impl FrameBatch {
         for (user, blocks) in other.by_user {
             self.by_user.entry(user).or_default().extend(blocks);
         }
+        self.added.extend(other.added);
     }
 
-    /// Each distinct block once, and each user's blocks as indices into them, in order.
+    /// Each distinct block once, numbered in the order they were added, and each user's
+    /// blocks as indices into them, in order (so each user's indices increase). Empty
+    /// blocks (a frame that could not be encoded) carry nothing and are left out.
     pub fn shared_blocks(self) -> (Vec<Bytes>, Vec<(UserId, Vec<u32>)>) {
-        let mut blocks: Vec<Bytes> = Vec::new();
-        let mut index: HashMap<(usize, usize), u32> = HashMap::new();
+        // Each block added is an allocation of its own, told apart by its address.
+        let key = |block: &Bytes| block.as_ptr() as usize;
+        let mut number: HashMap<usize, u32> = self
+            .by_user
+            .values()
+            .flatten()
+            .filter(|block| !block.is_empty())
+            .map(|block| (key(block), 0))
+            .collect();
+        let mut blocks: Vec<Bytes> = Vec::with_capacity(number.len());
+        for block in self.added {
+            if let Some(n) = number.get_mut(&key(&block))
+                && !block.is_empty()
+            {
+                *n = blocks.len() as u32;
+                blocks.push(block);
+            }
+        }
         let users = self
             .by_user
             .into_iter()
-            .map(|(user, own)| {
-                let indices = own
-                    .into_iter()
-                    .map(|block| {
-                        *index
-                            .entry((block.as_ptr() as usize, block.len()))
-                            .or_insert_with(|| {
-                                blocks.push(block);
-                                (blocks.len() - 1) as u32
-                            })
-                    })
+            .filter_map(|(user, own)| {
+                let indices: Vec<u32> = own
+                    .iter()
+                    .filter(|block| !block.is_empty())
+                    .filter_map(|block| number.get(&key(block)).copied())
                     .collect();
-                (user, indices)
+                (!indices.is_empty()).then_some((user, indices))
             })
             .collect();
         (blocks, users)

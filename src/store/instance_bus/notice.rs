@@ -3,8 +3,6 @@
 //! carry each distinct block once and each user's list of them, split into notices that
 //! each fit in a notification.
 
-use std::collections::HashMap;
-
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -57,11 +55,11 @@ const NOTIFY_LIMIT: usize = 7_900;
 /// sender (a UUID), its number, the kind and the punctuation around them.
 const ENVELOPE: usize = 200;
 
-/// The notices of `frames`, to be sent one after the other: each distinct block once per
-/// notice and each user's list of them. Frames that do not fit in one notification are
-/// split into several that do (one frame larger than that alone is one stored notice):
-/// each user's frames are cut into runs, in order, so that read in order the notices give
-/// every user their frames in order. None for no frames.
+/// The notices of `frames`, to be sent one after the other: each distinct block once and
+/// each user's list of them. Frames that do not fit in one notification are split into
+/// several that do (one frame larger than that alone is one stored notice) without sending
+/// any block twice: the blocks, in the order they were added, are cut into runs, so that
+/// read in order the notices give every user their frames in order. None for no frames.
 pub(super) fn frames_notices(frames: FrameBatch) -> Vec<Notice> {
     if frames.is_empty() {
         return Vec::new();
@@ -81,60 +79,88 @@ pub(super) fn frames_notices(frames: FrameBatch) -> Vec<Notice> {
     if whole <= room {
         return vec![Notice::Frames { blocks, users }];
     }
-    split(&blocks, &costs, &users, room)
+    split(blocks, &costs, users, room)
 }
 
 /// `users`' frames in notices of at most `room` bytes each (but for a single block larger
-/// than that), `costs` being each block's length in a notice. A notice takes from each
-/// user in turn the next of their blocks while they fit, a block another user took into it
-/// already costing only its index.
+/// than that), `costs` being each block's length in a notice: the blocks in their order,
+/// cut into runs, each notice holding one run once and each user's indices into it. Each
+/// user's indices increase ([`FrameBatch::shared_blocks`]), so the notices read in order
+/// give every user their frames in order; were they not, the frames go as one notice.
 fn split(
-    blocks: &[String],
+    blocks: Vec<String>,
     costs: &[usize],
-    users: &[(UserId, Vec<u32>)],
+    users: Vec<(UserId, Vec<u32>)>,
     room: usize,
 ) -> Vec<Notice> {
-    let mut taken = vec![0usize; users.len()];
-    let mut notices = Vec::new();
-    while taken
+    if users
         .iter()
-        .zip(users)
-        .any(|(taken, (_, indices))| *taken < indices.len())
+        .any(|(_, indices)| indices.windows(2).any(|pair| pair[0] >= pair[1]))
     {
-        let mut size = 0;
-        let mut renumbered: HashMap<u32, u32> = HashMap::new();
-        let mut part_blocks: Vec<String> = Vec::new();
-        let mut part_users: Vec<(UserId, Vec<u32>)> = Vec::new();
-        for ((user, indices), taken) in users.iter().zip(taken.iter_mut()) {
-            let mut runs = Vec::new();
-            for &index in &indices[*taken..] {
-                let (number, block_cost) = match renumbered.get(&index) {
-                    Some(&number) => (number, 0),
-                    None => (part_blocks.len() as u32, costs[index as usize]),
-                };
-                let user_cost = if runs.is_empty() { user_len(user) } else { 0 };
-                let cost = block_cost + user_cost + digits(number as usize) + 1;
-                if size + cost > room && !part_blocks.is_empty() {
-                    break;
-                }
-                if block_cost > 0 {
-                    renumbered.insert(index, number);
-                    part_blocks.push(blocks[index as usize].clone());
-                }
-                size += cost;
-                runs.push(number);
-            }
-            *taken += runs.len();
-            if !runs.is_empty() {
-                part_users.push((user.clone(), runs));
+        return vec![Notice::Frames { blocks, users }];
+    }
+    let mut holders: Vec<Vec<usize>> = vec![Vec::new(); blocks.len()];
+    for (holder, (_, indices)) in users.iter().enumerate() {
+        for &index in indices {
+            if let Some(held) = holders.get_mut(index as usize) {
+                held.push(holder);
             }
         }
-        notices.push(Notice::Frames {
-            blocks: part_blocks,
-            users: part_users,
-        });
     }
-    notices
+    // A block's length in a run from `start`: its text, its index in each holder's list,
+    // and the entry of each holder not in the run yet.
+    let cost = |index: usize, start: usize, in_run: &[bool]| {
+        let held = &holders[index];
+        costs[index]
+            + held.len() * (digits(index - start) + 1)
+            + held
+                .iter()
+                .filter(|&&holder| !in_run[holder])
+                .map(|&holder| user_len(&users[holder].0))
+                .sum::<usize>()
+    };
+    // Where each run ends: as many blocks as fit, at least one.
+    let mut ends = Vec::new();
+    let mut in_run = vec![false; users.len()];
+    let (mut start, mut size) = (0, 0);
+    for (index, held) in holders.iter().enumerate() {
+        let mut length = cost(index, start, &in_run);
+        if size + length > room && index > start {
+            ends.push(index);
+            (start, size) = (index, 0);
+            in_run.fill(false);
+            length = cost(index, start, &in_run);
+        }
+        size += length;
+        for &holder in held {
+            in_run[holder] = true;
+        }
+    }
+    ends.push(blocks.len());
+    let mut blocks = blocks.into_iter();
+    let mut taken = vec![0usize; users.len()];
+    let mut start = 0;
+    ends.into_iter()
+        .map(|end| {
+            let run: Vec<String> = blocks.by_ref().take(end - start).collect();
+            let run_users = users
+                .iter()
+                .zip(taken.iter_mut())
+                .filter_map(|((user, indices), taken)| {
+                    let rest = &indices[*taken..];
+                    let within = rest.iter().take_while(|&&index| (index as usize) < end);
+                    let numbers: Vec<u32> = within.map(|&index| index - start as u32).collect();
+                    *taken += numbers.len();
+                    (!numbers.is_empty()).then(|| (user.clone(), numbers))
+                })
+                .collect();
+            start = end;
+            Notice::Frames {
+                blocks: run,
+                users: run_users,
+            }
+        })
+        .collect()
 }
 
 /// The length of `text` as a JSON string: its quotes, and each character escaped as
@@ -184,6 +210,8 @@ pub(super) fn user_blocks(
 #[cfg(test)]
 #[allow(clippy::expect_used, clippy::unwrap_used)]
 mod tests {
+    use std::collections::HashMap;
+
     use super::*;
     use crate::domain::frames::Frame;
     use serde_json::json;
@@ -266,6 +294,14 @@ mod tests {
         let batch = batch();
         let notices = frames_notices(batch);
         assert!(notices.len() > 3, "{} notices", notices.len());
+        let sent_blocks: usize = notices
+            .iter()
+            .map(|notice| match notice {
+                Notice::Frames { blocks, .. } => blocks.len(),
+                _ => 0,
+            })
+            .sum();
+        assert_eq!(sent_blocks, 60, "each frame is sent once");
         let (sent, delivered) = sent_and_delivered(notices);
         for text in &sent {
             assert!(
