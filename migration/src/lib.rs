@@ -34,6 +34,7 @@ mod m20261128_000023_create_scheduling_polls;
 mod m20261128_000024_create_push_subscriptions;
 mod m20261129_000025_raise_events_version_at_commit_postgres;
 mod m20261130_000026_count_events_versions_apart_postgres;
+mod m20261201_000027_count_events_raises_by_slot_postgres;
 
 /// The ordered list of every migration Bowline has shipped.
 pub struct Migrator;
@@ -68,6 +69,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261128_000024_create_push_subscriptions::Migration),
             Box::new(m20261129_000025_raise_events_version_at_commit_postgres::Migration),
             Box::new(m20261130_000026_count_events_versions_apart_postgres::Migration),
+            Box::new(m20261201_000027_count_events_raises_by_slot_postgres::Migration),
         ]
     }
 }

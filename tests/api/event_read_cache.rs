@@ -281,3 +281,89 @@ async fn a_lost_validation_connection_costs_a_read_nothing_and_is_replaced() {
         );
     }
 }
+
+/// The slot whose row a commit on this connection raises in `calendar_events_raised`
+/// (migration `m20261201_000027`: the backend's process id modulo 16).
+async fn raise_slot(txn: &sea_orm::DatabaseTransaction) -> i32 {
+    txn.query_one_raw(Statement::from_string(
+        DbBackend::Postgres,
+        "SELECT (pg_backend_pid() % 16)::int AS slot",
+    ))
+    .await
+    .expect("query")
+    .expect("row")
+    .try_get::<i32>("", "slot")
+    .expect("slot")
+}
+
+#[tokio::test]
+async fn two_writes_of_one_calendar_raise_its_version_without_waiting_for_each_other() {
+    use sea_orm::TransactionTrait;
+    let app = spawn_app().await;
+    let owner = app.sign_up("cache-slots@example.com").await;
+    let calendar = app.create_calendar(&owner, "Slots").await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let mut touched = Vec::new();
+    for (title, hour) in [("First", 9), ("Second", 10)] {
+        let created = app
+            .create_event(&owner, &event_body(&[&calendar], title, hour))
+            .await;
+        touched.push(created["id"].as_str().expect("id").to_owned());
+    }
+    reads_agree(&app, &owner, "two events").await;
+
+    let conn = app.db_connection().await;
+    if conn.get_database_backend() == DbBackend::Postgres {
+        // Two transactions on connections whose commits raise different slots.
+        let first = conn.begin().await.expect("begin");
+        let slot = raise_slot(&first).await;
+        let mut spare = Vec::new();
+        let second = loop {
+            let txn = conn.begin().await.expect("begin");
+            if raise_slot(&txn).await != slot {
+                break txn;
+            }
+            assert!(spare.len() < 4, "no connection with another slot");
+            spare.push(txn);
+        };
+        for (txn, event) in [(&first, &touched[0]), (&second, &touched[1])] {
+            txn.execute_unprepared(&format!(
+                "UPDATE events SET title = title || '.' WHERE id = '{event}'"
+            ))
+            .await
+            .expect("update");
+        }
+        // The first raises the calendar's version now, as its commit would, and holds the
+        // row it raised; the second's raise must not wait for it.
+        first
+            .execute_unprepared("SET CONSTRAINTS ALL IMMEDIATE")
+            .await
+            .expect("the first raise");
+        second
+            .execute_unprepared("SET LOCAL lock_timeout = '5s'")
+            .await
+            .expect("timeout");
+        second
+            .execute_unprepared("SET CONSTRAINTS ALL IMMEDIATE")
+            .await
+            .expect("the second raise waits for nothing the first holds");
+        second.commit().await.expect("commit");
+        first.commit().await.expect("commit");
+        drop(spare);
+        // Both changes count: the cached read is invalidated and a fresh read has them.
+        let events = reads_agree(&app, &owner, "after both raises").await;
+        let titles: Vec<&str> = events
+            .as_array()
+            .expect("events")
+            .iter()
+            .map(|event| event["title"].as_str().expect("title"))
+            .collect();
+        assert_eq!(titles.len(), 2);
+        assert!(
+            titles.iter().all(|title| title.ends_with('.')),
+            "{titles:?}"
+        );
+    }
+}
