@@ -236,12 +236,24 @@ pub async fn changed_since(
     Ok((changed, deleted))
 }
 
+/// The events version of calendar `c` on PostgreSQL, as a literal for `concat!`: its
+/// `events_version` plus the raises counted apart, in a few rows per calendar (migrations
+/// `m20261130_000026`, `m20261201_000027`).
+macro_rules! events_version_postgres {
+    () => {
+        "(c.events_version + (SELECT coalesce(sum(r.raised), 0)::bigint \
+         FROM calendar_events_raised r WHERE r.calendar_id = c.id))"
+    };
+}
+
 /// [`versions`] on PostgreSQL.
-/// A calendar's events version there is its `events_version` plus the raises counted apart,
-/// in a few rows per calendar (migrations `m20261130_000026`, `m20261201_000027`).
-pub(super) const VERSIONS_POSTGRES: &str = "SELECT coalesce(string_agg(c.id::text || ':' || (c.events_version + (SELECT coalesce(sum(r.raised), 0)::bigint FROM calendar_events_raised r WHERE r.calendar_id = c.id)), ',' ORDER BY c.id), '') \
+pub(super) const VERSIONS_POSTGRES: &str = concat!(
+    "SELECT coalesce(string_agg(c.id::text || ':' || ",
+    events_version_postgres!(),
+    ", ',' ORDER BY c.id), '') \
      AS versions FROM calendar_members m JOIN calendars c ON c.id = m.calendar_id \
-     WHERE m.user_id = $1";
+     WHERE m.user_id = $1"
+);
 
 /// [`versions`] on SQLite.
 pub(super) const VERSIONS_SQLITE: &str = "SELECT coalesce(group_concat(hex(c.id) || ':' || c.events_version, ',' ORDER BY c.id), '') \
@@ -284,11 +296,15 @@ pub struct FullRead {
 
 /// [`versions`] and how many live events the reader can see, counted up to `?2`, on
 /// PostgreSQL.
-const VERSIONS_AND_SIZE_POSTGRES: &str = "SELECT coalesce((SELECT string_agg(c.id::text || ':' || (c.events_version + (SELECT coalesce(sum(r.raised), 0)::bigint FROM calendar_events_raised r WHERE r.calendar_id = c.id)), ',' ORDER BY c.id) \
+const VERSIONS_AND_SIZE_POSTGRES: &str = concat!(
+    "SELECT coalesce((SELECT string_agg(c.id::text || ':' || ",
+    events_version_postgres!(),
+    ", ',' ORDER BY c.id) \
      FROM calendar_members m JOIN calendars c ON c.id = m.calendar_id WHERE m.user_id = $1), '') AS versions, \
      (SELECT count(*) FROM (SELECT 1 FROM events e WHERE e.deleted_at IS NULL AND e.id IN (\
      SELECT l.event_id FROM calendar_events l JOIN calendar_members m ON m.calendar_id = l.calendar_id \
-     WHERE m.user_id = $1) LIMIT $2) AS counted) AS size";
+     WHERE m.user_id = $1) LIMIT $2) AS counted) AS size"
+);
 
 /// [`VERSIONS_AND_SIZE_POSTGRES`] on SQLite.
 const VERSIONS_AND_SIZE_SQLITE: &str = "SELECT coalesce((SELECT group_concat(hex(c.id) || ':' || c.events_version, ',' ORDER BY c.id) \
