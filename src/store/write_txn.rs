@@ -336,7 +336,8 @@ struct Announcement {
 impl Announcement {
     /// PostgreSQL: puts the transaction's frames into it, as the notice the database sends
     /// every instance when it commits, and commits (the two in one round trip, with the
-    /// writes deferred before them); then waits until this instance heard
+    /// writes deferred before them; a commit that notifies is flushed apart from it,
+    /// [`PgTxn::commit_notifying`]); then waits until this instance heard
     /// its frame notices (that one, and one sent in an earlier statement), or leaves them to
     /// whoever waits on [`WriteTxn::hear_later`]'s `Unheard`.
     async fn commit_postgres(&mut self, txn: PgTxn) -> Result<(), DbErr> {
@@ -353,8 +354,13 @@ impl Announcement {
             }
             None => None,
         };
-        txn.commit().await?;
-        let notices = sent.into_iter().chain(self.own_notice.take());
+        let notices: Vec<OwnNotice> = sent.into_iter().chain(self.own_notice.take()).collect();
+        if notices.is_empty() {
+            txn.commit().await?;
+        } else {
+            txn.commit_notifying().await?;
+        }
+        let notices = notices.into_iter();
         match &self.hear_later {
             Some(unheard) => notices.for_each(|own| unheard.push(own)),
             None => {

@@ -70,6 +70,7 @@ mod microsoft_mirrors_pull;
 mod microsoft_mirrors_push;
 mod musubi_wire;
 mod notifications;
+mod notifying_commits;
 mod openapi_document;
 mod operations_kit;
 mod origin_checks;

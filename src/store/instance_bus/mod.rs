@@ -10,6 +10,10 @@
 //! - a batch of change mails is due, and rows were queued in a provider account's outbox:
 //!   whichever instance holds that work wakes for it.
 //!
+//! Notifying commits are not flushed while they hold PostgreSQL's lock over them: a write
+//! transaction's is flushed apart ([`super::postgres_txn::PgTxn::commit_notifying`]), a
+//! notice sent on its own is not waited for.
+//!
 //! Frames too many for one notification go as several notices, each user's in order; a
 //! notice still too large (one large frame) is stored and its id sent; rows older than
 //! [`KEEP_STORED`] are deleted. Each instance listens on a connection of its own. When that
@@ -162,7 +166,11 @@ impl InstanceBus {
             .max_connections(3)
             .min_connections(0)
             .acquire_timeout(Duration::from_secs(10))
-            .connect_lazy_with(options);
+            // A notice sent on its own tells of a change already committed: it need not
+            // wait for its flush, and so holds PostgreSQL's lock over notifying commits
+            // (which every instance's writes take) for no flush. A crash that loses it
+            // ends the listening connections too.
+            .connect_lazy_with(options.options([("synchronous_commit", "off")]));
         let first = listen_on(&pool)
             .await
             .map_err(|err| DbErr::Conn(RuntimeErr::SqlxError(Arc::new(err))))?;
