@@ -354,13 +354,12 @@ impl Announcement {
             }
             None => None,
         };
-        let notices: Vec<OwnNotice> = sent.into_iter().chain(self.own_notice.take()).collect();
-        if notices.is_empty() {
-            txn.commit().await?;
-        } else {
+        if sent.is_some() || self.own_notice.is_some() {
             txn.commit_notifying().await?;
+        } else {
+            txn.commit().await?;
         }
-        let notices = notices.into_iter();
+        let notices = sent.into_iter().chain(self.own_notice.take());
         match &self.hear_later {
             Some(unheard) => notices.for_each(|own| unheard.push(own)),
             None => {

@@ -7,11 +7,11 @@
 use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
-use sea_orm::{ConnectionTrait, DbBackend, Statement};
+use sea_orm::{ConnectionTrait, DbBackend};
 use serde_json::{Value, json};
 
 use crate::helpers::{
-    TestApp, TestUser, WAIT, event_body, sample, spawn_app, spawn_app_sharing_database,
+    TestApp, TestUser, WAIT, event_body, pg_value, sample, spawn_app, spawn_app_sharing_database,
 };
 
 const HITS: &str = "svc_event_read_cache_total{outcome=\"hit\"}";
@@ -218,21 +218,11 @@ async fn a_change_through_another_server_invalidates_the_cache() {
 /// `application_name` of the PostgreSQL connections that validate cached reads.
 const READ_CACHE_CONNECTION: &str = "bowline read cache";
 
-/// The value `n` of the one row `sql` answers on PostgreSQL.
-async fn postgres_value<T: sea_orm::TryGetable>(conn: &impl ConnectionTrait, sql: String) -> T {
-    conn.query_one_raw(Statement::from_string(DbBackend::Postgres, sql))
-        .await
-        .expect("query")
-        .expect("row")
-        .try_get::<T>("", "n")
-        .expect("value")
-}
-
 /// How many of this test database's PostgreSQL sessions validate cached reads.
 async fn read_cache_sessions(conn: &sea_orm::DatabaseConnection) -> i64 {
-    postgres_value(
+    pg_value(
         conn,
-        format!(
+        &format!(
             "SELECT count(*) AS n FROM pg_stat_activity \
              WHERE datname = current_database() AND application_name = '{READ_CACHE_CONNECTION}'"
         ),
@@ -293,7 +283,7 @@ async fn a_lost_validation_connection_costs_a_read_nothing_and_is_replaced() {
 /// The slot whose row a commit on this connection raises in `calendar_events_raised`
 /// (migration `m20261201_000027`: the backend's process id modulo 16).
 async fn raise_slot(txn: &sea_orm::DatabaseTransaction) -> i32 {
-    postgres_value(txn, "SELECT (pg_backend_pid() % 16)::int AS n".into()).await
+    pg_value(txn, "SELECT (pg_backend_pid() % 16)::int AS n").await
 }
 
 #[tokio::test]

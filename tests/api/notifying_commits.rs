@@ -5,27 +5,17 @@
 //! PostgreSQL's write-ahead log (`pg_walinspect`).
 
 use reqwest::{Method, StatusCode};
-use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, Statement};
+use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend};
 use serde_json::json;
 
-use crate::helpers::{event_body, spawn_app, spawn_app_sharing_database};
-
-/// The text of the one value `n` that `sql` answers.
-async fn text_value(conn: &DatabaseConnection, sql: String) -> String {
-    conn.query_one_raw(Statement::from_string(DbBackend::Postgres, sql))
-        .await
-        .expect("query")
-        .expect("row")
-        .try_get::<String>("", "n")
-        .expect("value")
-}
+use crate::helpers::{event_body, pg_value, spawn_app, spawn_app_sharing_database};
 
 /// How many commit records of the transaction that last wrote event `id` the write-ahead
 /// log holds from `from` up to `flushed`.
 async fn commits_flushed(conn: &DatabaseConnection, id: &str, from: &str, flushed: &str) -> String {
-    text_value(
+    pg_value(
         conn,
-        format!(
+        &format!(
             "SELECT count(*)::text AS n FROM pg_get_wal_records_info_till_end_of_wal('{from}') \
              WHERE resource_manager = 'Transaction' AND record_type = 'COMMIT' \
              AND end_lsn <= '{flushed}' AND xid = (SELECT xmin FROM events WHERE id = '{id}')"
@@ -43,7 +33,7 @@ async fn a_change_is_answered_once_its_notifying_commit_is_on_disk() {
     }
     // Test databases do not wait for flushes (`synchronous_commit = off`): a server whose
     // sessions begin after this waits as a production database does.
-    let name = text_value(&conn, "SELECT current_database()::text AS n".into()).await;
+    let name = pg_value::<String>(&conn, "SELECT current_database()::text AS n").await;
     conn.execute_unprepared(&format!(
         "ALTER DATABASE \"{name}\" SET synchronous_commit = on"
     ))
@@ -71,17 +61,14 @@ async fn a_change_is_answered_once_its_notifying_commit_is_on_disk() {
         ("updated", Method::PUT, StatusCode::OK, "event_updated"),
     ] {
         // Just before where the log is on disk (`pg_walinspect` starts before it).
-        let from = text_value(
-            &conn,
-            "SELECT (pg_current_wal_flush_lsn() - 1)::text AS n".into(),
-        )
-        .await;
+        let from =
+            pg_value::<String>(&conn, "SELECT (pg_current_wal_flush_lsn() - 1)::text AS n").await;
         event["title"] = json!(step);
         let response = app.event_request(method, &owner, &event).await;
         assert_eq!(response.status(), status, "{step}");
         // How far the log was on disk at once after the answer: past the change's commit.
         let flushed =
-            text_value(&conn, "SELECT pg_current_wal_flush_lsn()::text AS n".into()).await;
+            pg_value::<String>(&conn, "SELECT pg_current_wal_flush_lsn()::text AS n").await;
         let id = event["id"].as_str().expect("id");
         assert_eq!(
             commits_flushed(&conn, id, &from, &flushed).await,

@@ -12,7 +12,7 @@ mod resources;
 mod stored;
 mod stress_tool;
 
-pub use stored::until_pg_count;
+pub use stored::{pg_value, until_pg_count};
 pub use stress_tool::{StressRun, run_stress, stress_app};
 
 use std::net::SocketAddr;

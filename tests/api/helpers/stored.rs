@@ -80,6 +80,22 @@ impl TestApp {
     }
 }
 
+/// The value `n` of the one row the PostgreSQL query `sql` answers.
+pub async fn pg_value<T: sea_orm::TryGetable>(
+    conn: &impl sea_orm::ConnectionTrait,
+    sql: &str,
+) -> T {
+    conn.query_one_raw(sea_orm::Statement::from_string(
+        sea_orm::DbBackend::Postgres,
+        sql,
+    ))
+    .await
+    .expect("query")
+    .expect("row")
+    .try_get::<T>("", "n")
+    .expect("value")
+}
+
 /// Waits (within [`super::WAIT`], else fails with `what`) until `count`, a PostgreSQL query
 /// answering one row with a count `n`, answers a count that satisfies `done`.
 pub async fn until_pg_count(
@@ -88,20 +104,11 @@ pub async fn until_pg_count(
     done: impl Fn(i64) -> bool,
     what: &str,
 ) {
-    use sea_orm::ConnectionTrait;
     let mut tick = tokio::time::interval(std::time::Duration::from_millis(5));
     tokio::time::timeout(super::WAIT, async {
         loop {
             tick.tick().await;
-            let row = conn
-                .query_one_raw(sea_orm::Statement::from_string(
-                    sea_orm::DbBackend::Postgres,
-                    count,
-                ))
-                .await
-                .expect("query")
-                .expect("row");
-            if done(row.try_get::<i64>("", "n").expect("count")) {
+            if done(pg_value::<i64>(conn, count).await) {
                 return;
             }
         }
