@@ -9,14 +9,12 @@
 //! Writes whose outcome nobody reads are deferred ([`PgTxn::defer`]): written out as text
 //! ([`super::postgres_text`]), they wait for the transaction's next statement, or its
 //! `COMMIT`, and travel in the same round trip, so a transaction's run of writes and its
-//! commit cost one round trip. The writes waiting stay under [`DEFERRED_TEXT_LIMIT`], on
-//! any connection, for two reasons. Over TLS, sqlx writes each record of a message (16 KiB
-//! at most) in a push of its own without `TCP_NODELAY` (libpq sets it), so Nagle's
-//! algorithm holds a longer message's second record until PostgreSQL acknowledges the
-//! first, which it delays by up to 40 ms: the limit keeps a message in one record. And a
+//! commit cost one round trip. The writes waiting stay under [`DEFERRED_TEXT_LIMIT`]: a
 //! much longer text (a batch of creations' inserts, 1 MiB: creations fell 15 %) costs
 //! PostgreSQL more to parse and plan than the round trip it saves, the bound statement
-//! running from the connection's cache of prepared ones.
+//! running from the connection's cache of prepared ones. (Over TLS, a message of more than
+//! one record, 16 KiB, no longer waits for PostgreSQL's delayed acknowledgement of its
+//! first record: the connections set `TCP_NODELAY`, `vendor/sqlx-core`.)
 //!
 //! A transaction dropped before it ended (an error, a refusal, a cancelled request) is
 //! rolled back on a task that holds the connection until it is done; where no runtime is
@@ -64,10 +62,10 @@ struct Held {
 }
 
 /// The most text of deferred writes sent in one message (bytes): a write longer runs bound
-/// and at once, and one that would take the waiting ones past it sends them first. One TLS
-/// record (16 KiB) holds it with the statement it goes with (`COMMIT`, or the next reads).
-/// Against 8 KiB, an edit batch's frames' notice (8 to 15 KiB with a dozen frames) goes
-/// with the commit rather than alone: mixed edits ran 5–7 % faster, creations the same.
+/// and at once, and one that would take the waiting ones past it sends them first. Against
+/// 8 KiB, an edit batch's frames' notice (8 to 15 KiB with a dozen frames) goes with the
+/// commit rather than alone: mixed edits ran 5–7 % faster, creations the same. (It was
+/// chosen to fit one TLS record with its `COMMIT`, when a second record could wait 40 ms.)
 const DEFERRED_TEXT_LIMIT: usize = 15 * 1024;
 
 impl Held {

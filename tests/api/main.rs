@@ -28,6 +28,7 @@ mod change_mails;
 mod concurrency;
 mod conditional_reads;
 mod connections;
+mod database_sockets;
 mod delta;
 mod delta_exact;
 mod event_batch_roles;
