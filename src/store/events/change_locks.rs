@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use entities::{calendar_events, calendar_members, calendars, events};
-use sea_orm::sea_query::{Alias, Condition, Expr, ExprTrait, LockType, Order, Query};
+use sea_orm::sea_query::{Alias, Condition, Expr, ExprTrait, LockType, Order, Query, UnionType};
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DbErr, EntityTrait, FromQueryResult, QueryFilter, QueryOrder,
     QueryResult, QuerySelect, QueryTrait,
@@ -111,13 +111,25 @@ pub async fn lock_for_changes(
         // reads under them (the links; the members with their versions) with the stamp.
         // Each statement of the text is planned for this execution: the events table grows,
         // and a plan kept while it was small would scan it whole.
+        //
+        // The calendars involved are one subquery, its parts joined by `UNION ALL`, not
+        // several `IN (…)` joined by `OR`: PostgreSQL joins one to the calendars and reads
+        // the links by their key, where each of an `OR` is a hashed subplan of its own,
+        // which it planned as a whole scan of `calendar_events` until that table held tens
+        // of thousands of links, in every batch.
+        let listed = || {
+            Query::select()
+                .column(calendars::Column::Id)
+                .from(calendars::Entity)
+                .and_where(calendars::Column::Id.is_in(also.iter().copied()))
+                .to_owned()
+        };
         let calendars_locked = Query::select()
             .column(calendars::Column::Id)
             .from(calendars::Entity)
-            .cond_where(
-                Condition::any()
-                    .add(calendars::Column::Id.in_subquery(linked()))
-                    .add(calendars::Column::Id.is_in(also.iter().copied())),
+            .and_where(
+                calendars::Column::Id
+                    .in_subquery(linked().union(UnionType::All, listed()).to_owned()),
             )
             .order_by(calendars::Column::Id, Order::Asc)
             .lock(LockType::KeyShare)
@@ -139,11 +151,13 @@ pub async fn lock_for_changes(
                 ))
                 .equals((calendars::Entity, calendars::Column::Id)),
             )
-            .cond_where(
-                Condition::any()
-                    .add(calendar().in_subquery(linked()))
-                    .add(calendar().in_subquery(homes()))
-                    .add(calendar().is_in(also.iter().copied())),
+            .and_where(
+                calendar().in_subquery(
+                    linked()
+                        .union(UnionType::All, homes())
+                        .union(UnionType::All, listed())
+                        .to_owned(),
+                ),
             )
             .to_owned();
         let mut reads = vec![
