@@ -8,7 +8,7 @@ use sea_orm::{
 };
 
 use super::Database;
-use super::Unique;
+use super::statements::Unique;
 use crate::domain::ids::{AccountId, UserId};
 
 /// Provider id of the password account.

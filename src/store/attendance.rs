@@ -80,7 +80,7 @@ pub struct AttendeeLists {
 
 impl AttendeeLists {
     /// The reads for the attendees of `events` and for the `people` who answer, in that
-    /// order, their keys as [`super::padded_keys`] gives them for `backend`; none when
+    /// order, their keys as [`super::statements::padded_keys`] gives them for `backend`; none when
     /// there is no event.
     pub fn reads(
         backend: DbBackend,
@@ -91,8 +91,8 @@ impl AttendeeLists {
             return Vec::new();
         }
         let (events, people) = (
-            super::padded_keys(backend, events),
-            super::padded_keys(backend, people),
+            super::statements::padded_keys(backend, events),
+            super::statements::padded_keys(backend, people),
         );
         let attendees = Query::select()
             .column((event_attendees::Entity, event_attendees::Column::EventId))

@@ -9,7 +9,7 @@ use sea_orm::{
 };
 
 use super::Database;
-use super::Unique;
+use super::statements::Unique;
 use crate::domain::avatars::AvatarImage;
 use crate::domain::ids::UserId;
 

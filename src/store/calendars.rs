@@ -12,7 +12,7 @@ use sea_orm::{
 };
 use uuid::Uuid;
 
-use super::Unique;
+use super::statements::Unique;
 use super::{Database, WriteTxn};
 use crate::domain::ids::{CalendarId, EventId, UserId};
 use crate::domain::roles::Role;

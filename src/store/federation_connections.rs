@@ -6,7 +6,8 @@ use entities::federation_connections as connections;
 use sea_orm::sea_query::OnConflict;
 use sea_orm::{ColumnTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, Set};
 
-use super::{Database, Unique};
+use super::Database;
+use super::statements::Unique;
 use crate::domain::ids::{ConnectionId, UserId};
 
 /// A connection to store (or refresh, when the user already has one to that server).

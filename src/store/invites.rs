@@ -8,7 +8,7 @@ use sea_orm::{
     QueryFilter, QueryOrder, QuerySelect,
 };
 
-use super::Unique;
+use super::statements::Unique;
 use crate::domain::ids::{CalendarId, InviteId, UserId};
 use crate::domain::invites::InviteUse;
 

@@ -5,9 +5,8 @@
 
 use sea_orm::DbErr;
 
-use super::{
-    Backend, Database, events::history, execute_raw, member_tokens, sessions, verifications,
-};
+use super::statements::execute_raw;
+use super::{Backend, Database, events::history, member_tokens, sessions, verifications};
 
 /// How long deleted events and visibility losses are kept for delta reads.
 pub const EVENT_HISTORY_DAYS: i64 = 30;

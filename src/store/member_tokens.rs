@@ -11,7 +11,7 @@ use sea_orm::{
 use uuid::Uuid;
 
 use super::Database;
-use super::Unique;
+use super::statements::Unique;
 use crate::domain::digest::sha256_hex;
 use crate::domain::federation::{
     MEMBER_TOKEN_DAYS as LIFETIME_DAYS, member_token, member_token_expiry,

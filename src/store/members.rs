@@ -7,7 +7,8 @@ use entities::{calendar_members, users};
 use sea_orm::{ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
 use uuid::Uuid;
 
-use super::{Unique, WriteTxn};
+use super::WriteTxn;
+use super::statements::Unique;
 use crate::domain::ids::{CalendarId, UserId};
 use crate::domain::roles::Role;
 

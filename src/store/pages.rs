@@ -10,7 +10,7 @@ use sea_orm::{
 };
 use serde_json::Value;
 
-use super::Unique;
+use super::statements::Unique;
 use crate::domain::ids::{PageId, UserId};
 
 /// Locks the owner's user row for the rest of the transaction; `false` when the user is gone.

@@ -19,7 +19,7 @@ use sea_orm::{
 };
 use serde_json::Value;
 
-use super::Unique;
+use super::statements::Unique;
 use crate::domain::ids::{CalendarId, EventId, UserId};
 use crate::domain::polls::{SlotTimes, Vote};
 use ids::{PollId, PollParticipantId, PollSlotId};

@@ -10,7 +10,8 @@ use entities::provider_leases::{self, Column, Entity};
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ActiveValue::Set, ColumnTrait, DbErr, EntityTrait, QueryFilter};
 
-use super::{Database, Unique};
+use super::Database;
+use super::statements::Unique;
 use crate::domain::providers::AccountKey;
 
 /// Makes sure `key` has a row.

@@ -10,7 +10,7 @@ use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ActiveValue::Set, ColumnTrait, DbErr, EntityTrait, QueryFilter};
 
 use super::Database;
-use super::Unique;
+use super::statements::Unique;
 
 /// Result of asking for a task's lease.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,7 +5,7 @@ use entities::server_secrets;
 use sea_orm::{ActiveValue::Set, DbErr, EntityTrait};
 
 use super::Database;
-use super::Unique;
+use super::statements::Unique;
 
 /// The secret `name`, created from `generate` if it does not exist yet.
 pub async fn get_or_create(

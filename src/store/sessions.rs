@@ -9,7 +9,7 @@ use sea_orm::{
     QueryFilter, QueryOrder,
 };
 
-use super::Unique;
+use super::statements::Unique;
 use super::{Database, WriteTxn};
 use crate::domain::ids::UserId;
 

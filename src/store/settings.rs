@@ -9,7 +9,7 @@ use sea_orm::{
 };
 use serde_json::Value;
 
-use super::Unique;
+use super::statements::Unique;
 use crate::domain::ids::UserId;
 use crate::domain::settings;
 

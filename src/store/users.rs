@@ -7,7 +7,7 @@ use sea_orm::{
     QueryFilter, QuerySelect, SqlErr,
 };
 
-use super::Unique;
+use super::statements::Unique;
 use super::{Database, WriteTxn};
 use crate::domain::ids::{AccountId, CalendarId, UserId};
 use crate::domain::settings;

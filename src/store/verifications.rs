@@ -11,7 +11,7 @@ use sea_orm::{
 };
 
 use super::Database;
-use super::Unique;
+use super::statements::Unique;
 
 /// Stores a token for `value` until `expires_at`.
 pub async fn create(

@@ -209,7 +209,7 @@ impl WriteTxn {
     }
 
     /// [`Self::defer`] for `inserts`, in order (on PostgreSQL as one statement,
-    /// [`super::one_statement`]).
+    /// [`super::statements::one_statement`]).
     pub async fn defer_inserts(&self, inserts: Vec<InsertStatement>) -> Result<(), DbErr> {
         match &self.txn {
             Txn::Sqlite(_) => {
@@ -218,10 +218,12 @@ impl WriteTxn {
                 }
                 Ok(())
             }
-            Txn::Postgres(txn) => match super::one_statement(DbBackend::Postgres, inserts) {
-                Some(statement) => txn.defer(statement).await,
-                None => Ok(()),
-            },
+            Txn::Postgres(txn) => {
+                match super::statements::one_statement(DbBackend::Postgres, inserts) {
+                    Some(statement) => txn.defer(statement).await,
+                    None => Ok(()),
+                }
+            }
         }
     }
 

@@ -21,7 +21,7 @@ use sea_orm::{ConnectionTrait, DbBackend, DbErr, Statement, Value};
 
 use crate::domain::ids::{CalendarId, UserId};
 use crate::domain::roles::Role;
-use crate::store::placeholder;
+use crate::store::statements::placeholder;
 
 /// The refusal of the view `calendar_members_seen` when a calendar moved: its name (how
 /// SQLite's trigger aborts) and its SQLSTATE on PostgreSQL (the migrations that create the

@@ -12,8 +12,9 @@ use sea_orm::{
 
 use super::calendar_roles::{self, MembersByCalendar};
 use crate::domain::ids::{CalendarId, EventId, UserId};
+use crate::store::WriteTxn;
 use crate::store::attendance::AttendeeLists;
-use crate::store::{WriteTxn, padded_keys};
+use crate::store::statements::padded_keys;
 
 /// The column the database raises on every change of a calendar's memberships (triggers;
 /// not in the entity, which no write sets it through).
@@ -69,7 +70,7 @@ pub async fn lock_for_changes(
     also: &[CalendarId],
     answering: &Answering,
 ) -> Result<ChangeLocks, DbErr> {
-    // On SQLite padded, so the texts repeat from batch to batch ([`crate::store::padded_keys`]).
+    // On SQLite padded, so the texts repeat from batch to batch ([`crate::store::statements::padded_keys`]).
     let backend = txn.get_database_backend();
     let (ids, also) = (
         &padded_keys(backend, ids)[..],
@@ -265,7 +266,7 @@ pub async fn confirm_members(
         return Ok(());
     };
     let inserts = std::iter::once(check).chain(txn.frames_insert()).collect();
-    match crate::store::one_statement(backend, inserts) {
+    match crate::store::statements::one_statement(backend, inserts) {
         Some(statement) => txn.defer_statement(statement).await,
         None => Ok(()),
     }

@@ -10,7 +10,8 @@ use super::calendar_roles;
 use crate::domain::event_fields::event_fields;
 use crate::domain::events::EventInput;
 use crate::domain::ids::{CalendarId, UserId};
-use crate::store::{CommitWrite, WriteTxn, attendance, one_statement};
+use crate::store::statements::one_statement;
+use crate::store::{CommitWrite, WriteTxn, attendance};
 
 /// Why an event could not be inserted.
 #[derive(Debug, thiserror::Error)]

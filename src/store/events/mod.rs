@@ -29,8 +29,9 @@ use sea_orm::{
     QuerySelect, QueryTrait, TryIntoModel,
 };
 
+use super::WriteTxn;
 use super::db_errors::{BrokenKey, broken_key};
-use super::{Unique, WriteTxn};
+use super::statements::Unique;
 use crate::domain::event_fields::event_fields;
 use crate::domain::events::EventInput;
 

@@ -28,7 +28,8 @@ use uuid::Uuid;
 
 use crate::domain::event_fields::event_fields;
 use crate::domain::ids::{CalendarId, EventId, UserId};
-use crate::store::{Database, placeholder};
+use crate::store::Database;
+use crate::store::statements::placeholder;
 
 /// What a read asks for.
 #[derive(Debug, Clone, Copy)]
