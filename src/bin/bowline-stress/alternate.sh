@@ -10,9 +10,10 @@
 # BEFORE and AFTER are directories holding a release build's `bowline` and
 # `bowline-stress` (copy them out of target/release: a build replaces them). ARGS go to
 # bowline-stress, e.g. `--scenario create --connections 16 --duration 15s`. With
-# --postgres (a URL of the server, e.g. postgres://postgres@127.0.0.1:5432/postgres), each
-# run gets a database of its own there, dropped after it; without it, SQLite in a fresh
-# data directory. Needs psql for PostgreSQL.
+# --postgres (a URL of the server without parameters, e.g.
+# postgres://postgres@127.0.0.1:5432/postgres), each run gets a database of its own
+# there, dropped after it; without it, SQLite in a fresh data directory. Needs psql for
+# PostgreSQL.
 set -euo pipefail
 
 rounds=3
@@ -25,7 +26,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 if [[ $# -lt 3 || "$3" != "--" ]]; then
-  sed -n '2,15p' "$0" >&2
+  sed -n '2,16p' "$0" >&2
   exit 2
 fi
 builds=("$1" "$2")
@@ -41,12 +42,17 @@ backend_ticks() {
   echo "$total"
 }
 
-# One run of `$1/bowline-stress ARGS` against a fresh `$1/bowline`.
+# One run of `$1/bowline-stress ARGS` against a fresh `$1/bowline` (in a subshell of its
+# own: its cleanup runs when that subshell exits).
 run() {
   local build=$1
   shift
-  local dir database="" url="" server="" http="" metrics_port attempt
+  local url="" http="" metrics_port attempt
+  # Globals of this run's subshell, for its cleanup on any exit.
   dir=$(mktemp -d)
+  database=""
+  server=""
+  trap cleanup EXIT
   if [[ -n "$postgres" ]]; then
     database="bench_$(date +%s)_$RANDOM"
     psql -q "$postgres" -c "CREATE DATABASE $database" >/dev/null
@@ -82,11 +88,6 @@ run() {
   server1=$(ticks "$server")
   backends1=$(backend_ticks "${database:-none}")
   busy1=$(machine_busy)
-  kill "$server"
-  wait "$server" 2>/dev/null || true
-  if [[ -n "$database" ]]; then
-    psql -q "$postgres" -c "DROP DATABASE $database WITH (FORCE)" >/dev/null
-  fi
   local seconds capacity
   seconds=$(awk -v a="$started" -v b="$ended" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')
   capacity=$(awk -v s="$seconds" -v n="$(nproc)" 'BEGIN { print s * n * 100 }')
@@ -98,6 +99,17 @@ run() {
     "$(awk -v t=$((server1 - server0)) -v s="$seconds" 'BEGIN { printf "%.2f cores", t / 100 / s }')" \
     "$(awk -v t=$((backends1 - backends0)) -v s="$seconds" 'BEGIN { printf "%.2f cores", t / 100 / s }')" \
     "$(awk -v t=$((busy1 - busy0)) -v c="$capacity" 'BEGIN { printf "%.0f", 100 * t / c }')"
+}
+
+# Stops a run's server and removes its database and data directory (run's EXIT trap).
+cleanup() {
+  if [[ -n "$server" ]]; then
+    kill "$server" 2>/dev/null || true
+    wait "$server" 2>/dev/null || true
+  fi
+  if [[ -n "$database" ]]; then
+    psql -q "$postgres" -c "DROP DATABASE IF EXISTS $database WITH (FORCE)" >/dev/null || true
+  fi
   rm -rf "$dir"
 }
 
