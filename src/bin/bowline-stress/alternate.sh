@@ -33,6 +33,8 @@ builds=("$1" "$2")
 shift 3
 
 ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
+# Clock ticks `$1` over `$2` seconds, as cores used.
+cores() { awk -v t="$1" -v s="$2" 'BEGIN { printf "%.2f cores", t / 100 / s }'; }
 machine_busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
 backend_ticks() {
   local total=0 pid
@@ -96,8 +98,8 @@ run() {
       | tr -s ' ' | paste -sd ';' -)" \
     "$(grep -E '^database' "$dir/stress.txt" | tr -s ' ' || true)" \
     "$(grep -E '^result' "$dir/stress.txt" || true)" "$status" "$seconds" \
-    "$(awk -v t=$((server1 - server0)) -v s="$seconds" 'BEGIN { printf "%.2f cores", t / 100 / s }')" \
-    "$(awk -v t=$((backends1 - backends0)) -v s="$seconds" 'BEGIN { printf "%.2f cores", t / 100 / s }')" \
+    "$(cores $((server1 - server0)) "$seconds")" \
+    "$(cores $((backends1 - backends0)) "$seconds")" \
     "$(awk -v t=$((busy1 - busy0)) -v c="$capacity" 'BEGIN { printf "%.0f", 100 * t / c }')"
 }
 
