@@ -70,6 +70,12 @@ pub const UPSTREAM_FAILURE_REASONS: [&str; 5] =
 /// Counter: transactions the database aborted to break a deadlock or a serialization
 /// conflict and that ran again (writes take their locks in one order, so this stays at zero).
 pub const DB_TRANSACTION_RETRIES_TOTAL: &str = "svc_db_transaction_retries_total";
+/// Counter: PostgreSQL write transactions a calendar began ahead, while its batch of
+/// creations before was written, by `outcome`: `taken` by its next batch, or `released`
+/// (rolled back: no event command was waiting).
+pub const DB_WRITES_AHEAD_TOTAL: &str = "svc_db_writes_ahead_total";
+/// The `outcome` labels of [`DB_WRITES_AHEAD_TOTAL`].
+pub const WRITE_AHEAD_OUTCOMES: [&str; 2] = ["taken", "released"];
 /// Histogram: time a message waited in an actor's mailbox, from being sent through the
 /// actor's handle until its handler started, by `actor` kind. Measured for the messages
 /// that arrive from outside the actor: commands to the calendar supervisor and (from the
@@ -264,6 +270,10 @@ impl Metrics {
                 "Transactions run again after the database aborted them (deadlock, serialization)."
             );
             describe_counter!(
+                DB_WRITES_AHEAD_TOTAL,
+                "Write transactions begun ahead of a calendar's next batch, taken or released."
+            );
+            describe_counter!(
                 EVENT_READ_CACHE_TOTAL,
                 "Full events reads by cache outcome."
             );
@@ -396,6 +406,9 @@ impl Metrics {
                 gauge!(OUTBOX_OLDEST_AGE_SECONDS, "provider" => provider).set(0.0);
             }
             counter!(DB_TRANSACTION_RETRIES_TOTAL).increment(0);
+            for outcome in WRITE_AHEAD_OUTCOMES {
+                counter!(DB_WRITES_AHEAD_TOTAL, "outcome" => outcome).increment(0);
+            }
             for kind in MAILBOX_WAIT_KINDS {
                 // Registered without a sample: the scrape shows its buckets at zero.
                 let _ = histogram!(ACTOR_MAILBOX_WAIT_SECONDS, "actor" => kind);
@@ -473,6 +486,12 @@ impl Metrics {
     /// together.
     pub fn event_batch(&self, kind: &'static str, size: usize) {
         self.scoped(|| histogram!(EVENT_COMMIT_BATCH_SIZE, "kind" => kind).record(size as f64));
+    }
+
+    /// A write transaction begun ahead was taken by the write after it, or released
+    /// ([`DB_WRITES_AHEAD_TOTAL`]).
+    pub fn write_ahead(&self, outcome: &'static str) {
+        self.scoped(|| counter!(DB_WRITES_AHEAD_TOTAL, "outcome" => outcome).increment(1));
     }
 
     /// The database aborted a transaction to let another go on, and it runs again.

@@ -28,6 +28,7 @@ pub mod maintenance;
 pub mod member_tokens;
 pub mod members;
 pub mod mirrors;
+mod next_write;
 pub mod notifications;
 pub mod oauth_accounts;
 pub mod outbox;
@@ -75,6 +76,7 @@ use file_lock::FileLock;
 use instance_bus::InstanceBus;
 pub use instance_bus::InstanceEvents;
 pub use instance_bus::Unheard;
+pub use next_write::NextWrite;
 pub use outgoing::TxnOutgoing;
 use session_cache::SessionCache;
 use unpinged_connections::UnpingedConnections;
@@ -341,6 +343,13 @@ impl Database {
         usage
     }
 
+    /// Counts a write transaction begun ahead as taken or released, if metrics are attached.
+    pub(crate) fn write_ahead(&self, outcome: &'static str) {
+        if let Some(metrics) = &self.metrics {
+            metrics.write_ahead(outcome);
+        }
+    }
+
     /// Records the wait for a transaction's connection, if metrics are attached.
     fn acquired(&self, mode: &'static str, started: Instant) {
         if let Some(metrics) = &self.metrics {
@@ -371,6 +380,12 @@ impl Database {
     /// PostgreSQL: the connections beside the pool for the cached reads' version checks.
     pub(crate) fn unpinged_connections(&self) -> Option<&UnpingedConnections> {
         self.unpinged_connections.as_deref()
+    }
+
+    /// PostgreSQL: whether the pool has a connection idle, one a write may take without
+    /// anyone waiting for it. Always `false` on SQLite (one writer connection).
+    pub(crate) fn write_connection_idle(&self) -> bool {
+        self.writer.is_none() && self.conn.get_postgres_connection_pool().num_idle() > 0
     }
 
     /// Starts a write transaction (`BEGIN IMMEDIATE` on SQLite's writer connection; on
@@ -409,6 +424,17 @@ impl Database {
         E: From<DbErr>,
     {
         let txn = self.begin_write().await?;
+        Self::finish_write(txn, work).await
+    }
+
+    /// Runs `work` on `txn` and commits it (or rolls it back), as [`Self::write`].
+    pub(crate) async fn finish_write<T, E>(
+        txn: WriteTxn,
+        work: impl AsyncFnOnce(&WriteTxn) -> Result<T, E>,
+    ) -> Result<T, E>
+    where
+        E: From<DbErr>,
+    {
         let value = work(&txn).await?;
         if txn.is_discarded() {
             txn.rollback().await?;

@@ -143,3 +143,104 @@ async fn a_single_use_invite_admits_one_person_across_two_servers() {
     );
     drop(second);
 }
+
+/// Open transactions on the server's database other than the checking one's own.
+async fn open_transactions(conn: &sea_orm::DatabaseConnection) -> i64 {
+    use sea_orm::{ConnectionTrait, DbBackend, Statement};
+    let row = conn
+        .query_one_raw(Statement::from_string(
+            DbBackend::Postgres,
+            "SELECT count(*)::bigint AS open FROM pg_stat_activity \
+             WHERE datname = current_database() AND pid <> pg_backend_pid() \
+             AND state LIKE 'idle in transaction%'",
+        ))
+        .await
+        .expect("pg_stat_activity")
+        .expect("a row");
+    row.try_get("", "open").expect("count")
+}
+
+#[tokio::test]
+async fn a_write_begun_ahead_for_a_next_batch_that_never_comes_is_released() {
+    let app = spawn_app().await;
+    let s = shared(&app, "ahead").await;
+    let conn = app.db_connection().await;
+    let postgres = conn.get_database_backend() == sea_orm::DbBackend::Postgres;
+
+    // A lone creation: on PostgreSQL its batch begins the calendar's next write ahead, and
+    // with no event command waiting the actor rolls it back.
+    let body = crate::helpers::event_body(&[&s.calendar], "Alone", 9);
+    let created = app.create_event(&s.owner, &body).await;
+    if postgres {
+        let released = r#"svc_db_writes_ahead_total{outcome="released"}"#;
+        crate::helpers::eventually("the write begun ahead released", || async {
+            sample(&app.metrics_text().await, released) == Some(1.0)
+        })
+        .await;
+        assert_eq!(open_transactions(&conn).await, 0);
+    } else {
+        // SQLite's writes share one connection: nothing is begun ahead.
+        let text = app.metrics_text().await;
+        for outcome in ["taken", "released"] {
+            let series = format!(r#"svc_db_writes_ahead_total{{outcome="{outcome}"}}"#);
+            assert_eq!(sample(&text, &series), Some(0.0), "{text}");
+        }
+    }
+
+    // Delta reads move past the next write (nothing holds their horizon back).
+    let mut edit = created.clone();
+    edit["title"] = json!("Edited");
+    let response = app
+        .event_request(Method::PUT, &s.owner, &edit)
+        .await
+        .error_for_status()
+        .expect("update");
+    let edited: serde_json::Value = response.json().await.expect("JSON");
+    let edited_at =
+        chrono::DateTime::parse_from_rfc3339(edited["updatedAt"].as_str().expect("updatedAt"))
+            .expect("a time");
+    crate::helpers::eventually("a delta read's serverTime past the edit", || async {
+        let read = app.read_events(&s.owner, "").await;
+        let at =
+            chrono::DateTime::parse_from_rfc3339(read["serverTime"].as_str().expect("serverTime"))
+                .expect("a time");
+        at >= edited_at
+    })
+    .await;
+
+    // Creations that queue up while a batch is written all commit, whether their batch
+    // takes the write begun ahead or begins its own.
+    let bodies: Vec<_> = (0..24)
+        .map(|i| crate::helpers::event_body(&[&s.calendar], &format!("Burst {i}"), i % 20))
+        .collect();
+    let answers = futures::future::join_all(
+        bodies
+            .iter()
+            .map(|body| app.event_request(Method::POST, &s.editor, body)),
+    )
+    .await;
+    assert!(
+        answers
+            .iter()
+            .all(|answer| answer.status() == StatusCode::CREATED)
+    );
+    let listed = app.read_events(&s.viewer, "").await;
+    let titles: Vec<&str> = listed["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter_map(|event| event["title"].as_str())
+        .collect();
+    for i in 0..24 {
+        assert!(
+            titles.contains(&format!("Burst {i}").as_str()),
+            "{titles:?}"
+        );
+    }
+    if postgres {
+        crate::helpers::eventually("every write begun ahead ended", || async {
+            open_transactions(&conn).await == 0
+        })
+        .await;
+    }
+}

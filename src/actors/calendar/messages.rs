@@ -36,6 +36,10 @@ pub enum CalendarMsg {
     Event(EventCommand),
     /// Sent to itself after queuing an event command: commit what is queued, in batches.
     FlushEvents,
+    /// Sent to itself after a flush that left a write transaction begun ahead: if no event
+    /// command arrived meanwhile (they would be ahead of this in the mailbox), none follows,
+    /// and it is rolled back.
+    ReleaseNextWrite,
     /// Sent to itself: still idle since `handled` commands?
     IdleCheck {
         /// The count when the check was scheduled.

@@ -6,7 +6,9 @@
 //! creations alone as a batch of creations, and creations mixed with updates, deletes,
 //! links and attendance answers as a batch of edits. On PostgreSQL a batch's answers wait
 //! until this instance heard its frames, on a task of their own: the actor goes on to the
-//! next batch as soon as one has committed.
+//! next batch as soon as one has committed, and a batch of creations begins the next
+//! batch's transaction ([`NextWrite`]) while it is written, released at once if no event
+//! command was waiting.
 //!
 //! It receives commands only through its supervisor, and when it has been idle for
 //! `ACTOR_CALENDAR_IDLE_MS` it tells the supervisor, which stops it if nothing was forwarded
@@ -24,8 +26,8 @@ use super::{ActorKind, MessageTimer, reply};
 use crate::commands::events::edits::{self, Edit};
 use crate::commands::{self, events::create::PendingCreate};
 use crate::domain::ids::{CalendarId, EventId, UserId};
-use crate::store::Unheard;
 use crate::store::events::remembered_roles::RememberedRoles;
+use crate::store::{NextWrite, Unheard};
 use crate::views::events::EventView;
 
 mod messages;
@@ -61,6 +63,8 @@ pub struct CalendarState {
     flush_queued: bool,
     /// The roles its batches of creations were authorized by (checked when used).
     remembered_roles: RememberedRoles,
+    /// Its next batch's write transaction, when a batch of creations began it ahead.
+    next_write: NextWrite,
     /// The calendar does not exist (it never did, or it was deleted): the actor answers
     /// what it was sent and asks to be stopped at once instead of idling.
     missing: bool,
@@ -174,7 +178,7 @@ impl CalendarState {
             self.flush_queued = myself.send_message(CalendarMsg::FlushEvents).is_ok();
         }
         if !self.flush_queued || self.pending.len() >= MAX_BATCH {
-            self.flush_events().await;
+            self.flush_events(myself).await;
         }
     }
 
@@ -182,7 +186,7 @@ impl CalendarState {
     /// up to [`MAX_BATCH`] at a time in arrival order: creations alone as one batch of
     /// creations (which may be written with the roles the actor remembers), anything else,
     /// creations mixed with edits, as one batch of edits.
-    async fn flush_events(&mut self) {
+    async fn flush_events(&mut self, myself: &ActorRef<CalendarMsg>) {
         while !self.pending.is_empty() {
             let take = self.pending.len().min(MAX_BATCH);
             let taken: Vec<Pending> = self.pending.drain(..take).collect();
@@ -212,6 +216,12 @@ impl CalendarState {
                 self.commit_edits(edits).await;
             }
         }
+        if self.next_write.is_begun() {
+            // Event commands that arrived meanwhile are in the mailbox ahead of this.
+            if myself.send_message(CalendarMsg::ReleaseNextWrite).is_err() {
+                self.next_write.release();
+            }
+        }
     }
 
     /// Commits a run of creations as one batch and answers their callers.
@@ -226,6 +236,7 @@ impl CalendarState {
             self.calendar_id,
             &batch,
             &self.remembered_roles,
+            &self.next_write,
             &unheard,
         )
         .await;
@@ -244,7 +255,8 @@ impl CalendarState {
         }
         let (batch, ports): (Vec<Edit>, Vec<EditReply>) = run.into_iter().unzip();
         let unheard = Unheard::default();
-        let answers = edits::edit_all(&self.shared.services, &batch, &unheard).await;
+        let answers =
+            edits::edit_all(&self.shared.services, &batch, &self.next_write, &unheard).await;
         answer_once_heard(unheard, move || {
             for (port, answer) in ports.into_iter().zip(answers) {
                 port.send(answer);
@@ -399,6 +411,7 @@ impl Actor for CalendarActor {
             pending: Vec::new(),
             flush_queued: false,
             remembered_roles: RememberedRoles::default(),
+            next_write: NextWrite::default(),
             missing,
         })
     }
@@ -424,12 +437,19 @@ impl Actor for CalendarActor {
             CalendarMsg::IdleCheck { handled } => state.idle_check(&myself, handled),
             CalendarMsg::FlushEvents => {
                 state.flush_queued = false;
-                state.flush_events().await;
+                state.flush_events(&myself).await;
                 state.stop_if_missing();
+            }
+            CalendarMsg::ReleaseNextWrite => {
+                if state.pending.is_empty() {
+                    state.next_write.release();
+                }
             }
             CalendarMsg::Command(command) => {
                 state.handled += 1;
-                state.flush_events().await;
+                state.flush_events(&myself).await;
+                // Its write does not wait in a transaction begun for event batches.
+                state.next_write.release();
                 state.run(command).await;
                 state.stop_if_missing();
             }
@@ -437,7 +457,8 @@ impl Actor for CalendarActor {
                 Ok(pending) => state.queue(&myself, pending).await,
                 Err((by, event, reply)) => {
                     state.handled += 1;
-                    state.flush_events().await;
+                    state.flush_events(&myself).await;
+                    state.next_write.release();
                     state.fork(by, event, reply).await;
                     state.stop_if_missing();
                 }

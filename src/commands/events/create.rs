@@ -31,7 +31,7 @@ use crate::store::events::creations::{self, CommitError, Creation, CreationsErro
 use crate::store::events::inserts::{self, InsertEventError, NewEvent};
 use crate::store::events::remembered_roles::RememberedRoles;
 use crate::store::outbox::{self, MirrorTargets};
-use crate::store::{Unheard, WriteTxn};
+use crate::store::{NextWrite, Unheard, WriteTxn};
 use crate::views::events::EventView;
 use crate::views::events::ProviderDelivery;
 
@@ -46,18 +46,20 @@ pub struct PendingCreate {
 
 /// Creates the events of `batch`, homed in `home`, and sends their frames; the answer to
 /// each command, in order, to be given once `unheard` is heard ([`WriteTxn::hear_later`]).
-/// `remembered` is what the calendar's actor remembers of the roles.
+/// `remembered` is what the calendar's actor remembers of the roles, `next` its next write
+/// transaction: taken if it was begun ahead, and begun ahead once this one is stamped.
 pub async fn create_all(
     services: &Services,
     home: CalendarId,
     batch: &[PendingCreate],
     remembered: &RememberedRoles,
+    next: &NextWrite,
     unheard: &Unheard,
 ) -> Vec<Result<EventView, AppError>> {
     services.metrics.event_batch("create", batch.len());
     if batch.len() > 1 {
         match retry_transient(&services.metrics, || {
-            commit(services, home, batch, remembered, unheard)
+            commit(services, home, batch, remembered, next, unheard)
         })
         .await
         {
@@ -71,7 +73,7 @@ pub async fn create_all(
     for one in batch {
         let one = std::slice::from_ref(one);
         let outcome = retry_transient(&services.metrics, || {
-            commit(services, home, one, remembered, unheard)
+            commit(services, home, one, remembered, next, unheard)
         })
         .await;
         all.extend(answers(one, outcome));
@@ -120,6 +122,7 @@ async fn commit(
     home: CalendarId,
     batch: &[PendingCreate],
     remembered: &RememberedRoles,
+    next: &NextWrite,
     unheard: &Unheard,
 ) -> Result<Committed, BatchError> {
     let calendars: Vec<CalendarId> = batch
@@ -135,6 +138,7 @@ async fn commit(
         home,
         batch,
         remembered,
+        next,
         calendars: &calendars,
         mirrors: &mirrors,
         unheard,
@@ -179,6 +183,8 @@ struct BatchWrite<'a> {
     batch: &'a [PendingCreate],
     /// The roles the actor remembers of the batch's calendars.
     remembered: &'a RememberedRoles,
+    /// The actor's next write transaction.
+    next: &'a NextWrite,
     /// Every calendar the creations name, in order.
     calendars: &'a [CalendarId],
     /// The provider mirrors of those calendars.
@@ -196,11 +202,12 @@ async fn commit_once(
         home,
         batch,
         remembered,
+        next,
         calendars,
         mirrors,
         unheard,
     } = *write;
-    let write = match creations::begin(&services.db, home, calendars, remembered).await? {
+    let write = match creations::begin(&services.db, home, calendars, remembered, next).await? {
         Some(write) => write,
         // No home calendar: nobody may create in it.
         None => {
@@ -238,6 +245,8 @@ async fn commit_once(
         }
     }
     let prepared = write.prepare(&accepted, mirrors).await?;
+    // Stamped: the calendar's next batch may begin while this one is written.
+    next.begin_ahead(&services.db);
     prepared.txn().hear_later(unheard);
     let roles = prepared.roles();
     let services = services.within(prepared.txn());

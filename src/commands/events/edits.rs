@@ -22,7 +22,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use crate::commands::mirrors::intents::{self, EventChange};
 
-use crate::store::{Unheard, WriteTxn};
+use crate::store::{NextWrite, Unheard, WriteTxn};
 use chrono::{DateTime, Utc};
 use entities::events;
 
@@ -233,10 +233,11 @@ impl EditBatch {
 
 /// Runs `edits` in order, in one transaction, and answers each. The answers are given once
 /// `unheard` is heard ([`WriteTxn::hear_later`]): this instance's streams then have the
-/// batch's frames.
+/// batch's frames. The first try runs on the transaction `next` began ahead, if it did.
 pub async fn edit_all(
     services: &Services,
     edits: &[Edit],
+    next: &NextWrite,
     unheard: &Unheard,
 ) -> Vec<Result<Edited, AppError>> {
     let kind = if edits.iter().any(|edit| edit.home().is_some()) {
@@ -245,7 +246,11 @@ pub async fn edit_all(
         "edit"
     };
     services.metrics.event_batch(kind, edits.len());
-    match retry_transient(&services.metrics, || edit_once(services, edits, unheard)).await {
+    match retry_transient(&services.metrics, || {
+        edit_once(services, edits, next, unheard)
+    })
+    .await
+    {
         Ok(outcomes) => outcomes,
         Err(err) if edits.len() == 1 => vec![Err(refuse_constraint(err))],
         // Waiting for the database took too long: every edit of the batch gets that answer
@@ -259,15 +264,16 @@ pub async fn edit_all(
             let mut outcomes = Vec::with_capacity(edits.len());
             for edit in edits {
                 let alone = std::slice::from_ref(edit);
-                let outcome =
-                    retry_transient(&services.metrics, || edit_once(services, alone, unheard))
-                        .await
-                        .map_err(refuse_constraint)
-                        .and_then(|mut answered| {
-                            answered.pop().unwrap_or_else(|| {
-                                Err(AppError::internal("an edit went unanswered"))
-                            })
-                        });
+                let outcome = retry_transient(&services.metrics, || {
+                    edit_once(services, alone, next, unheard)
+                })
+                .await
+                .map_err(refuse_constraint)
+                .and_then(|mut answered| {
+                    answered
+                        .pop()
+                        .unwrap_or_else(|| Err(AppError::internal("an edit went unanswered")))
+                });
                 outcomes.push(outcome);
             }
             outcomes
@@ -285,122 +291,121 @@ fn spoils_the_batch(err: &AppError) -> bool {
 async fn edit_once(
     services: &Services,
     edits: &[Edit],
+    next: &NextWrite,
     unheard: &Unheard,
 ) -> Result<Vec<Result<Edited, AppError>>, AppError> {
-    services
-        .db
-        .write(async |txn| {
-            txn.hear_later(unheard);
-            let services = &services.within(txn);
-            let ids: Vec<EventId> = edits
-                .iter()
-                .map(Edit::event_id)
-                .collect::<BTreeSet<_>>()
-                .into_iter()
-                .collect();
-            // The calendars edits may link into, and the homes of creations.
-            let also: Vec<CalendarId> = edits
-                .iter()
-                .flat_map(|edit| edit.adds_to().iter().chain(edit.home()).copied())
-                .collect::<BTreeSet<_>>()
-                .into_iter()
-                .collect();
-            let answering = answering(edits);
-            let locked =
-                event_store::change_locks::lock_for_changes(txn, &ids, &also, &answering).await?;
-            let versions = locked.versions;
-            let attendees = locked.attendees;
-            let memberships = Memberships::from_roles(locked.members);
-            let events = locked.events;
-            let clock = WriteDeadline::start(txn).await?;
-            let mut batch = EditBatch {
-                events,
-                attendees,
-                memberships,
-                now: clock.now,
-                frames: FrameBatch::default(),
-                mail_due: None,
-            };
-            let mut original: HashMap<EventId, (i64, Vec<CalendarId>)> = batch
-                .events
-                .iter()
-                .map(|(id, (event, links))| (*id, (event.revision, links.clone())))
-                .collect();
-            // Creations accepted and not inserted yet: inserted together, before the first
-            // edit that writes one of them and at the end.
-            let mut unwritten: Vec<NewEvent<'_>> = Vec::new();
-            let mut outcomes = Vec::with_capacity(edits.len());
-            for edit in edits {
-                let outcome = match edit {
-                    Edit::Create { by, input, home } => {
-                        let new = NewEvent {
-                            input,
-                            creator: by,
-                            home: *home,
-                        };
-                        create::accept(services, &mut batch, new).map(|view| {
-                            // Its outbox rows: linked from nowhere to its calendars.
-                            original.insert(input.id, (0, Vec::new()));
-                            unwritten.push(new);
-                            Edited::Event(view)
-                        })
-                    }
-                    edit => {
-                        if unwritten.iter().any(|new| new.input.id == edit.event_id()) {
-                            create::insert_accepted(txn, &mut unwritten, batch.now).await?;
-                        }
-                        run(txn, services, &mut batch, edit).await
-                    }
-                };
-                match outcome {
-                    Err(err) if spoils_the_batch(&err) => return Err(err),
-                    outcome => outcomes.push(outcome),
-                }
-            }
-            create::insert_accepted(txn, &mut unwritten, batch.now).await?;
-            let changes: Vec<EventChange> = batch
-                .events
-                .iter()
-                .filter_map(|(id, (event, links))| {
-                    let (revision, before) = original.get(id)?;
-                    (event.revision != *revision).then(|| EventChange {
-                        event_id: *id,
-                        before: before.clone(),
-                        after: if event.deleted_at.is_some() {
-                            Vec::new()
-                        } else {
-                            links.clone()
-                        },
+    next.write(&services.db, async |txn| {
+        txn.hear_later(unheard);
+        let services = &services.within(txn);
+        let ids: Vec<EventId> = edits
+            .iter()
+            .map(Edit::event_id)
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        // The calendars edits may link into, and the homes of creations.
+        let also: Vec<CalendarId> = edits
+            .iter()
+            .flat_map(|edit| edit.adds_to().iter().chain(edit.home()).copied())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let answering = answering(edits);
+        let locked =
+            event_store::change_locks::lock_for_changes(txn, &ids, &also, &answering).await?;
+        let versions = locked.versions;
+        let attendees = locked.attendees;
+        let memberships = Memberships::from_roles(locked.members);
+        let events = locked.events;
+        let clock = WriteDeadline::start(txn).await?;
+        let mut batch = EditBatch {
+            events,
+            attendees,
+            memberships,
+            now: clock.now,
+            frames: FrameBatch::default(),
+            mail_due: None,
+        };
+        let mut original: HashMap<EventId, (i64, Vec<CalendarId>)> = batch
+            .events
+            .iter()
+            .map(|(id, (event, links))| (*id, (event.revision, links.clone())))
+            .collect();
+        // Creations accepted and not inserted yet: inserted together, before the first
+        // edit that writes one of them and at the end.
+        let mut unwritten: Vec<NewEvent<'_>> = Vec::new();
+        let mut outcomes = Vec::with_capacity(edits.len());
+        for edit in edits {
+            let outcome = match edit {
+                Edit::Create { by, input, home } => {
+                    let new = NewEvent {
+                        input,
+                        creator: by,
+                        home: *home,
+                    };
+                    create::accept(services, &mut batch, new).map(|view| {
+                        // Its outbox rows: linked from nowhere to its calendars.
+                        original.insert(input.id, (0, Vec::new()));
+                        unwritten.push(new);
+                        Edited::Event(view)
                     })
-                })
-                .collect();
-            let queued = intents::record(&services.db, txn, &changes, batch.now).await?;
-            if !queued.writes.is_empty() {
-                services.provider_writes_queued(&queued.accounts().collect::<Vec<_>>());
-                for outcome in &mut outcomes {
-                    match outcome {
-                        Ok(Edited::Event(view)) => {
-                            view.provider_delivery = queued.delivery_of(EventId::from_uuid(view.id))
-                        }
-                        Ok(Edited::Deleted(view)) => {
-                            view.provider_delivery = queued.delivery_of(EventId::from_uuid(view.id))
-                        }
-                        _ => {}
+                }
+                edit => {
+                    if unwritten.iter().any(|new| new.input.id == edit.event_id()) {
+                        create::insert_accepted(txn, &mut unwritten, batch.now).await?;
                     }
+                    run(txn, services, &mut batch, edit).await
+                }
+            };
+            match outcome {
+                Err(err) if spoils_the_batch(&err) => return Err(err),
+                outcome => outcomes.push(outcome),
+            }
+        }
+        create::insert_accepted(txn, &mut unwritten, batch.now).await?;
+        let changes: Vec<EventChange> = batch
+            .events
+            .iter()
+            .filter_map(|(id, (event, links))| {
+                let (revision, before) = original.get(id)?;
+                (event.revision != *revision).then(|| EventChange {
+                    event_id: *id,
+                    before: before.clone(),
+                    after: if event.deleted_at.is_some() {
+                        Vec::new()
+                    } else {
+                        links.clone()
+                    },
+                })
+            })
+            .collect();
+        let queued = intents::record(&services.db, txn, &changes, batch.now).await?;
+        if !queued.writes.is_empty() {
+            services.provider_writes_queued(&queued.accounts().collect::<Vec<_>>());
+            for outcome in &mut outcomes {
+                match outcome {
+                    Ok(Edited::Event(view)) => {
+                        view.provider_delivery = queued.delivery_of(EventId::from_uuid(view.id))
+                    }
+                    Ok(Edited::Deleted(view)) => {
+                        view.provider_delivery = queued.delivery_of(EventId::from_uuid(view.id))
+                    }
+                    _ => {}
                 }
             }
-            if let Some(due) = batch.mail_due {
-                services.announce.mail_batch_due(due);
-            }
-            if !batch.frames.is_empty() {
-                services.announce.deliver(batch.frames);
-            }
-            event_store::change_locks::confirm_members(txn, &versions).await?;
-            clock.check()?;
-            Ok(outcomes)
-        })
-        .await
-        .map_err(too_slow_as_deadline)
+        }
+        if let Some(due) = batch.mail_due {
+            services.announce.mail_batch_due(due);
+        }
+        if !batch.frames.is_empty() {
+            services.announce.deliver(batch.frames);
+        }
+        event_store::change_locks::confirm_members(txn, &versions).await?;
+        clock.check()?;
+        Ok(outcomes)
+    })
+    .await
+    .map_err(too_slow_as_deadline)
 }
 
 /// The batch's locks took too long (the check that waits for them goes with the commit,

@@ -22,7 +22,7 @@ use super::remembered_roles::RememberedRoles;
 use crate::domain::events::EventInput;
 use crate::domain::ids::{CalendarId, UserId};
 use crate::store::outbox::{self, MirrorTargets};
-use crate::store::{Database, WriteTxn};
+use crate::store::{Database, NextWrite, WriteTxn};
 
 /// One creation of a batch.
 #[derive(Debug, Clone, Copy)]
@@ -88,18 +88,20 @@ pub struct CreationsWrite {
     check: Option<InsertStatement>,
 }
 
-/// Begins the write of a batch of creations homed in `home` and linked to `calendars`:
-/// with the roles `remembered` has if it has them all (the batch is then its inserts and
-/// their check, whose locks are bounded in the database, in a transaction that takes its
-/// stamp first, [`WriteTxn::stamp`]), else reading them (and remembering them). `None`
-/// when the home calendar does not exist: nobody may create in it (nothing was begun).
+/// Begins the write of a batch of creations homed in `home` and linked to `calendars`, on
+/// the transaction `next` began ahead if there is one: with the roles `remembered` has if
+/// it has them all (the batch is then its inserts and their check, whose locks are bounded
+/// in the database, in a transaction that takes its stamp first, [`WriteTxn::stamp`]),
+/// else reading them (and remembering them). `None` when the home calendar does not exist:
+/// nobody may create in it (nothing was written).
 pub async fn begin(
     db: &Database,
     home: CalendarId,
     calendars: &[CalendarId],
     remembered: &RememberedRoles,
+    next: &NextWrite,
 ) -> Result<Option<CreationsWrite>, DbErr> {
-    let txn = db.begin_write().await?;
+    let txn = next.take(db).await?;
     let (roles, check) = match remembered.get(home, calendars) {
         Some(roles) => {
             let check =
