@@ -17,18 +17,12 @@ use super::{Database, DbErr, WriteTxn};
 /// released (`svc_db_writes_ahead_total`).
 #[derive(Debug, Default)]
 pub struct NextWrite {
-    begun: parking_lot::Mutex<Option<Begun>>,
+    begun: parking_lot::Mutex<Option<Beginning>>,
 }
 
-/// A transaction being begun ahead.
-#[derive(Debug)]
-struct Begun {
-    /// The task beginning and stamping it; it ends with the transaction, or with nothing if
-    /// it could not begin it.
-    task: JoinHandle<Option<WriteTxn>>,
-    /// Where it was begun.
-    db: Database,
-}
+/// The task beginning and stamping a transaction ahead: it ends with the transaction and
+/// the database it was begun on, or with nothing if it could not begin it.
+type Beginning = JoinHandle<Option<(WriteTxn, Database)>>;
 
 impl NextWrite {
     /// On PostgreSQL, with a connection idle in the pool and none begun already, begins
@@ -39,16 +33,13 @@ impl NextWrite {
         if begun.is_some() || !db.write_connection_idle() {
             return;
         }
-        let on = db.clone();
-        let task = tokio::spawn(async move {
-            let txn = on.begin_write().await.ok()?;
+        let db = db.clone();
+        let task: Beginning = tokio::spawn(async move {
+            let txn = db.begin_write().await.ok()?;
             txn.stamp().await.ok()?;
-            Some(txn)
+            Some((txn, db))
         });
-        *begun = Some(Begun {
-            task,
-            db: db.clone(),
-        });
+        *begun = Some(task);
     }
 
     /// Whether a transaction was begun ahead and neither taken nor released.
@@ -60,8 +51,8 @@ impl NextWrite {
     /// one ([`Database::begin_write`]).
     pub async fn take(&self, db: &Database) -> Result<WriteTxn, DbErr> {
         let begun = self.begun.lock().take();
-        if let Some(Begun { task, db: on }) = begun
-            && let Ok(Some(txn)) = task.await
+        if let Some(task) = begun
+            && let Ok(Some((txn, on))) = task.await
         {
             on.write_ahead("taken");
             return Ok(txn);
@@ -77,8 +68,8 @@ impl NextWrite {
         // Without a runtime the task is gone, and its transaction with it.
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
-                if let Ok(Some(txn)) = begun.task.await {
-                    begun.db.write_ahead("released");
+                if let Ok(Some((txn, on))) = begun.await {
+                    on.write_ahead("released");
                     // Dropped on a failed rollback, the transaction closes its connection.
                     let _ = txn.rollback().await;
                 }

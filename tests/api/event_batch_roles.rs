@@ -38,19 +38,6 @@ async fn remove_member(app: &TestApp, owner: &TestUser, calendar: &str, user: &T
     assert_eq!(status, StatusCode::OK, "remove {}", user.email);
 }
 
-/// The titles `user` reads.
-async fn titles(app: &TestApp, user: &TestUser) -> Vec<String> {
-    let events = app.read_events(user, "").await;
-    let mut titles: Vec<String> = events["events"]
-        .as_array()
-        .expect("events")
-        .iter()
-        .map(|e| e["title"].as_str().expect("title").to_owned())
-        .collect();
-    titles.sort();
-    titles
-}
-
 /// A server, a shared calendar and a second one with the same members (its memberships
 /// change through its own actor), and the editor's first creation linked to both, after
 /// which the first calendar's actor knows the roles of both.
@@ -140,7 +127,7 @@ async fn creations_follow_every_membership_change_of_their_linked_calendars() {
 
     // Exactly the acknowledged creations were written.
     assert_eq!(
-        titles(&app, &s.owner).await,
+        app.read_titles(&s.owner).await,
         [
             "after removal",
             "first",
@@ -172,7 +159,7 @@ async fn a_role_changed_through_another_server_is_followed() {
         create(&app, &s.editor, &both[..1], "again").await,
         StatusCode::CREATED
     );
-    assert_eq!(titles(&app, &s.owner).await, ["again", "first"]);
+    assert_eq!(app.read_titles(&s.owner).await, ["again", "first"]);
 }
 
 /// Waits until a statement on this test's database has waited for a lock for longer than
@@ -234,12 +221,12 @@ async fn a_creation_held_by_a_lock_past_its_time_bound_is_refused_whole() {
     };
     let (status, ()) = tokio::join!(create(&app, &s.editor, &home, "late"), release);
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
-    assert_eq!(titles(&app, &s.owner).await, ["first"]);
+    assert_eq!(app.read_titles(&s.owner).await, ["first"]);
     assert_eq!(
         create(&app, &s.editor, &home, "after").await,
         StatusCode::CREATED
     );
-    assert_eq!(titles(&app, &s.owner).await, ["after", "first"]);
+    assert_eq!(app.read_titles(&s.owner).await, ["after", "first"]);
 }
 
 #[tokio::test]
@@ -257,7 +244,7 @@ async fn writes_of_a_calendars_events_go_on_beside_each_other_and_a_membership_c
         StatusCode::CREATED
     );
     // The owner's full read, served from the cache until the calendar's events change.
-    assert_eq!(titles(&app, &s.owner).await, ["first"]);
+    assert_eq!(app.read_titles(&s.owner).await, ["first"]);
     let db = app.db_connection().await;
     // Another write of the calendar's events holds its row as each batch's check of the
     // memberships holds it, to its commit.
@@ -277,7 +264,7 @@ async fn writes_of_a_calendars_events_go_on_beside_each_other_and_a_membership_c
         .await
         .expect("a creation beside another write of the calendar");
     assert_eq!(beside, StatusCode::CREATED);
-    assert_eq!(titles(&app, &s.owner).await, ["beside", "first"]);
+    assert_eq!(app.read_titles(&s.owner).await, ["beside", "first"]);
     let mut first = app.read_events(&s.editor, "").await["events"]
         .as_array()
         .expect("events")
@@ -290,7 +277,7 @@ async fn writes_of_a_calendars_events_go_on_beside_each_other_and_a_membership_c
         .await
         .expect("an edit beside another write of the calendar");
     assert_eq!(edited.status(), StatusCode::OK);
-    assert_eq!(titles(&app, &s.owner).await, ["beside", "edited beside"]);
+    assert_eq!(app.read_titles(&s.owner).await, ["beside", "edited beside"]);
 
     // A change of the calendar's memberships waits for the write that shares it.
     let release = async {
@@ -307,5 +294,5 @@ async fn writes_of_a_calendars_events_go_on_beside_each_other_and_a_membership_c
         create(&app, &s.editor, &home, "removed").await,
         StatusCode::FORBIDDEN
     );
-    assert_eq!(titles(&app, &s.owner).await, ["beside", "edited beside"]);
+    assert_eq!(app.read_titles(&s.owner).await, ["beside", "edited beside"]);
 }

@@ -112,6 +112,19 @@ impl TestApp {
         response.json().await.expect("JSON")
     }
 
+    /// The sorted titles of the events `user` reads (`GET /api/v1/events`).
+    pub async fn read_titles(&self, user: &TestUser) -> Vec<String> {
+        let events = self.read_events(user, "").await;
+        let mut titles: Vec<String> = events["events"]
+            .as_array()
+            .expect("events")
+            .iter()
+            .map(|e| e["title"].as_str().expect("title").to_owned())
+            .collect();
+        titles.sort();
+        titles
+    }
+
     /// `GET /api/v1/events` with `query` as `user`: the JSON answer.
     pub async fn read_events(&self, user: &TestUser, query: &str) -> serde_json::Value {
         let response = self
