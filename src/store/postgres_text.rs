@@ -88,6 +88,14 @@ fn takes_escapes(before: &str) -> bool {
         && !back.next().is_some_and(|p| p.is_alphanumeric() || p == '_')
 }
 
+/// `value` as a typed literal, as [`inline`] writes it; `None` if it cannot be written
+/// exactly.
+pub(crate) fn value_literal(value: &Value) -> Option<String> {
+    let mut out = String::new();
+    literal(&mut out, value)?;
+    Some(out)
+}
+
 /// Writes `value` as a literal of the type sqlx binds it as; `None` if it cannot be written
 /// exactly.
 fn literal(out: &mut String, value: &Value) -> Option<()> {

@@ -34,6 +34,7 @@ use sea_orm::{
 use sea_query_sqlx::SqlxValues;
 use tokio::sync::Mutex;
 
+use super::row_updates::{RowRuns, RowUpdate};
 use super::writer::{exec_err, query_err, sections_of};
 use crate::metrics::Metrics;
 
@@ -57,7 +58,10 @@ struct Held {
     begun: bool,
     /// Deferred writes, as texts, to send before anything else.
     deferred: Vec<String>,
-    /// Their length together.
+    /// Deferred updates of single rows, written after the other deferred writes, a
+    /// statement per run of one shape ([`super::row_updates`]).
+    rows: RowRuns,
+    /// The length of the deferred writes and rows together.
     deferred_len: usize,
 }
 
@@ -101,12 +105,18 @@ impl Held {
             text.push_str(&write);
             text.push_str(";\n");
         }
+        self.rows.take_text(&mut text);
         text
     }
 
     /// How many statements [`Self::leading_text`] would send.
     fn leading(&self) -> usize {
-        usize::from(self.begin_owed) + self.deferred.len()
+        usize::from(self.begin_owed) + self.deferred.len() + self.rows.statements()
+    }
+
+    /// Whether no write is deferred.
+    fn nothing_deferred(&self) -> bool {
+        self.deferred.is_empty() && self.rows.is_empty()
     }
 }
 
@@ -168,6 +178,7 @@ impl PgTxn {
                 begin_owed: true,
                 begun: false,
                 deferred: Vec::new(),
+                rows: RowRuns::default(),
                 deferred_len: 0,
             }),
             since: Instant::now(),
@@ -226,6 +237,25 @@ impl PgTxn {
         }
     }
 
+    /// Defers `row`, the update `stmt` of one row, as [`Self::defer`] does, to be written
+    /// with the row updates of the same shape deferred right before or after it as one
+    /// statement, after the other deferred writes ([`super::row_updates`]: only for a row
+    /// no other deferred write depends on). A row whose values cannot be written as text
+    /// is deferred as `stmt`.
+    pub(crate) async fn defer_row(&self, stmt: Statement, row: &RowUpdate) -> Result<(), DbErr> {
+        let written = row.written().filter(|row| row.len() <= DEFERRED_TEXT_LIMIT);
+        let Some(written) = written else {
+            return self.defer(stmt).await;
+        };
+        let mut held = self.held.lock().await;
+        if held.deferred_len + written.len() > DEFERRED_TEXT_LIMIT {
+            held.begun_conn().await?;
+        }
+        held.deferred_len += written.len();
+        held.rows.push(written);
+        Ok(())
+    }
+
     /// Runs the read `stmt` as an unnamed statement, planned for this execution alone: for a
     /// read over tables that grow, whose cached plan, made while they were small (a new
     /// database's, before its first `ANALYZE`), would scan them whole once they have grown.
@@ -273,9 +303,10 @@ impl PgTxn {
         let held = self.held.get_mut();
         if ending == Ending::Rollback {
             held.deferred.clear();
+            held.rows.clear();
             held.deferred_len = 0;
         }
-        if held.deferred.is_empty() {
+        if held.nothing_deferred() {
             held.begin_owed = false;
         }
         if !held.begun && !held.begin_owed {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use sea_orm::prelude::async_trait::async_trait;
 use sea_orm::sea_query::{
-    InsertStatement, PostgresQueryBuilder, SelectStatement, SqliteQueryBuilder,
+    InsertStatement, PostgresQueryBuilder, SelectStatement, SqliteQueryBuilder, UpdateStatement,
 };
 use sea_orm::{
     ConnectionTrait, DbBackend, DbErr, ExecResult, QueryResult, Statement, StatementBuilder, Values,
@@ -20,6 +20,7 @@ use super::horizon::{InFlight, STAMP_POSTGRES, WriteHorizon, stamp_of};
 use super::instance_bus::{OwnNotice, Unheard};
 use super::outgoing::TxnOutgoing;
 use super::postgres_txn::PgTxn;
+use super::row_updates::RowUpdate;
 use super::writer::SqliteTxn;
 use crate::domain::ids::UserId;
 
@@ -195,6 +196,22 @@ impl WriteTxn {
     pub async fn defer(&self, write: impl StatementBuilder) -> Result<(), DbErr> {
         self.defer_statement(self.get_database_backend().build(&write))
             .await
+    }
+
+    /// [`Self::defer`] of `update`, the update of the single row `row` describes. On
+    /// PostgreSQL it is written with the row updates of the same shape deferred next to it,
+    /// as one statement, after the transaction's other deferred writes
+    /// ([`PgTxn::defer_row`]): only for a row that no other write deferred in the
+    /// transaction reads or depends on. On SQLite, as [`Self::defer`].
+    pub async fn defer_row(&self, update: UpdateStatement, row: &RowUpdate) -> Result<(), DbErr> {
+        let statement = self.get_database_backend().build(&update);
+        match &self.txn {
+            Txn::Sqlite(txn) => {
+                txn.defer(statement).await;
+                Ok(())
+            }
+            Txn::Postgres(txn) => txn.defer_row(statement, row).await,
+        }
     }
 
     /// [`Self::defer`] of a statement built already.

@@ -235,12 +235,12 @@ async fn an_update_based_on_a_stale_revision_is_a_conflict_with_the_current_even
 /// connection, on PostgreSQL the calendar's row (every event edit locks its calendars
 /// first). Commands sent meanwhile queue up in the calendar's actor.
 #[expect(dead_code, reason = "held until dropped, never read")]
-enum WriteHold {
+pub(crate) enum WriteHold {
     Sqlite(Box<bowline::store::WriteTxn>),
     Postgres(sea_orm::DatabaseTransaction),
 }
 
-async fn hold_writes(app: &TestApp, calendar: &str) -> WriteHold {
+pub(crate) async fn hold_writes(app: &TestApp, calendar: &str) -> WriteHold {
     use sea_orm::{ConnectionTrait, TransactionTrait};
     if app.ctx().db.backend() != bowline::store::Backend::Postgres {
         return WriteHold::Sqlite(Box::new(app.ctx().db.begin_write().await.expect("writer")));
@@ -256,7 +256,7 @@ async fn hold_writes(app: &TestApp, calendar: &str) -> WriteHold {
 }
 
 /// Requests in progress that are not reads (the metrics reads are `GET`s).
-fn writes_in_flight(metrics: &str) -> f64 {
+pub(crate) fn writes_in_flight(metrics: &str) -> f64 {
     metrics
         .lines()
         .filter(|line| {

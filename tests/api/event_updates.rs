@@ -1,7 +1,8 @@
 //! `PUT /api/v1/events` and the calendars an event is in: links into calendars the caller
 //! cannot see survive a client putting back what it read, removing a visible link needs
-//! editEvents there; and the validation of times (start after end, years outside 1..=9999
-//! in ISO and millisecond form) before anything is written.
+//! editEvents there; the validation of times (start after end, years outside 1..=9999
+//! in ISO and millisecond form) before anything is written; and the rows of many events
+//! changed in one batch (on PostgreSQL one statement per run of changes of one kind).
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -263,4 +264,111 @@ async fn text_with_quotes_dollars_and_control_characters_is_kept_exactly() {
         expected.sort_unstable();
         assert_eq!(calendars, expected);
     }
+}
+
+/// Updates of many events queued behind a held calendar commit in one batch, whose event
+/// rows PostgreSQL writes as one statement per run of changes of one kind: each update
+/// lands with its own title and revision, and an event changed twice in the batch (linked
+/// into two calendars) keeps both changes.
+#[tokio::test]
+async fn many_events_changed_in_one_batch_each_keep_their_change() {
+    use crate::concurrency::{hold_writes, writes_in_flight};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let app = spawn_app().await;
+    let s = shared(&app, "row-runs").await;
+    let sides: Vec<String> = futures::future::join_all(
+        ["Side A", "Side B"].map(|name| app.create_calendar(&s.editor, name)),
+    )
+    .await
+    .iter()
+    .map(|calendar| calendar["id"].as_str().expect("id").to_owned())
+    .collect();
+    let mut events = Vec::new();
+    for i in 0..6 {
+        let body = event_body(&[&s.calendar], &format!("event {i}"), 8 + i);
+        app.create_event(&s.owner, &body).await;
+        events.push(body);
+    }
+    let id = |i: usize| events[i]["id"].as_str().expect("id").to_owned();
+
+    let hold = hold_writes(&app, &s.calendar).await;
+    let mut requests: Vec<_> = (0..5)
+        .map(|i| {
+            let mut edited = events[i].clone();
+            edited["title"] = json!(format!("edited {i}"));
+            app.as_user(Method::PUT, "/api/v1/events", &s.editor)
+                .json(&edited)
+        })
+        .collect();
+    for side in &sides {
+        requests.push(
+            app.as_user(
+                Method::POST,
+                &format!("/api/v1/events/{}/link", id(5)),
+                &s.editor,
+            )
+            .json(&json!({ "calendarID": side })),
+        );
+    }
+    let count = requests.len();
+    let answered = AtomicUsize::new(0);
+    let sent = futures::future::join_all(requests.into_iter().map(|request| async {
+        let response = request.send().await.expect("request");
+        answered.fetch_add(1, Ordering::SeqCst);
+        response
+    }));
+    let release = async {
+        tokio::time::timeout(crate::helpers::WAIT, async {
+            loop {
+                let waiting = writes_in_flight(&app.metrics_text().await);
+                if waiting + answered.load(Ordering::SeqCst) as f64 >= count as f64 {
+                    break;
+                }
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("every edit is waiting");
+        drop(hold);
+    };
+    let (responses, ()) = tokio::join!(sent, release);
+    for response in responses {
+        assert_eq!(response.status(), StatusCode::OK);
+    }
+
+    let read = app.read_events(&s.editor, "").await;
+    let stored: std::collections::HashMap<&str, &Value> = read["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .map(|event| (event["id"].as_str().expect("id"), event))
+        .collect();
+    for i in 0..5 {
+        let event = stored[id(i).as_str()];
+        assert_eq!(event["title"], format!("edited {i}"));
+        assert_eq!(event["revision"], 2);
+    }
+    let twice = stored[id(5).as_str()];
+    assert_eq!(twice["title"], "event 5");
+    assert_eq!(twice["revision"], 3);
+    let mut calendars: Vec<&str> = twice["calendars"]
+        .as_array()
+        .expect("calendars")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    calendars.sort_unstable();
+    let mut expected = vec![s.calendar.as_str(), sides[0].as_str(), sides[1].as_str()];
+    expected.sort_unstable();
+    assert_eq!(calendars, expected);
+
+    let metrics = app.metrics_text().await;
+    let batches =
+        crate::helpers::sample(&metrics, "svc_event_commit_batch_size_count{kind=\"edit\"}")
+            .expect("count");
+    assert!(
+        batches < count as f64,
+        "{batches} batches for {count} edits"
+    );
 }

@@ -25,13 +25,14 @@ use crate::domain::ids::{CalendarId, EventId, UserId};
 use chrono::{DateTime, Utc};
 use entities::{calendar_events, calendar_members, events};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
-    QuerySelect, QueryTrait, TryIntoModel,
+    ActiveModelTrait, ActiveValue, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr,
+    EntityName, EntityTrait, IdenStatic, Iterable, QueryFilter, QueryOrder, QuerySelect,
+    QueryTrait, TryIntoModel,
 };
 
-use super::WriteTxn;
 use super::db_errors::{BrokenKey, broken_key};
 use super::statements::Unique;
+use super::{RowUpdate, WriteTxn};
 use crate::domain::event_fields::event_fields;
 use crate::domain::events::EventInput;
 
@@ -218,19 +219,31 @@ pub async fn touch(
     write_over(txn, active).await
 }
 
-/// Writes the columns `active` sets over its row, as a deferred write ([`WriteTxn::defer`]):
-/// the row as it is then (the caller read it in this transaction, under its lock).
+/// Writes the columns `active` sets over its row, as a deferred write of one row
+/// ([`WriteTxn::defer_row`]: on PostgreSQL with the other event rows a batch changes, in
+/// one statement; nothing else deferred reads an event's row): the row as it is then (the
+/// caller read it in this transaction, under its lock).
 async fn write_over(txn: &WriteTxn, active: events::ActiveModel) -> Result<events::Model, DbErr> {
     let id = active
         .id
         .clone()
         .take()
         .ok_or_else(|| DbErr::Custom("an event's change needs its id".into()))?;
+    let row = RowUpdate {
+        table: events::Entity.table_name(),
+        key: (events::Column::Id.as_str(), id.into()),
+        columns: events::Column::iter()
+            .filter_map(|column| match active.get(column) {
+                ActiveValue::Set(value) => Some((column.as_str(), value)),
+                _ => None,
+            })
+            .collect(),
+    };
     let update = events::Entity::update_many()
         .set(active.clone())
         .filter(events::Column::Id.eq(id))
         .into_query();
-    txn.defer(update).await?;
+    txn.defer_row(update, &row).await?;
     active.try_into_model()
 }
 
