@@ -255,8 +255,41 @@ pub(crate) async fn hold_writes(app: &TestApp, calendar: &str) -> WriteHold {
     WriteHold::Postgres(holder)
 }
 
+/// Sends `requests` at once and lets `hold` go once each of them is answered or waiting
+/// for it (in progress at the server): the responses, in order.
+pub(crate) async fn send_while_held(
+    app: &TestApp,
+    hold: WriteHold,
+    requests: impl IntoIterator<Item = reqwest::RequestBuilder>,
+) -> Vec<reqwest::Response> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let requests: Vec<_> = requests.into_iter().collect();
+    let count = requests.len() as f64;
+    let answered = AtomicUsize::new(0);
+    let sent = futures::future::join_all(requests.into_iter().map(|request| async {
+        let response = request.send().await.expect("request");
+        answered.fetch_add(1, Ordering::SeqCst);
+        response
+    }));
+    let release = async {
+        tokio::time::timeout(crate::helpers::WAIT, async {
+            loop {
+                let waiting = writes_in_flight(&app.metrics_text().await);
+                if waiting + answered.load(Ordering::SeqCst) as f64 >= count {
+                    break;
+                }
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("every request is waiting");
+        drop(hold);
+    };
+    tokio::join!(sent, release).0
+}
+
 /// Requests in progress that are not reads (the metrics reads are `GET`s).
-pub(crate) fn writes_in_flight(metrics: &str) -> f64 {
+fn writes_in_flight(metrics: &str) -> f64 {
     metrics
         .lines()
         .filter(|line| {
@@ -337,28 +370,8 @@ async fn concurrent_edits_are_committed_together_but_answered_and_refused_one_by
     ];
     let expected: Vec<StatusCode> = edits.iter().map(|(_, status)| *status).collect();
     // Some edits are refused before they reach the actor; the others wait for the hold.
-    let answered = std::sync::atomic::AtomicUsize::new(0);
-    let sent = futures::future::join_all(edits.into_iter().map(|(request, _)| async {
-        let response = request.send().await.expect("request");
-        answered.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        response
-    }));
-    let release = async {
-        tokio::time::timeout(crate::helpers::WAIT, async {
-            loop {
-                let waiting = writes_in_flight(&app.metrics_text().await);
-                let done = answered.load(std::sync::atomic::Ordering::SeqCst);
-                if waiting + done as f64 >= 6.0 {
-                    break;
-                }
-                tokio::task::yield_now().await;
-            }
-        })
-        .await
-        .expect("every edit is waiting");
-        drop(hold);
-    };
-    let (responses, ()) = tokio::join!(sent, release);
+    let responses =
+        send_while_held(&app, hold, edits.into_iter().map(|(request, _)| request)).await;
     let mut answers = Vec::new();
     for response in responses {
         let status = response.status();

@@ -21,6 +21,18 @@ async fn read_one(app: &TestApp, user: &TestUser, id: &str) -> Option<Value> {
         .cloned()
 }
 
+/// An event document's calendar ids, sorted.
+fn sorted_calendars(event: &Value) -> Vec<&str> {
+    let mut calendars: Vec<&str> = event["calendars"]
+        .as_array()
+        .expect("calendars")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    calendars.sort_unstable();
+    calendars
+}
+
 async fn join_as(app: &TestApp, owner: &TestUser, calendar: &str, user: &TestUser, role: &str) {
     app.join_with_invite(owner, calendar, user).await;
     if role != "viewer" {
@@ -253,13 +265,7 @@ async fn text_with_quotes_dollars_and_control_characters_is_kept_exactly() {
             (&event["title"], &event["description"], &event["location"]),
             (&json!(texts[3]), &json!(texts[4]), &json!(texts[1]))
         );
-        let mut calendars: Vec<&str> = event["calendars"]
-            .as_array()
-            .expect("calendars")
-            .iter()
-            .filter_map(Value::as_str)
-            .collect();
-        calendars.sort_unstable();
+        let calendars = sorted_calendars(event);
         let mut expected = [calendar.as_str(), other.as_str()];
         expected.sort_unstable();
         assert_eq!(calendars, expected);
@@ -272,8 +278,7 @@ async fn text_with_quotes_dollars_and_control_characters_is_kept_exactly() {
 /// into two calendars) keeps both changes.
 #[tokio::test]
 async fn many_events_changed_in_one_batch_each_keep_their_change() {
-    use crate::concurrency::{hold_writes, writes_in_flight};
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use crate::concurrency::{hold_writes, send_while_held};
 
     let app = spawn_app().await;
     let s = shared(&app, "row-runs").await;
@@ -312,27 +317,7 @@ async fn many_events_changed_in_one_batch_each_keep_their_change() {
         );
     }
     let count = requests.len();
-    let answered = AtomicUsize::new(0);
-    let sent = futures::future::join_all(requests.into_iter().map(|request| async {
-        let response = request.send().await.expect("request");
-        answered.fetch_add(1, Ordering::SeqCst);
-        response
-    }));
-    let release = async {
-        tokio::time::timeout(crate::helpers::WAIT, async {
-            loop {
-                let waiting = writes_in_flight(&app.metrics_text().await);
-                if waiting + answered.load(Ordering::SeqCst) as f64 >= count as f64 {
-                    break;
-                }
-                tokio::task::yield_now().await;
-            }
-        })
-        .await
-        .expect("every edit is waiting");
-        drop(hold);
-    };
-    let (responses, ()) = tokio::join!(sent, release);
+    let responses = send_while_held(&app, hold, requests).await;
     for response in responses {
         assert_eq!(response.status(), StatusCode::OK);
     }
@@ -352,13 +337,7 @@ async fn many_events_changed_in_one_batch_each_keep_their_change() {
     let twice = stored[id(5).as_str()];
     assert_eq!(twice["title"], "event 5");
     assert_eq!(twice["revision"], 3);
-    let mut calendars: Vec<&str> = twice["calendars"]
-        .as_array()
-        .expect("calendars")
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
-    calendars.sort_unstable();
+    let calendars = sorted_calendars(twice);
     let mut expected = vec![s.calendar.as_str(), sides[0].as_str(), sides[1].as_str()];
     expected.sort_unstable();
     assert_eq!(calendars, expected);
